@@ -1,0 +1,201 @@
+//! Confidence calibration, applied: one fitted temperature per (provider, model, question), with a
+//! fit per option count as the fallback (SPEC section 7).
+//!
+//! File format (`calibration/calibration.json`, shipped inside the binary, and
+//! `<install dir>/calibration.json`, fitted locally, which takes precedence):
+//!
+//! ```json
+//! {"format": "system1-calibration", "version": 1,
+//!  "fits": [{"provider": "laya", "model": "typed-decisions", "question": "read_only", "temperature": 0.31, "n": 45, ...},
+//!           {"provider": "laya", "model": "typed-decisions", "options": 2, "temperature": 0.8, "n": 120, ...}]}
+//! ```
+//! A fit names either a `question` (the key the gateway asks under: a routing feature's name, or the
+//! question text of a `system1_decide` call) or an `options` count. Extra fields (`n`, `accuracy`,
+//! `ece_before`, `ece_after`, `source`, `fitted_at`) are kept and shown by `system1_capabilities`.
+//! Rescaling is p_i^(1/T) / sum_j p_j^(1/T): it never changes which option wins.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+pub const FORMAT: &str = "system1-calibration";
+pub const VERSION: u64 = 1;
+
+/// The fits shipped with this build.
+pub const SHIPPED: &str = include_str!("../../calibration/calibration.json");
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Fit {
+    pub provider: String,
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<usize>,
+    pub temperature: f64,
+    /// Everything else the fit carries (n, accuracy, ECE, source, date).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct File {
+    pub format: String,
+    pub version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub fits: Vec<Fit>,
+}
+
+impl File {
+    pub fn new(fits: Vec<Fit>) -> Self {
+        File { format: FORMAT.to_string(), version: VERSION, note: None, fits }
+    }
+
+    pub fn parse(text: &str) -> Result<File, String> {
+        let f: File = serde_json::from_str(text).map_err(|e| format!("not a calibration file: {e}"))?;
+        if f.format != FORMAT {
+            return Err(format!("format is {:?}, expected {FORMAT:?}", f.format));
+        }
+        if f.version != VERSION {
+            return Err(format!("version {} is not supported (this build reads version {VERSION})", f.version));
+        }
+        for fit in &f.fits {
+            if !(fit.temperature.is_finite() && fit.temperature > 0.0) {
+                return Err(format!(
+                    "temperature {} for {}/{} must be positive",
+                    fit.temperature, fit.provider, fit.model
+                ));
+            }
+            if fit.question.is_none() && fit.options.is_none() {
+                return Err(format!(
+                    "a fit for {}/{} names neither a question nor an option count",
+                    fit.provider, fit.model
+                ));
+            }
+        }
+        Ok(f)
+    }
+}
+
+/// Where a loaded fit came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Origin {
+    Local,
+    Shipped,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Calibration {
+    /// Local fits first, so that a lookup finds them before the shipped ones.
+    fits: Vec<(Origin, Fit)>,
+    pub errors: Vec<String>,
+}
+
+impl Calibration {
+    /// The shipped fits plus the local file, when it exists. A broken local file is reported and
+    /// skipped; the shipped fits still apply.
+    pub fn load(local: &Path) -> Self {
+        let mut cal = Calibration::default();
+        match std::fs::read_to_string(local) {
+            Ok(text) => match File::parse(&text) {
+                Ok(f) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Local, fit))),
+                Err(e) => cal.errors.push(format!("{}: {e}", local.display())),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => cal.errors.push(format!("{}: {e}", local.display())),
+        }
+        match File::parse(SHIPPED) {
+            Ok(f) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Shipped, fit))),
+            Err(e) => cal.errors.push(format!("shipped calibration: {e}")),
+        }
+        cal
+    }
+
+    pub fn from_fits(fits: Vec<(Origin, Fit)>) -> Self {
+        Calibration { fits, errors: Vec::new() }
+    }
+
+    /// The fit for this question: by question key first, then by option count. Fits for another
+    /// provider or model never match.
+    pub fn find(&self, provider: &str, model: &str, question: &str, n_options: usize) -> Option<&Fit> {
+        let same_engine = |f: &&Fit| f.provider == provider && f.model == model;
+        let fits = || self.fits.iter().map(|(_, f)| f).filter(same_engine);
+        fits()
+            .find(|f| f.question.as_deref() == Some(question))
+            .or_else(|| fits().find(|f| f.question.is_none() && f.options == Some(n_options)))
+    }
+
+    pub fn loaded(&self) -> impl Iterator<Item = &(Origin, Fit)> {
+        self.fits.iter()
+    }
+}
+
+/// Rescales probabilities with temperature `t`: p_i^(1/t), renormalised. Zeros stay zero.
+pub fn rescale(probabilities: &[f64], t: f64) -> Vec<f64> {
+    let beta = 1.0 / t;
+    // Work in log space, shifted by the largest log-probability, so tiny p do not underflow to 0/0.
+    let logs: Vec<f64> =
+        probabilities.iter().map(|&p| if p > 0.0 { beta * p.ln() } else { f64::NEG_INFINITY }).collect();
+    let max = logs.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+    if !max.is_finite() {
+        return probabilities.to_vec();
+    }
+    let exps: Vec<f64> = logs.iter().map(|l| (l - max).exp()).collect();
+    let sum: f64 = exps.iter().sum();
+    exps.iter().map(|e| e / sum).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fit(question: Option<&str>, options: Option<usize>, model: &str, t: f64) -> Fit {
+        Fit {
+            provider: "laya".into(),
+            model: model.into(),
+            question: question.map(String::from),
+            options,
+            temperature: t,
+            extra: Map::new(),
+        }
+    }
+
+    #[test]
+    fn shipped_file_parses_with_the_seed_figures() {
+        let f = File::parse(SHIPPED).expect("shipped calibration parses");
+        let t = |q: &str| f.fits.iter().find(|x| x.question.as_deref() == Some(q)).map(|x| x.temperature);
+        assert_eq!(t("design"), Some(0.31));
+        assert_eq!(t("Is this shell command destructive?"), Some(0.27));
+    }
+
+    #[test]
+    fn question_fit_beats_option_count_and_local_beats_shipped() {
+        let cal = Calibration::from_fits(vec![
+            (Origin::Local, fit(Some("design"), None, "typed-decisions", 0.5)),
+            (Origin::Shipped, fit(Some("design"), None, "typed-decisions", 0.31)),
+            (Origin::Shipped, fit(None, Some(2), "typed-decisions", 0.9)),
+        ]);
+        assert_eq!(cal.find("laya", "typed-decisions", "design", 2).map(|f| f.temperature), Some(0.5));
+        assert_eq!(cal.find("laya", "typed-decisions", "other question", 2).map(|f| f.temperature), Some(0.9));
+        assert!(cal.find("laya", "typed-decisions", "other question", 3).is_none());
+        assert!(cal.find("laya", "english", "design", 2).is_none(), "a fit for another model is ignored");
+        assert!(cal.find("von", "typed-decisions", "design", 2).is_none());
+    }
+
+    #[test]
+    fn rescaling_sharpens_or_softens_but_keeps_the_winner() {
+        let p = [0.6, 0.3, 0.1];
+        let sharp = rescale(&p, 0.5);
+        // p^2 / sum(p^2) = 0.36/0.46, 0.09/0.46, 0.01/0.46
+        assert!((sharp[0] - 0.36 / 0.46).abs() < 1e-12);
+        assert!((sharp[2] - 0.01 / 0.46).abs() < 1e-12);
+        let soft = rescale(&p, 2.0);
+        assert!(soft[0] < 0.6 && soft[0] > soft[1] && soft[1] > soft[2]);
+        assert!((soft.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+        assert_eq!(rescale(&[1.0, 0.0], 0.3), vec![1.0, 0.0]);
+        assert_eq!(rescale(&p, 1.0).iter().map(|x| (x * 1e9).round()).collect::<Vec<_>>(), vec![6e8, 3e8, 1e8]);
+    }
+}

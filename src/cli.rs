@@ -1,0 +1,80 @@
+//! The command-line tree. Each subcommand's arguments and handler live in `commands/<name>.rs`;
+//! this file only lists them and dispatches.
+
+use clap::{Parser, Subcommand};
+
+use crate::commands;
+use crate::error::Result;
+
+/// Fast System-1 decisions for Claude Code, from a local decision engine.
+#[derive(Parser)]
+#[command(name = "system1", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the stdio MCP server (what `claude mcp add` and other MCP clients launch).
+    Mcp(commands::mcp::Args),
+    /// The Claude Code plugin's hooks: read the hook JSON on stdin, answer on stdout.
+    Hook(commands::hook::Args),
+    /// Show what the prompt hook would do with a prompt, step by step.
+    Route(commands::route::Args),
+    /// Ask for one decision from the command line.
+    Decide(commands::decide::Args),
+    /// Launch the installed server as an MCP client does and check it.
+    Smoke(commands::smoke::Args),
+    /// Diagnose the config, the registration and the engine, with fixes.
+    Doctor(commands::doctor::Args),
+    /// Pause or resume System-1 everywhere, or show its state.
+    Toggle(commands::toggle::Args),
+    /// Is System-1 used, and does it pay off? A report from Claude Code transcripts.
+    Report(commands::report::Args),
+    /// Propose outcome labels for subagent spawns from the transcripts.
+    Outcomes(commands::outcomes::Args),
+    /// Label the routing log and fit the confidence calibration.
+    Calibrate(commands::calibrate::Args),
+    /// Measure an engine on the labelled log and give the READY verdict.
+    Evaluate(commands::evaluate::Args),
+    /// Install this binary, write the config and register the MCP server.
+    Install(commands::install::Args),
+    /// Unregister and remove the installed binary (and with --purge, everything).
+    Uninstall(commands::install::UninstallArgs),
+    /// Install, start, stop and inspect local engine servers (laya, von).
+    Engine(commands::engine::Args),
+    /// Show the effective config and where each value came from; check it.
+    Config(commands::config::Args),
+    /// Write the request and response JSON Schemas.
+    Schema(commands::schema::Args),
+}
+
+pub fn run() -> Result<i32> {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // Help and version go to stdout with exit 0; usage errors to stderr with exit 2.
+            let _ = e.print();
+            return Ok(e.exit_code());
+        }
+    };
+    match cli.command {
+        Command::Mcp(a) => commands::mcp::run(a),
+        Command::Hook(a) => commands::hook::run(a),
+        Command::Route(a) => commands::route::run(a),
+        Command::Decide(a) => commands::decide::run(a),
+        Command::Smoke(a) => commands::smoke::run(a),
+        Command::Doctor(a) => commands::doctor::run(a),
+        Command::Toggle(a) => commands::toggle::run(a),
+        Command::Report(a) => commands::report::run(a),
+        Command::Outcomes(a) => commands::outcomes::run(a),
+        Command::Calibrate(a) => commands::calibrate::run(a),
+        Command::Evaluate(a) => commands::evaluate::run(a),
+        Command::Install(a) => commands::install::run(a),
+        Command::Uninstall(a) => commands::install::run_uninstall(a),
+        Command::Engine(a) => commands::engine::run(a),
+        Command::Config(a) => commands::config::run(a),
+        Command::Schema(a) => commands::schema::run(a),
+    }
+}

@@ -1,0 +1,91 @@
+//! `system1 decide`: one decision from the command line, through the same gateway as the MCP tool.
+//!
+//! Exit codes: 0 decided, 4 abstained, 1 error (invalid request or every provider failed),
+//! 3 broken config.
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result, exit};
+use crate::gateway::{ErrorCode, Gateway, Status};
+use crate::logging;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The question to decide.
+    #[arg(long, short)]
+    question: String,
+    /// One option (repeat for each); without options the question is answered yes or no.
+    #[arg(long = "option", short = 'o')]
+    options: Vec<String>,
+    /// Context for the engine, as a JSON object.
+    #[arg(long)]
+    context: Option<String>,
+    /// Abstain below this confidence (overrides the config).
+    #[arg(long)]
+    min_confidence: Option<f64>,
+    /// Print the whole response as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let gateway = Gateway::from_env();
+    let g = &gateway.loaded.config.gateway;
+    logging::init(&g.log_level, &g.log_file, true);
+
+    let mut req = Map::new();
+    req.insert("question".into(), json!(args.question));
+    if !args.options.is_empty() {
+        req.insert("options".into(), json!(args.options));
+    }
+    if let Some(c) = &args.context {
+        let v: Value = serde_json::from_str(c).map_err(|e| Error::usage(format!("--context is not JSON: {e}")))?;
+        req.insert("context".into(), v);
+    }
+    if let Some(m) = args.min_confidence {
+        req.insert("min_confidence".into(), json!(m));
+    }
+    let resp = gateway.decide(&Value::Object(req));
+
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&resp).unwrap_or_default());
+    } else {
+        match resp.status {
+            Status::Decided => println!(
+                "{} (confidence {:.2}{}, {}, {} ms)",
+                resp.decision.as_deref().unwrap_or(""),
+                resp.confidence.unwrap_or(0.0),
+                if resp.calibrated { ", calibrated" } else { "" },
+                resp.provider.as_deref().unwrap_or("-"),
+                resp.latency_ms
+            ),
+            Status::Abstained => println!("abstained: {}", resp.rationale.as_deref().unwrap_or("")),
+            Status::Error => {}
+        }
+        for a in resp.attempts.iter().filter(|a| a.outcome != crate::gateway::Outcome::Ok) {
+            eprintln!(
+                "  attempt {}: {:?} after {} ms: {}",
+                a.provider,
+                a.outcome,
+                a.latency_ms,
+                a.detail.as_deref().unwrap_or("")
+            );
+        }
+    }
+    Ok(match (&resp.status, &resp.error) {
+        (Status::Decided, _) => exit::OK,
+        (Status::Abstained, _) => exit::ABSTAINED,
+        (Status::Error, Some(e)) if e.code == ErrorCode::ConfigError => {
+            if !args.json {
+                eprintln!("system1: config error: {}", e.message);
+            }
+            exit::CONFIG
+        }
+        (Status::Error, e) => {
+            if !args.json {
+                eprintln!("system1: {}", e.as_ref().map(|e| e.message.as_str()).unwrap_or("error"));
+            }
+            exit::FAILURE
+        }
+    })
+}

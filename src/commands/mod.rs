@@ -1,0 +1,17 @@
+//! One file per subcommand: its `clap::Args` (whose doc comments are the help text) and its `run`.
+
+pub mod calibrate;
+pub mod config;
+pub mod decide;
+pub mod doctor;
+pub mod engine;
+pub mod evaluate;
+pub mod hook;
+pub mod install;
+pub mod mcp;
+pub mod outcomes;
+pub mod report;
+pub mod route;
+pub mod schema;
+pub mod smoke;
+pub mod toggle;

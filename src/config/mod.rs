@@ -1,0 +1,436 @@
+//! The resolved configuration: defaults, then the config file, then `SYSTEM1_*` environment
+//! variables, each layer overriding the one before (seed 003 "Configure").
+//!
+//! Loading never fails: a broken file or value becomes a message in `Loaded::errors`, and the
+//! affected keys keep their defaults. The MCP server then still starts, answering health with
+//! `down` and decisions with `config_error`; hooks stay silent.
+
+pub mod settings;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use toml::{Table, Value};
+
+pub use settings::{Resolved, Settings, Source};
+
+use crate::paths;
+
+/// Names of the providers the registry knows, for validating `provider`, `fallback` and
+/// `[providers.*]` tables without building them.
+pub use crate::providers::NAMES as PROVIDER_NAMES;
+
+/// The four routing features, in the order they are asked.
+pub const ROUTING_FEATURES: [&str; 4] = ["read_only", "design", "review", "specified"];
+/// Claude model tiers a routing rule may name, cheapest first.
+pub const TIERS: [&str; 3] = ["haiku", "sonnet", "opus"];
+
+#[derive(Debug, Clone)]
+pub struct GatewayConfig {
+    pub provider: String,
+    pub fallback: Vec<String>,
+    pub timeout_s: f64,
+    pub min_confidence: f64,
+    pub log_level: String,
+    pub log_file: String,
+}
+
+/// One routing rule: when every named feature has the given answer, use `tier`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    pub when: BTreeMap<String, bool>,
+    pub tier: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct RoutingConfig {
+    pub enabled: bool,
+    pub hint: bool,
+    pub log_dirs: Vec<String>,
+    pub min_confidence: f64,
+    pub default_tier: String,
+    pub rules: Vec<Rule>,
+    /// Engine time per prompt, shared by routing and the skill picker.
+    pub budget_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct SkillsConfig {
+    pub enabled: bool,
+    pub hint: bool,
+    pub min_confidence: f64,
+}
+
+/// A `[providers.<name>]` table with the sources of its keys; the adapter reads it.
+#[derive(Debug, Clone, Default)]
+pub struct ProviderSection {
+    pub table: Table,
+    pub sources: BTreeMap<String, Source>,
+}
+
+impl ProviderSection {
+    pub fn settings(&self, name: &str) -> Settings {
+        Settings::new(&format!("providers.{name}"), self.table.clone(), self.sources.clone())
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub gateway: GatewayConfig,
+    pub providers: BTreeMap<String, ProviderSection>,
+    pub routing: RoutingConfig,
+    pub skills: SkillsConfig,
+}
+
+/// The outcome of loading: the config (defaults where broken), what went wrong, where from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    pub errors: Vec<String>,
+    /// The config file path consulted.
+    pub path: PathBuf,
+    /// Whether that file existed and was read.
+    pub file_read: bool,
+    /// Every key that was resolved, with its value and source, for `config show`.
+    pub resolved: Vec<Resolved>,
+}
+
+impl Loaded {
+    pub fn is_ok(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    /// The provider chain: primary first, then the fallbacks.
+    pub fn chain(&self) -> Vec<String> {
+        let mut chain = vec![self.config.gateway.provider.clone()];
+        chain.extend(self.config.gateway.fallback.iter().cloned());
+        chain
+    }
+
+    /// The settings section of one provider (empty if the config has none).
+    pub fn provider_settings(&self, name: &str) -> Settings {
+        self.config.providers.get(name).cloned().unwrap_or_default().settings(name)
+    }
+}
+
+/// Loads the config from `paths::config_file()` and the process environment.
+pub fn load() -> Loaded {
+    let env: Vec<(String, String)> =
+        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    load_from(paths::config_file(), &env)
+}
+
+/// Loads from an explicit path and environment (tests call this directly).
+pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
+    let mut errors = Vec::new();
+    let (file_table, file_read) = match std::fs::read_to_string(&path) {
+        Ok(text) => match text.parse::<Table>() {
+            Ok(t) => (t, true),
+            Err(e) => {
+                let first = e.to_string().lines().next().unwrap_or("").to_string();
+                errors.push(format!("{} is not valid TOML: {} {}", path.display(), first, e.message()));
+                (Table::new(), true)
+            }
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Table::new(), false),
+        Err(e) => {
+            errors.push(format!("cannot read {}: {e}", path.display()));
+            (Table::new(), false)
+        }
+    };
+
+    let mut sections: BTreeMap<String, (Table, BTreeMap<String, Source>)> = BTreeMap::new();
+    let mut providers: BTreeMap<String, ProviderSection> = BTreeMap::new();
+    for (key, value) in file_table {
+        match (key.as_str(), value) {
+            ("gateway" | "routing" | "skills", Value::Table(t)) => {
+                sections.insert(key, (t, BTreeMap::new()));
+            }
+            ("providers", Value::Table(t)) => {
+                for (name, v) in t {
+                    match v {
+                        Value::Table(pt) => {
+                            if pt.contains_key("api_key") {
+                                errors.push(format!(
+                                    "providers.{name}.api_key is set in the config file; secrets come from the environment only (set SYSTEM1_{}_API_KEY)",
+                                    name.to_ascii_uppercase()
+                                ));
+                            }
+                            let pt: Table = pt.into_iter().filter(|(k, _)| k != "api_key").collect();
+                            providers.insert(name, ProviderSection { table: pt, sources: BTreeMap::new() });
+                        }
+                        _ => errors.push(format!("providers.{name} must be a table")),
+                    }
+                }
+            }
+            ("gateway" | "routing" | "skills" | "providers", _) => errors.push(format!("[{key}] must be a table")),
+            _ => errors.push(format!("unknown key {key}")),
+        }
+    }
+    for name in providers.keys() {
+        if !PROVIDER_NAMES.contains(&name.as_str()) {
+            errors.push(format!("unknown provider [providers.{name}]; known: {}", PROVIDER_NAMES.join(", ")));
+        }
+    }
+
+    apply_env(env, &mut sections, &mut providers);
+
+    let section = |name: &str| -> Settings {
+        let (t, s) = sections.get(name).cloned().unwrap_or_default();
+        Settings::new(name, t, s)
+    };
+    let mut resolved = Vec::new();
+
+    let g = section("gateway");
+    let gateway = read_gateway(&g);
+    g.finish();
+    errors.extend(g.take_errors());
+    resolved.extend(g.resolved.borrow().iter().cloned());
+
+    let r = section("routing");
+    let routing = read_routing(&r);
+    r.finish();
+    errors.extend(r.take_errors());
+    resolved.extend(r.resolved.borrow().iter().cloned());
+
+    let s = section("skills");
+    let skills = read_skills(&s);
+    s.finish();
+    errors.extend(s.take_errors());
+    resolved.extend(s.resolved.borrow().iter().cloned());
+
+    Loaded { config: Config { gateway, providers, routing, skills }, errors, path, file_read, resolved }
+}
+
+/// Environment overrides: `SYSTEM1_<KEY>` for `[gateway]`, `SYSTEM1_ROUTING_<KEY>`,
+/// `SYSTEM1_SKILLS_<KEY>`, and `SYSTEM1_<PROVIDER>_<KEY>` for `[providers.<provider>]`.
+fn apply_env(
+    env: &[(String, String)],
+    sections: &mut BTreeMap<String, (Table, BTreeMap<String, Source>)>,
+    providers: &mut BTreeMap<String, ProviderSection>,
+) {
+    const GATEWAY_KEYS: [&str; 6] = ["provider", "fallback", "timeout_s", "min_confidence", "log_level", "log_file"];
+    for (var, value) in env {
+        let Some(rest) = var.strip_prefix("SYSTEM1_") else { continue };
+        let lower = rest.to_ascii_lowercase();
+        let source = Source::Env(var.clone());
+        let val = Value::String(value.clone());
+        if GATEWAY_KEYS.contains(&lower.as_str()) {
+            let (t, s) = sections.entry("gateway".into()).or_default();
+            t.insert(lower.clone(), val);
+            s.insert(lower, source);
+            continue;
+        }
+        for section in ["routing", "skills"] {
+            if let Some(key) = lower.strip_prefix(section).and_then(|k| k.strip_prefix('_')) {
+                let (t, s) = sections.entry(section.into()).or_default();
+                t.insert(key.to_string(), val.clone());
+                s.insert(key.to_string(), source.clone());
+            }
+        }
+        for name in PROVIDER_NAMES {
+            if let Some(key) = lower.strip_prefix(name).and_then(|k| k.strip_prefix('_')) {
+                if key.is_empty() {
+                    continue;
+                }
+                let p = providers.entry(name.to_string()).or_default();
+                p.table.insert(key.to_string(), val.clone());
+                p.sources.insert(key.to_string(), source.clone());
+            }
+        }
+    }
+}
+
+fn read_gateway(s: &Settings) -> GatewayConfig {
+    let provider = s.string("provider", "laya");
+    if !PROVIDER_NAMES.contains(&provider.as_str()) {
+        s.error(format!("gateway.provider: unknown provider {provider:?}; known: {}", PROVIDER_NAMES.join(", ")));
+    }
+    let fallback = s.list("fallback");
+    for (i, name) in fallback.iter().enumerate() {
+        if !PROVIDER_NAMES.contains(&name.as_str()) {
+            s.error(format!("gateway.fallback: unknown provider {name:?}; known: {}", PROVIDER_NAMES.join(", ")));
+        } else if *name == provider || fallback[..i].contains(name) {
+            s.error(format!("gateway.fallback: {name:?} appears twice in the provider chain"));
+        }
+    }
+    let timeout_s = s.f64("timeout_s", 5.0, 0.001, 600.0);
+    let min_confidence = s.f64("min_confidence", 0.6, 0.0, 1.0);
+    let log_level = s.string("log_level", "INFO").to_ascii_uppercase();
+    if !["DEBUG", "INFO", "WARNING", "WARN", "ERROR"].contains(&log_level.as_str()) {
+        s.error(format!("gateway.log_level must be DEBUG, INFO, WARNING or ERROR, got {log_level:?}"));
+    }
+    let log_file = s.string("log_file", "");
+    GatewayConfig { provider, fallback, timeout_s, min_confidence, log_level, log_file }
+}
+
+/// The default routing rule: design or review needs opus; read-only and fully specified work
+/// goes to haiku; everything else to sonnet.
+pub fn default_rules() -> Vec<Rule> {
+    let rule = |when: &[(&str, bool)], tier: &str| Rule {
+        when: when.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        tier: tier.to_string(),
+    };
+    vec![
+        rule(&[("design", true)], "opus"),
+        rule(&[("review", true)], "opus"),
+        rule(&[("read_only", true), ("specified", true)], "haiku"),
+    ]
+}
+
+fn read_routing(s: &Settings) -> RoutingConfig {
+    let enabled = s.bool("enabled", false);
+    let hint = s.bool("hint", false);
+    let log_dirs = s.list("log_dirs");
+    let min_confidence = s.f64("min_confidence", 0.6, 0.0, 1.0);
+    let default_tier = s.string("default_tier", "sonnet");
+    if !TIERS.contains(&default_tier.as_str()) {
+        s.error(format!("routing.default_tier: unknown tier {default_tier:?}; use one of {}", TIERS.join(", ")));
+    }
+    let rules = match s.value("rules") {
+        None => default_rules(),
+        Some(v) => parse_rules(&v).unwrap_or_else(|e| {
+            s.error(format!("routing.rules: {e}"));
+            default_rules()
+        }),
+    };
+    let budget_ms = s.u64("budget_ms", 1500, 1, 60_000);
+    RoutingConfig { enabled, hint, log_dirs, min_confidence, default_tier, rules, budget_ms }
+}
+
+/// Parses `rules = [{ when = { design = true }, tier = "opus" }, ...]`, naming what is wrong.
+pub fn parse_rules(v: &Value) -> Result<Vec<Rule>, String> {
+    let Value::Array(items) = v else { return Err("must be a list of { when = {...}, tier = \"...\" }".into()) };
+    let mut rules = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let n = i + 1;
+        let Value::Table(t) = item else { return Err(format!("rule {n} must be a table")) };
+        for k in t.keys() {
+            if k != "when" && k != "tier" {
+                return Err(format!("rule {n}: unknown key {k:?} (use `when` and `tier`)"));
+            }
+        }
+        let tier = match t.get("tier") {
+            Some(Value::String(s)) if TIERS.contains(&s.as_str()) => s.clone(),
+            Some(Value::String(s)) => {
+                return Err(format!("rule {n}: unknown tier {s:?}; use one of {}", TIERS.join(", ")));
+            }
+            _ => return Err(format!("rule {n}: `tier` must be one of {}", TIERS.join(", "))),
+        };
+        let mut when = BTreeMap::new();
+        match t.get("when") {
+            Some(Value::Table(w)) => {
+                for (feature, answer) in w {
+                    if !ROUTING_FEATURES.contains(&feature.as_str()) {
+                        return Err(format!(
+                            "rule {n}: unknown feature {feature:?}; use {}",
+                            ROUTING_FEATURES.join(", ")
+                        ));
+                    }
+                    let Value::Boolean(b) = answer else {
+                        return Err(format!("rule {n}: feature {feature:?} must be true or false"));
+                    };
+                    when.insert(feature.clone(), *b);
+                }
+            }
+            None => {}
+            Some(_) => return Err(format!("rule {n}: `when` must be a table of feature = true|false")),
+        }
+        rules.push(Rule { when, tier });
+    }
+    Ok(rules)
+}
+
+fn read_skills(s: &Settings) -> SkillsConfig {
+    SkillsConfig {
+        enabled: s.bool("enabled", false),
+        hint: s.bool("hint", false),
+        min_confidence: s.f64("min_confidence", 0.8, 0.0, 1.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str, env: &[(&str, &str)]) -> Loaded {
+        let dir = std::env::temp_dir().join(format!("s1cfg-{}-{}", std::process::id(), text.len() + env.len()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let path = dir.join(format!("c{}.toml", fastrand_name(text)));
+        std::fs::write(&path, text).expect("write config");
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let loaded = load_from(path.clone(), &env);
+        let _ = std::fs::remove_file(path);
+        loaded
+    }
+
+    fn fastrand_name(text: &str) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        text.hash(&mut h);
+        std::thread::current().id().hash(&mut h);
+        h.finish()
+    }
+
+    #[test]
+    fn defaults_when_no_file() {
+        let l = load_from(PathBuf::from("/nonexistent/system1/config.toml"), &[]);
+        assert!(l.is_ok(), "{:?}", l.errors);
+        assert!(!l.file_read);
+        assert_eq!(l.config.gateway.provider, "laya");
+        assert_eq!(l.config.gateway.timeout_s, 5.0);
+        assert_eq!(l.config.gateway.min_confidence, 0.6);
+        assert_eq!(l.config.routing.rules, default_rules());
+        assert_eq!(l.config.skills.min_confidence, 0.8);
+    }
+
+    #[test]
+    fn env_overrides_file() {
+        let l = load_text(
+            "[gateway]\nprovider = \"mock\"\ntimeout_s = 2\n[providers.mock]\ndelay_ms = 5\n",
+            &[("SYSTEM1_TIMEOUT_S", "0.5"), ("SYSTEM1_FALLBACK", "mock"), ("SYSTEM1_MOCK_DELAY_MS", "7")],
+        );
+        assert_eq!(l.config.gateway.timeout_s, 0.5);
+        // mock is the primary, so listing it as a fallback too is an error that names it
+        assert!(l.errors.iter().any(|e| e.contains("appears twice")), "{:?}", l.errors);
+        let mock = &l.config.providers["mock"];
+        assert_eq!(mock.table["delay_ms"], Value::String("7".into()));
+        assert_eq!(mock.sources["delay_ms"], Source::Env("SYSTEM1_MOCK_DELAY_MS".into()));
+        let t = l.resolved.iter().find(|r| r.key == "gateway.timeout_s").expect("resolved");
+        assert_eq!(t.source, Source::Env("SYSTEM1_TIMEOUT_S".into()));
+    }
+
+    #[test]
+    fn api_key_in_file_is_an_error() {
+        let l = load_text("[providers.laya]\napi_key = \"sekret\"\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("SYSTEM1_LAYA_API_KEY")), "{:?}", l.errors);
+        assert!(!l.config.providers["laya"].table.contains_key("api_key"));
+    }
+
+    #[test]
+    fn broken_toml_and_unknown_keys_are_reported() {
+        let l = load_text("[gateway\n", &[]);
+        assert!(!l.is_ok());
+        assert!(l.errors[0].contains("not valid TOML"), "{:?}", l.errors);
+        let l = load_text("[gateway]\nprovidr = \"x\"\n[weird]\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("unknown key weird")), "{:?}", l.errors);
+        assert!(l.errors.iter().any(|e| e.contains("unknown key gateway.providr")), "{:?}", l.errors);
+        let l = load_text("[providers.nope]\nx = 1\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("unknown provider [providers.nope]")), "{:?}", l.errors);
+    }
+
+    #[test]
+    fn rules_are_data_and_bad_rules_are_named() {
+        let l = load_text(
+            "[routing]\ndefault_tier = \"haiku\"\nrules = [{ when = { review = true }, tier = \"sonnet\" }]\n",
+            &[],
+        );
+        assert!(l.is_ok(), "{:?}", l.errors);
+        assert_eq!(l.config.routing.rules.len(), 1);
+        assert_eq!(l.config.routing.rules[0].tier, "sonnet");
+        let l = load_text("[routing]\nrules = [{ when = { vibes = true }, tier = \"opus\" }]\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("unknown feature \"vibes\"")), "{:?}", l.errors);
+        let l = load_text("[routing]\nrules = [{ when = { design = true }, tier = \"gpt\" }]\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("unknown tier \"gpt\"")), "{:?}", l.errors);
+    }
+}

@@ -1,0 +1,290 @@
+//! Typed reads from one config section (a TOML table merged from the file and the environment).
+//!
+//! Every getter accepts the TOML type or a string (environment overrides arrive as strings), checks
+//! the range, and records the value and where it came from, so that `system1 config show` can print
+//! the effective config with its sources without a second description of the keys.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use toml::{Table, Value};
+
+/// Where a value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Default,
+    File,
+    Env(String),
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::Default => write!(f, "default"),
+            Source::File => write!(f, "file"),
+            Source::Env(var) => write!(f, "env {var}"),
+        }
+    }
+}
+
+/// One key as it was resolved: dotted name, value as TOML text, source.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    pub key: String,
+    pub value: String,
+    pub source: Source,
+}
+
+/// A section of the config being read. Errors are collected, not returned, so one pass reports
+/// every broken key at once.
+pub struct Settings {
+    section: String,
+    table: Table,
+    sources: BTreeMap<String, Source>,
+    read: RefCell<Vec<String>>,
+    pub resolved: RefCell<Vec<Resolved>>,
+    pub errors: RefCell<Vec<String>>,
+}
+
+impl Settings {
+    pub fn new(section: &str, table: Table, sources: BTreeMap<String, Source>) -> Self {
+        Self {
+            section: section.to_string(),
+            table,
+            sources,
+            read: RefCell::new(Vec::new()),
+            resolved: RefCell::new(Vec::new()),
+            errors: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// An empty section (every key at its default).
+    pub fn empty(section: &str) -> Self {
+        Self::new(section, Table::new(), BTreeMap::new())
+    }
+
+    pub fn section(&self) -> &str {
+        &self.section
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.table.contains_key(key)
+    }
+
+    fn dotted(&self, key: &str) -> String {
+        format!("{}.{key}", self.section)
+    }
+
+    fn source(&self, key: &str) -> Source {
+        self.sources.get(key).cloned().unwrap_or(Source::File)
+    }
+
+    fn where_(&self, key: &str) -> String {
+        match self.source(key) {
+            Source::Env(var) => format!(" (from {var})"),
+            _ => String::new(),
+        }
+    }
+
+    pub fn error(&self, message: String) {
+        self.errors.borrow_mut().push(message);
+    }
+
+    fn bad(&self, key: &str, expected: &str, got: &Value) {
+        self.error(format!("{} must be {expected}, got {}{}", self.dotted(key), short(got), self.where_(key)));
+    }
+
+    fn note(&self, key: &str, value: String, from_table: bool) {
+        self.read.borrow_mut().push(key.to_string());
+        let source = if from_table { self.source(key) } else { Source::Default };
+        self.resolved.borrow_mut().push(Resolved { key: self.dotted(key), value, source });
+    }
+
+    fn raw(&self, key: &str) -> Option<&Value> {
+        self.table.get(key)
+    }
+
+    pub fn string(&self, key: &str, default: &str) -> String {
+        let v = match self.raw(key) {
+            None => default.to_string(),
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => {
+                self.bad(key, "a string", other);
+                default.to_string()
+            }
+        };
+        self.note(key, Value::String(v.clone()).to_string(), self.has(key));
+        v
+    }
+
+    pub fn bool(&self, key: &str, default: bool) -> bool {
+        let v = match self.raw(key) {
+            None => default,
+            Some(Value::Boolean(b)) => *b,
+            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => true,
+                "0" | "false" | "no" | "off" | "" => false,
+                _ => {
+                    self.bad(key, "true or false", &Value::String(s.clone()));
+                    default
+                }
+            },
+            Some(other) => {
+                self.bad(key, "true or false", other);
+                default
+            }
+        };
+        self.note(key, v.to_string(), self.has(key));
+        v
+    }
+
+    /// A number within `[min, max]`.
+    pub fn f64(&self, key: &str, default: f64, min: f64, max: f64) -> f64 {
+        let parsed = match self.raw(key) {
+            None => Some(default),
+            Some(Value::Float(f)) => Some(*f),
+            Some(Value::Integer(i)) => Some(*i as f64),
+            Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+            Some(_) => None,
+        };
+        let expected = format!("a number from {min} to {max}");
+        let v = match parsed {
+            Some(f) if f.is_finite() && f >= min && f <= max => f,
+            _ => {
+                if let Some(raw) = self.raw(key) {
+                    self.bad(key, &expected, raw);
+                }
+                default
+            }
+        };
+        self.note(key, Value::Float(v).to_string(), self.has(key));
+        v
+    }
+
+    /// A whole number within `[min, max]`.
+    pub fn u64(&self, key: &str, default: u64, min: u64, max: u64) -> u64 {
+        let parsed = match self.raw(key) {
+            None => Some(default),
+            Some(Value::Integer(i)) if *i >= 0 => Some(*i as u64),
+            Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+            Some(_) => None,
+        };
+        let v = match parsed {
+            Some(n) if n >= min && n <= max => n,
+            _ => {
+                if let Some(raw) = self.raw(key) {
+                    self.bad(key, &format!("a whole number from {min} to {max}"), raw);
+                }
+                default
+            }
+        };
+        self.note(key, v.to_string(), self.has(key));
+        v
+    }
+
+    /// A list of strings; a string (from the environment) is split on commas.
+    pub fn list(&self, key: &str) -> Vec<String> {
+        let v = match self.raw(key) {
+            None => Vec::new(),
+            Some(Value::String(s)) => s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            Some(Value::Array(items)) => {
+                let mut out = Vec::new();
+                for item in items {
+                    match item {
+                        Value::String(s) => out.push(s.clone()),
+                        other => {
+                            self.bad(key, "a list of strings", other);
+                            return Vec::new();
+                        }
+                    }
+                }
+                out
+            }
+            Some(other) => {
+                self.bad(key, "a list of strings", other);
+                Vec::new()
+            }
+        };
+        let shown = Value::Array(v.iter().cloned().map(Value::String).collect());
+        self.note(key, shown.to_string(), self.has(key));
+        v
+    }
+
+    /// The raw value, for keys with a shape of their own (routing rules, mock probabilities).
+    pub fn value(&self, key: &str) -> Option<Value> {
+        let v = self.raw(key).cloned();
+        if let Some(v) = &v {
+            self.note(key, short(v), true);
+        } else {
+            self.read.borrow_mut().push(key.to_string());
+        }
+        v
+    }
+
+    /// Reports every key of the section that no getter asked for, by name. Call after reading.
+    pub fn finish(&self) {
+        let read = self.read.borrow();
+        for key in self.table.keys() {
+            if !read.iter().any(|k| k == key) {
+                let from = self.where_(key);
+                self.error(format!("unknown key {}{from}", self.dotted(key)));
+            }
+        }
+    }
+
+    pub fn take_errors(&self) -> Vec<String> {
+        std::mem::take(&mut *self.errors.borrow_mut())
+    }
+}
+
+/// A value shortened for an error message.
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(toml_text: &str) -> Settings {
+        let table: Table = toml_text.parse().expect("test TOML");
+        Settings::new("gateway", table, BTreeMap::new())
+    }
+
+    #[test]
+    fn strings_from_the_environment_are_parsed_by_type() {
+        let mut sources = BTreeMap::new();
+        sources.insert("timeout_s".to_string(), Source::Env("SYSTEM1_TIMEOUT_S".into()));
+        let mut table = Table::new();
+        table.insert("timeout_s".into(), Value::String("2.5".into()));
+        table.insert("on".into(), Value::String("yes".into()));
+        table.insert("list".into(), Value::String("a, b,,c".into()));
+        let s = Settings::new("gateway", table, sources);
+        assert_eq!(s.f64("timeout_s", 5.0, 0.0, 60.0), 2.5);
+        assert!(s.bool("on", false));
+        assert_eq!(s.list("list"), vec!["a", "b", "c"]);
+        s.finish();
+        assert!(s.take_errors().is_empty());
+    }
+
+    #[test]
+    fn out_of_range_and_unknown_keys_are_named() {
+        let s = settings("min_confidence = 1.5\ncolour = \"red\"");
+        assert_eq!(s.f64("min_confidence", 0.6, 0.0, 1.0), 0.6);
+        s.finish();
+        let errors = s.take_errors();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].contains("gateway.min_confidence"), "{errors:?}");
+        assert!(errors[1].contains("unknown key gateway.colour"), "{errors:?}");
+    }
+
+    #[test]
+    fn defaults_are_recorded_as_defaults() {
+        let s = settings("");
+        assert_eq!(s.string("provider", "laya"), "laya");
+        let r = s.resolved.borrow();
+        assert_eq!(r[0].key, "gateway.provider");
+        assert_eq!(r[0].source, Source::Default);
+    }
+}

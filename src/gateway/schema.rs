@@ -1,0 +1,154 @@
+//! The JSON Schemas (2020-12) of schema version "1", written from the same limits the request
+//! check uses. `system1 schema --write` saves the first two as `schema/request.json` and
+//! `schema/response.json`; a test fails when the committed files drift from these, or when a field
+//! of the Rust response types is missing here.
+
+use serde_json::{Value, json};
+
+use super::request::{
+    MAX_OPTION_CHARS, MAX_OPTIONS, MAX_QUESTION_CHARS, MAX_REQUEST_ID_CHARS, MIN_OPTIONS, SCHEMA_VERSION,
+};
+
+const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+pub fn request() -> Value {
+    json!({
+        "$schema": DIALECT,
+        "title": "system1_decide request",
+        "description": format!("Schema version {SCHEMA_VERSION}. Unknown fields are rejected with invalid_request."),
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["question"],
+        "properties": {
+            "question": {"type": "string", "minLength": 1, "maxLength": MAX_QUESTION_CHARS,
+                "description": "The decision to make."},
+            "options": {"type": "array", "minItems": MIN_OPTIONS, "maxItems": MAX_OPTIONS, "uniqueItems": true,
+                "items": {"type": "string", "minLength": 1, "maxLength": MAX_OPTION_CHARS},
+                "description": "The choices; the decision is exactly one of them. Omit for a yes/no question. A provider may allow fewer (Laya: 20)."},
+            "context": {"type": "object", "description": "Facts the decision depends on, passed to the engine."},
+            "min_confidence": {"type": "number", "minimum": 0, "maximum": 1,
+                "description": "Abstain below this confidence; overrides the configured threshold."},
+            "request_id": {"type": "string", "minLength": 1, "maxLength": MAX_REQUEST_ID_CHARS,
+                "description": "Echoed back; generated when omitted."},
+            "schema_version": {"type": "string", "enum": [SCHEMA_VERSION]}
+        }
+    })
+}
+
+fn nullable(t: &str) -> Value {
+    json!([t, "null"])
+}
+
+fn attempt() -> Value {
+    json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["provider", "outcome", "latency_ms", "detail"],
+        "properties": {
+            "provider": {"type": "string"},
+            "outcome": {"enum": ["ok", "abstained", "timeout", "error", "malformed"]},
+            "latency_ms": {"type": "number", "minimum": 0},
+            "detail": {"type": nullable("string")}
+        }
+    })
+}
+
+pub fn response() -> Value {
+    json!({
+        "$schema": DIALECT,
+        "title": "system1_decide response",
+        "description": format!("Schema version {SCHEMA_VERSION}."),
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["schema_version", "request_id", "status", "decision", "confidence", "probabilities",
+                     "calibrated", "rationale", "provider", "latency_ms", "attempts", "error"],
+        "properties": {
+            "schema_version": {"const": SCHEMA_VERSION},
+            "request_id": {"type": "string"},
+            "status": {"enum": ["decided", "abstained", "error"]},
+            "decision": {"type": nullable("string"), "description": "One of the options (yes or no without options); null when abstained or on error."},
+            "confidence": {"type": nullable("number"), "minimum": 0, "maximum": 1,
+                "description": "Probability of the decision, after calibration when a fit matched."},
+            "probabilities": {"type": nullable("object"), "additionalProperties": {"type": "number", "minimum": 0, "maximum": 1},
+                "description": "Per-option probabilities, when the provider reports them."},
+            "calibrated": {"type": "boolean", "description": "True when a fitted temperature was applied."},
+            "rationale": {"type": nullable("string")},
+            "provider": {"type": nullable("string")},
+            "latency_ms": {"type": "number", "minimum": 0},
+            "attempts": {"type": "array", "items": attempt()},
+            "error": {
+                "oneOf": [
+                    {"type": "null"},
+                    {"type": "object", "additionalProperties": false, "required": ["code", "message"],
+                     "properties": {
+                        "code": {"enum": ["invalid_request", "config_error", "provider_timeout", "provider_error", "malformed_response"]},
+                        "message": {"type": "string"}
+                     }}
+                ]
+            }
+        }
+    })
+}
+
+/// Tools without parameters take an empty object.
+pub fn no_arguments() -> Value {
+    json!({"type": "object", "additionalProperties": false})
+}
+
+pub fn health() -> Value {
+    json!({
+        "type": "object",
+        "required": ["status", "gateway_version", "schema_version", "paused", "config_file", "config_errors", "providers"],
+        "properties": {
+            "status": {"enum": ["ok", "degraded", "down", "paused"]},
+            "gateway_version": {"type": "string"},
+            "schema_version": {"type": "string"},
+            "paused": {"type": "boolean"},
+            "config_file": {"type": nullable("string")},
+            "config_errors": {"type": "array", "items": {"type": "string"}},
+            "providers": {"type": "array", "items": {
+                "type": "object",
+                "required": ["name", "role", "ok", "latency_ms", "detail"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "role": {"enum": ["primary", "fallback"]},
+                    "ok": {"type": "boolean"},
+                    "latency_ms": {"type": "number", "minimum": 0},
+                    "detail": {"type": nullable("string")}
+                }
+            }}
+        }
+    })
+}
+
+pub fn capabilities() -> Value {
+    json!({
+        "type": "object",
+        "required": ["gateway_version", "schema_version", "schema_versions", "tools", "provider_chain",
+                     "timeout_s", "min_confidence", "providers", "calibration_fits", "available_providers",
+                     "config_errors", "request_schema", "response_schema"],
+        "properties": {
+            "gateway_version": {"type": "string"},
+            "schema_version": {"type": "string"},
+            "schema_versions": {"type": "array", "items": {"type": "string"}},
+            "tools": {"type": "array", "items": {"type": "string"}},
+            "provider_chain": {"type": "array", "items": {"type": "string"}},
+            "timeout_s": {"type": "number"},
+            "min_confidence": {"type": "number"},
+            "paused": {"type": "boolean"},
+            "providers": {"type": "object", "additionalProperties": {"type": "object"}},
+            "calibration_fits": {"type": "array", "items": {"type": "object"}},
+            "available_providers": {"type": "array", "items": {"type": "string"}},
+            "config_errors": {"type": "array", "items": {"type": "string"}},
+            "request_schema": {"type": "object"},
+            "response_schema": {"type": "object"}
+        }
+    })
+}
+
+/// The text of a schema file as `system1 schema --write` saves it.
+pub fn file_text(schema: &Value) -> String {
+    let mut s = serde_json::to_string_pretty(schema).unwrap_or_default();
+    s.push('\n');
+    s
+}

@@ -1,0 +1,74 @@
+//! The hooks' common frame: read the hook JSON from stdin, run the handler, print its output.
+//! Any failure (bad input, a broken config, a panic) is logged to the log file when one is set,
+//! and the hook stays silent with exit 0.
+
+pub mod agent;
+pub mod prompt;
+pub mod session_start;
+
+use std::io::{Read, Write};
+use std::panic::AssertUnwindSafe;
+
+use serde_json::Value;
+
+use crate::logging;
+
+#[derive(Debug, Clone, Copy)]
+pub enum Event {
+    SessionStart,
+    Prompt,
+    Agent,
+}
+
+/// What a handler wants printed (one JSON object for Claude Code), or `None` for silence.
+pub type Output = Option<Value>;
+
+/// A handler's failure, logged and otherwise swallowed.
+pub type HookResult = Result<Output, String>;
+
+pub fn run(event: Event) -> i32 {
+    // A panic message on stderr would be noise in the user's session: stay silent.
+    std::panic::set_hook(Box::new(|info| logging::error("hook", &format!("internal error: {info}"))));
+    let loaded = crate::config::load();
+    let g = &loaded.config.gateway;
+    logging::init(&g.log_level, &g.log_file, false);
+    let mut input = String::new();
+    if std::io::stdin().take(16 * 1024 * 1024).read_to_string(&mut input).is_err() {
+        logging::warn("hook", "hook input is not UTF-8 text");
+        return 0;
+    }
+    let payload: Value = match serde_json::from_str(&input) {
+        Ok(v @ Value::Object(_)) => v,
+        Ok(_) => {
+            logging::warn("hook", "hook input is not a JSON object");
+            return 0;
+        }
+        Err(e) => {
+            logging::warn("hook", &format!("hook input is not JSON: {e}"));
+            return 0;
+        }
+    };
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| match event {
+        Event::SessionStart => session_start::handle(&loaded, &payload),
+        Event::Prompt => prompt::handle(&loaded, &payload),
+        Event::Agent => agent::handle(&loaded, &payload),
+    }));
+    let output = match outcome {
+        Ok(Ok(out)) => out,
+        Ok(Err(e)) => {
+            logging::warn("hook", &format!("{event:?}: {e}"));
+            None
+        }
+        Err(_) => None,
+    };
+    if let Some(out) = output {
+        let mut stdout = std::io::stdout().lock();
+        let _ = writeln!(stdout, "{out}").and_then(|_| stdout.flush());
+    }
+    0
+}
+
+/// The `hookSpecificOutput` object Claude Code reads from a hook's stdout.
+pub fn additional_context(event_name: &str, text: &str) -> Value {
+    serde_json::json!({"hookSpecificOutput": {"hookEventName": event_name, "additionalContext": text}})
+}

@@ -1,0 +1,29 @@
+//! system1: one binary for the whole product. `main` parses the command line, runs the command,
+//! and turns its outcome into one message and an exit code, here and nowhere else.
+
+// Items that later subcommands use are built ahead of them.
+#![allow(dead_code)]
+
+mod calibration;
+mod cli;
+mod commands;
+mod config;
+mod error;
+mod gateway;
+mod hook;
+mod logging;
+mod mcp;
+mod paths;
+mod providers;
+mod state;
+
+fn main() {
+    let code = match cli::run() {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("system1: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,283 @@
+//! The stdio MCP server: newline-delimited JSON-RPC 2.0, hand-written on serde_json.
+//!
+//! The main thread reads stdin line by line and answers everything but `tools/call` inline; each
+//! tool call runs on its own thread, so a decision waiting on a slow engine holds up neither
+//! `ping`, nor health, nor another decision. Replies are written whole, one line each, under one
+//! lock; stdout carries nothing else. End of input ends the process at once.
+//!
+//! Every malformed message that can be answered is answered (-32700 parse error, -32600 invalid
+//! request, -32601 unknown method, -32602 bad params), with `id: null` where the id can't be read.
+
+pub mod tools;
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+
+use crate::gateway::Gateway;
+use crate::logging;
+
+/// A line longer than this is refused without being held in memory.
+const MAX_LINE: usize = 64 * 1024 * 1024;
+
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
+
+struct Server {
+    gateway: Arc<Gateway>,
+    out: Mutex<std::io::Stdout>,
+    /// The negotiated protocol version (the newest until `initialize` says otherwise).
+    version: Mutex<Option<String>>,
+    /// Ids of in-flight tool calls the client cancelled: their replies are dropped.
+    cancelled: Mutex<HashSet<String>>,
+    in_flight: Mutex<HashSet<String>>,
+}
+
+impl Server {
+    fn version(&self) -> String {
+        self.version.lock().map(|v| v.clone()).ok().flatten().unwrap_or_else(|| tools::PROTOCOL_VERSIONS[0].to_string())
+    }
+
+    fn send(&self, msg: &Value) {
+        let mut line = match serde_json::to_string(msg) {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        line.push('\n');
+        let Ok(mut out) = self.out.lock() else { return };
+        if out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_err() {
+            // The client is gone (broken pipe): nothing more can be said.
+            std::process::exit(0);
+        }
+    }
+}
+
+fn error(id: Value, code: i64, message: impl Into<String>) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message.into()}})
+}
+
+fn result(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// Runs the server until stdin closes.
+pub fn serve(gateway: Gateway) -> i32 {
+    let server = Arc::new(Server {
+        gateway: Arc::new(gateway),
+        out: Mutex::new(std::io::stdout()),
+        version: Mutex::new(None),
+        cancelled: Mutex::new(HashSet::new()),
+        in_flight: Mutex::new(HashSet::new()),
+    });
+    for e in &server.gateway.config_errors {
+        logging::warn("startup", &format!("config error: {e}"));
+    }
+    let mut reader = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
+    let mut buf = Vec::with_capacity(1 << 12);
+    loop {
+        buf.clear();
+        match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                logging::error("stdin", &format!("cannot read stdin: {e}"));
+                break;
+            }
+        }
+        if buf.len() > MAX_LINE && buf.last() != Some(&b'\n') {
+            // Skip the rest of the oversized line, then refuse it.
+            let mut skipped = Vec::new();
+            loop {
+                skipped.clear();
+                match (&mut reader).take(1 << 20).read_until(b'\n', &mut skipped) {
+                    Ok(0) => break,
+                    Ok(_) if skipped.last() == Some(&b'\n') => break,
+                    Ok(_) => continue,
+                    Err(_) => break,
+                }
+            }
+            server.send(&error(Value::Null, INVALID_REQUEST, format!("message longer than {MAX_LINE} bytes")));
+            continue;
+        }
+        handle_line(&server, &buf);
+    }
+    // Input is over. Replies still being worked on are written before exiting (a script may
+    // pipe its requests in and close stdin), but never for longer than one attempt's timeout.
+    let deadline = std::time::Instant::now() + server.gateway.timeout + std::time::Duration::from_millis(500);
+    while server.in_flight.lock().map(|f| !f.is_empty()).unwrap_or(false) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    let _ = server.out.lock().map(|mut o| o.flush());
+    0
+}
+
+fn handle_line(server: &Arc<Server>, line: &[u8]) {
+    let trimmed = line.trim_ascii();
+    if trimmed.is_empty() {
+        return;
+    }
+    let msg: Value = match serde_json::from_slice(trimmed) {
+        Ok(v) => v,
+        Err(e) => {
+            logging::info("rpc", &format!("parse error: {e}"));
+            server.send(&error(Value::Null, PARSE_ERROR, format!("parse error: {e}")));
+            return;
+        }
+    };
+    match msg {
+        Value::Object(obj) => {
+            if let Some(reply) = handle_message(server, obj, false) {
+                server.send(&reply);
+            }
+        }
+        Value::Array(items) => handle_batch(server, items),
+        _ => server.send(&error(Value::Null, INVALID_REQUEST, "a message must be a JSON object")),
+    }
+}
+
+/// JSON-RPC batches exist only in protocol 2025-03-26; elsewhere they are refused.
+fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
+    let version = server.version();
+    if version != "2025-03-26" {
+        server.send(&error(Value::Null, INVALID_REQUEST, format!("batches are not supported in protocol {version}")));
+        return;
+    }
+    if items.is_empty() {
+        server.send(&error(Value::Null, INVALID_REQUEST, "empty batch"));
+        return;
+    }
+    let replies: Vec<Value> = items
+        .into_iter()
+        .filter_map(|item| match item {
+            Value::Object(obj) => handle_message(server, obj, true),
+            _ => Some(error(Value::Null, INVALID_REQUEST, "a message must be a JSON object")),
+        })
+        .collect();
+    if !replies.is_empty() {
+        server.send(&Value::Array(replies));
+    }
+}
+
+fn valid_id(id: &Value) -> bool {
+    match id {
+        Value::String(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+/// Handles one message; returns the reply to send now, if any. Tool calls outside a batch reply
+/// later from their own thread.
+fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool) -> Option<Value> {
+    let id = obj.get("id").cloned();
+    let is_notification = id.is_none();
+    let reply_id = match &id {
+        Some(v) if valid_id(v) => v.clone(),
+        _ => Value::Null,
+    };
+    if let Some(v) = &id {
+        if !valid_id(v) {
+            return Some(error(Value::Null, INVALID_REQUEST, "id must be a string or an integer"));
+        }
+    }
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return (!is_notification).then(|| error(reply_id, INVALID_REQUEST, "jsonrpc must be \"2.0\""));
+    }
+    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+        if obj.contains_key("result") || obj.contains_key("error") {
+            return None; // a reply from the client; this server sends no requests
+        }
+        return (!is_notification).then(|| error(reply_id, INVALID_REQUEST, "method must be a string"));
+    };
+    let params = obj.get("params").cloned().unwrap_or(Value::Object(Map::new()));
+    let rid = format!("rpc:{}", id.as_ref().map(|v| v.to_string()).unwrap_or_default());
+    if is_notification {
+        handle_notification(server, method, &params);
+        return None;
+    }
+    if !params.is_object() {
+        return Some(error(reply_id, INVALID_PARAMS, "params must be an object"));
+    }
+    logging::debug(&rid, method);
+    match method {
+        "initialize" => {
+            let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
+            let version =
+                if tools::PROTOCOL_VERSIONS.contains(&requested) { requested } else { tools::PROTOCOL_VERSIONS[0] };
+            if let Ok(mut v) = server.version.lock() {
+                *v = Some(version.to_string());
+            }
+            let client = params.pointer("/clientInfo/name").and_then(Value::as_str).unwrap_or("unknown client");
+            logging::info(&rid, &format!("initialize from {client}: protocol {version} (asked {requested:?})"));
+            Some(result(
+                reply_id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "system1", "title": "System-1 gateway", "version": crate::gateway::VERSION},
+                }),
+            ))
+        }
+        "ping" => Some(result(reply_id, json!({}))),
+        "tools/list" => Some(result(reply_id, tools::list(&server.version()))),
+        "tools/call" => {
+            let Some(name) = params.get("name").and_then(Value::as_str).map(String::from) else {
+                return Some(error(reply_id, INVALID_PARAMS, "params.name must be the tool's name"));
+            };
+            let arguments = match params.get("arguments") {
+                None | Some(Value::Null) => Value::Object(Map::new()),
+                Some(a @ Value::Object(_)) => a.clone(),
+                Some(_) => return Some(error(reply_id, INVALID_PARAMS, "params.arguments must be an object")),
+            };
+            if !crate::gateway::TOOLS.contains(&name.as_str()) {
+                return Some(error(reply_id, INVALID_PARAMS, format!("unknown tool: {name}")));
+            }
+            if in_batch {
+                let version = server.version();
+                return tools::call(&server.gateway, &name, &arguments, &version).map(|r| result(reply_id, r));
+            }
+            let key = reply_id.to_string();
+            if let Ok(mut f) = server.in_flight.lock() {
+                f.insert(key.clone());
+            }
+            let server = Arc::clone(server);
+            std::thread::spawn(move || {
+                let version = server.version();
+                let reply = tools::call(&server.gateway, &name, &arguments, &version).map(|r| result(reply_id, r));
+                if let Ok(mut f) = server.in_flight.lock() {
+                    f.remove(&key);
+                }
+                let cancelled = server.cancelled.lock().map(|mut c| c.remove(&key)).unwrap_or(false);
+                match reply {
+                    Some(r) if !cancelled => server.send(&r),
+                    _ => logging::info(&rid, "reply dropped: the request was cancelled"),
+                }
+            });
+            None
+        }
+        "server/discover" => Some(error(
+            reply_id,
+            METHOD_NOT_FOUND,
+            "server/discover is not supported: this server speaks the initialize handshake (protocols 2024-11-05 to 2025-11-25)",
+        )),
+        other => Some(error(reply_id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
+    }
+}
+
+fn handle_notification(server: &Server, method: &str, params: &Value) {
+    if method == "notifications/cancelled" {
+        if let Some(id) = params.get("requestId").filter(|v| valid_id(v)) {
+            let key = id.to_string();
+            let in_flight = server.in_flight.lock().map(|f| f.contains(&key)).unwrap_or(false);
+            if in_flight {
+                if let Ok(mut c) = server.cancelled.lock() {
+                    c.insert(key);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Every file system1 touches on the user's machine, each with an environment override so that
+//! tests (and unusual setups) never reach the real home directory.
+//!
+//! | what | default | override |
+//! |---|---|---|
+//! | install dir | `~/.system1-gateway` | `SYSTEM1_INSTALL_DIR` |
+//! | config file | `~/.config/system1/config.toml`, `%APPDATA%\system1\config.toml` | `SYSTEM1_CONFIG` |
+//! | Claude Code dir | `~/.claude` | `CLAUDE_CONFIG_DIR` |
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// The user's home: `HOME` (or `USERPROFILE` on Windows) first, so a test's scratch HOME wins.
+pub fn home() -> PathBuf {
+    let from_env =
+        if cfg!(windows) { env::var_os("USERPROFILE").or_else(|| env::var_os("HOME")) } else { env::var_os("HOME") };
+    match from_env {
+        Some(h) if !h.is_empty() => PathBuf::from(h),
+        _ => directories::BaseDirs::new().map(|d| d.home_dir().to_path_buf()).unwrap_or_else(|| PathBuf::from(".")),
+    }
+}
+
+fn env_path(var: &str) -> Option<PathBuf> {
+    env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+pub fn install_dir() -> PathBuf {
+    env_path("SYSTEM1_INSTALL_DIR").unwrap_or_else(|| home().join(".system1-gateway"))
+}
+
+pub fn bin_dir() -> PathBuf {
+    install_dir().join("bin")
+}
+
+pub fn engines_dir() -> PathBuf {
+    install_dir().join("engines")
+}
+
+pub fn logs_dir() -> PathBuf {
+    install_dir().join("logs")
+}
+
+/// The routing and agent log (JSON lines), written only for repos in `[routing] log_dirs`.
+pub fn routing_log() -> PathBuf {
+    logs_dir().join("routing.jsonl")
+}
+
+/// Per-day decision tallies kept by the gateway (no question text), for `toggle status` and `doctor`.
+pub fn decisions_log(day: &str) -> PathBuf {
+    logs_dir().join(format!("decisions-{day}.jsonl"))
+}
+
+/// Present while System-1 is paused (`system1 toggle off`).
+pub fn pause_file() -> PathBuf {
+    install_dir().join("paused")
+}
+
+/// Calibration fitted on this machine; takes precedence over the shipped fits.
+pub fn local_calibration() -> PathBuf {
+    install_dir().join("calibration.json")
+}
+
+/// The config file: `SYSTEM1_CONFIG`, else the platform location.
+pub fn config_file() -> PathBuf {
+    if let Some(p) = env_path("SYSTEM1_CONFIG") {
+        return p;
+    }
+    if cfg!(windows) {
+        if let Some(appdata) = env_path("APPDATA") {
+            return appdata.join("system1").join("config.toml");
+        }
+    }
+    home().join(".config").join("system1").join("config.toml")
+}
+
+/// Claude Code's own directory (`~/.claude`, or `CLAUDE_CONFIG_DIR`).
+pub fn claude_dir() -> PathBuf {
+    env_path("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude"))
+}
+
+/// Where Claude Code keeps its transcripts.
+pub fn claude_projects_dir() -> PathBuf {
+    claude_dir().join("projects")
+}
+
+/// Expands a leading `~` to the home directory.
+pub fn expand_tilde(p: &str) -> PathBuf {
+    if p == "~" {
+        return home();
+    }
+    if let Some(rest) = p.strip_prefix("~/").or_else(|| p.strip_prefix("~\\")) {
+        return home().join(rest);
+    }
+    PathBuf::from(p)
+}
+
+/// Creates a file's parent directory if needed.
+pub fn ensure_parent(p: &Path) -> std::io::Result<()> {
+    match p.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
+        _ => Ok(()),
+    }
+}

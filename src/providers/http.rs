@@ -1,0 +1,219 @@
+//! The one HTTP helper every engine adapter uses: JSON in and out over ureq, the per-attempt
+//! timeout enforced on the connection (connect, send and receive), no system proxy for local
+//! endpoints, and each engine's error body turned into a readable `detail`.
+
+use std::time::Duration;
+
+use serde_json::Value;
+use ureq::http::Uri;
+
+use super::Failure;
+
+/// An engine's base URL, checked once when the provider is built.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    base: String,
+    loopback: bool,
+    agent: ureq::Agent,
+}
+
+/// An HTTP answer that arrived: status, parsed JSON body (Null when not JSON), raw text, headers.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub json: Value,
+    pub text: String,
+    pub retry_after: Option<String>,
+}
+
+impl Endpoint {
+    /// Parses `url`; a host outside the loopback range is refused unless `allow_remote`.
+    pub fn new(url: &str, allow_remote: bool) -> Result<Self, String> {
+        let trimmed = url.trim().trim_end_matches('/');
+        let uri: Uri = trimmed.parse().map_err(|e| format!("endpoint {url:?} is not a URL: {e}"))?;
+        let scheme = uri.scheme_str().unwrap_or("");
+        if scheme != "http" && scheme != "https" {
+            return Err(format!("endpoint {url:?} must start with http:// or https://"));
+        }
+        let host = uri.host().ok_or_else(|| format!("endpoint {url:?} has no host"))?;
+        let loopback = is_loopback(host);
+        if !loopback && !allow_remote {
+            return Err(format!(
+                "endpoint {url:?} is not on this machine; set allow_remote = true to use a remote engine"
+            ));
+        }
+        let mut config = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0);
+        if loopback {
+            // A system proxy must never see (or break) calls to a local engine.
+            config = config.proxy(None);
+        }
+        Ok(Self { base: trimmed.to_string(), loopback, agent: config.build().into() })
+    }
+
+    pub fn base(&self) -> &str {
+        &self.base
+    }
+
+    pub fn is_loopback(&self) -> bool {
+        self.loopback
+    }
+
+    pub fn get(&self, path: &str, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
+        let mut req = self.agent.get(format!("{}{path}", self.base)).config().timeout_global(Some(timeout)).build();
+        if let Some(key) = bearer {
+            req = req.header("Authorization", format!("Bearer {key}"));
+        }
+        read_reply(req.call(), timeout)
+    }
+
+    pub fn post(&self, path: &str, body: &Value, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
+        let bytes = serde_json::to_vec(body).map_err(|e| Failure::Error(format!("cannot encode request: {e}")))?;
+        let mut req = self
+            .agent
+            .post(format!("{}{path}", self.base))
+            .config()
+            .timeout_global(Some(timeout))
+            .build()
+            .header("Content-Type", "application/json");
+        if let Some(key) = bearer {
+            req = req.header("Authorization", format!("Bearer {key}"));
+        }
+        read_reply(req.send(&bytes[..]), timeout)
+    }
+}
+
+fn read_reply(
+    result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    timeout: Duration,
+) -> Result<Reply, Failure> {
+    let mut resp = result.map_err(|e| transport_failure(e, timeout))?;
+    let status = resp.status().as_u16();
+    let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(String::from);
+    let text = resp
+        .body_mut()
+        .with_config()
+        .limit(16 * 1024 * 1024)
+        .read_to_string()
+        .map_err(|e| transport_failure(e, timeout))?;
+    let json = serde_json::from_str(&text).unwrap_or(Value::Null);
+    Ok(Reply { status, json, text, retry_after })
+}
+
+fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
+    match e {
+        ureq::Error::Timeout(_) => Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())),
+        ureq::Error::Io(io)
+            if io.kind() == std::io::ErrorKind::TimedOut || io.kind() == std::io::ErrorKind::WouldBlock =>
+        {
+            Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64()))
+        }
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            Failure::Error("connection refused: is the engine running?".to_string())
+        }
+        ureq::Error::Io(io) => Failure::Error(format!("connection failed: {io}")),
+        ureq::Error::HostNotFound => Failure::Error("host not found".to_string()),
+        other => Failure::Error(format!("HTTP failure: {other}")),
+    }
+}
+
+/// The engine's own explanation from an error body, in any of the shapes engines use:
+/// `{"detail": "…"}` (laya, von), FastAPI's `{"detail": [{"loc", "msg"}]}` (von validation),
+/// `{"error": {"message", "field"}}` (laya-serve 0.2.1), `{"error": "…"}` (Ollama).
+pub fn error_detail(reply: &Reply) -> String {
+    let j = &reply.json;
+    let text = match (j.get("detail"), j.get("error")) {
+        (Some(Value::String(s)), _) => s.clone(),
+        (Some(Value::Array(items)), _) => items
+            .iter()
+            .map(|i| {
+                let msg = i.get("msg").and_then(Value::as_str).unwrap_or("invalid");
+                let loc: Vec<String> = i
+                    .get("loc")
+                    .and_then(Value::as_array)
+                    .map(|l| l.iter().map(|p| p.as_str().map(String::from).unwrap_or_else(|| p.to_string())).collect())
+                    .unwrap_or_default();
+                if loc.is_empty() { msg.to_string() } else { format!("{}: {msg}", loc.join(".")) }
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        (_, Some(Value::String(s))) => s.clone(),
+        (_, Some(Value::Object(o))) => {
+            let msg = o.get("message").and_then(Value::as_str).unwrap_or("error");
+            match o.get("field").and_then(Value::as_str) {
+                Some(f) => format!("{msg} ({f})"),
+                None => msg.to_string(),
+            }
+        }
+        _ => reply.text.chars().take(200).collect::<String>().trim().to_string(),
+    };
+    let mut detail = format!("HTTP {}: {text}", reply.status);
+    if let Some(ra) = &reply.retry_after {
+        detail.push_str(&format!(" (retry after {ra} s)"));
+    }
+    detail
+}
+
+/// Whether a URL host names this machine.
+pub fn is_loopback(host: &str) -> bool {
+    let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    if h == "localhost" || h.ends_with(".localhost") {
+        return true;
+    }
+    match h.parse::<std::net::IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts() {
+        for h in ["127.0.0.1", "127.8.9.10", "localhost", "[::1]", "::1"] {
+            assert!(is_loopback(h), "{h}");
+        }
+        for h in ["10.0.0.1", "example.com", "192.168.1.2", "[2001:db8::1]"] {
+            assert!(!is_loopback(h), "{h}");
+        }
+    }
+
+    #[test]
+    fn remote_endpoint_needs_allow_remote() {
+        assert!(Endpoint::new("http://127.0.0.1:8765", false).is_ok());
+        let e = Endpoint::new("http://10.1.2.3:8765", false).unwrap_err();
+        assert!(e.contains("allow_remote"), "{e}");
+        assert!(Endpoint::new("http://10.1.2.3:8765", true).is_ok());
+        assert!(Endpoint::new("ftp://127.0.0.1", false).is_err());
+        assert!(Endpoint::new("not a url", false).is_err());
+    }
+
+    fn reply(status: u16, body: &str) -> Reply {
+        Reply { status, json: serde_json::from_str(body).unwrap_or(Value::Null), text: body.into(), retry_after: None }
+    }
+
+    #[test]
+    fn every_error_body_shape_reads_well() {
+        assert_eq!(error_detail(&reply(400, r#"{"detail":"'state' is required"}"#)), "HTTP 400: 'state' is required");
+        assert_eq!(
+            error_detail(&reply(
+                422,
+                r#"{"detail":[{"type":"missing","loc":["body","state"],"msg":"Field required"}]}"#
+            )),
+            "HTTP 422: body.state: Field required"
+        );
+        assert_eq!(
+            error_detail(&reply(422, r#"{"error":{"message":"Field required","field":"body.model"}}"#)),
+            "HTTP 422: Field required (body.model)"
+        );
+        assert_eq!(
+            error_detail(&reply(404, r#"{"error":"model \"x\" not found"}"#)),
+            "HTTP 404: model \"x\" not found"
+        );
+        let mut busy = reply(503, r#"{"detail":"server busy, try again later"}"#);
+        busy.retry_after = Some("1".into());
+        assert_eq!(error_detail(&busy), "HTTP 503: server busy, try again later (retry after 1 s)");
+        assert_eq!(error_detail(&reply(502, "Bad Gateway")), "HTTP 502: Bad Gateway");
+    }
+}

@@ -1,0 +1,129 @@
+//! The mock engine: deterministic, needs nothing installed, and configurable enough to drive every
+//! gateway path (fallback, timeout, malformed answers, abstention) through the real binary.
+//!
+//! ```toml
+//! [providers.mock]
+//! answer = "yes"            # the option to pick; default: the first option
+//! answers = { design = "no" } # per question key, overriding `answer`
+//! confidence = 0.9          # probability of the picked option
+//! probabilities = { yes = 0.7, no = 0.3 }  # report these instead (must cover the options)
+//! delay_ms = 0              # time each decision takes
+//! fail = ""                 # "", "error", "timeout", "malformed" or "abstain"
+//! max_options = 256
+//! down = false              # health probe fails
+//! model = "mock"
+//! ```
+
+use std::thread::sleep;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::{Capabilities, EngineRequest, Failure, Probe, Provider};
+use crate::config::Settings;
+
+pub struct Mock {
+    answer: String,
+    answers: Map<String, Value>,
+    confidence: f64,
+    probabilities: Option<Map<String, Value>>,
+    delay: Duration,
+    fail: String,
+    max_options: usize,
+    down: bool,
+    model: String,
+}
+
+impl Mock {
+    pub fn new(s: &Settings) -> Self {
+        let table = |key: &str| match s.value(key) {
+            Some(toml::Value::Table(t)) => serde_json::to_value(t).ok().and_then(|v| v.as_object().cloned()),
+            Some(_) => {
+                s.error(format!("{}.{key} must be a table", s.section()));
+                None
+            }
+            None => None,
+        };
+        let fail = s.string("fail", "");
+        if !["", "error", "timeout", "malformed", "abstain"].contains(&fail.as_str()) {
+            s.error(format!("{}.fail must be \"\", error, timeout, malformed or abstain, got {fail:?}", s.section()));
+        }
+        Self {
+            answer: s.string("answer", ""),
+            answers: table("answers").unwrap_or_default(),
+            confidence: s.f64("confidence", 0.9, 0.0, 1.0),
+            probabilities: table("probabilities"),
+            delay: Duration::from_millis(s.u64("delay_ms", 0, 0, 3_600_000)),
+            fail,
+            max_options: s.u64("max_options", 256, 2, 256) as usize,
+            down: s.bool("down", false),
+            model: s.string("model", "mock"),
+        }
+    }
+
+    fn answer_one(&self, key: &str, options: &[String]) -> Value {
+        if self.fail == "abstain" {
+            return json!({"abstain": true, "rationale": "mock: configured to abstain"});
+        }
+        let pick = match self.answers.get(key).and_then(Value::as_str) {
+            Some(a) => a.to_string(),
+            None if !self.answer.is_empty() => self.answer.clone(),
+            None => options.first().cloned().unwrap_or_default(),
+        };
+        let probabilities: Map<String, Value> = match &self.probabilities {
+            Some(p) => p.clone(),
+            None => {
+                let rest = if options.len() > 1 { (1.0 - self.confidence) / (options.len() - 1) as f64 } else { 0.0 };
+                let rest = (rest * 1e6).round() / 1e6;
+                options.iter().map(|o| (o.clone(), json!(if *o == pick { self.confidence } else { rest }))).collect()
+            }
+        };
+        let confidence = probabilities.get(&pick).and_then(Value::as_f64).unwrap_or(self.confidence);
+        let listed: Vec<String> =
+            probabilities.iter().map(|(k, v)| format!("{k}={:.2}", v.as_f64().unwrap_or(f64::NAN))).collect();
+        json!({
+            "decision": pick,
+            "confidence": confidence,
+            "probabilities": probabilities,
+            "rationale": format!("mock {}: {}", self.model, listed.join(", ")),
+        })
+    }
+}
+
+impl Provider for Mock {
+    fn name(&self) -> &'static str {
+        "mock"
+    }
+
+    fn model(&self) -> String {
+        self.model.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { max_options: self.max_options, one_pass: true }
+    }
+
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+        if self.fail == "timeout" || self.delay >= timeout {
+            // Behave like an engine that hangs: the attempt is cut off at the timeout.
+            sleep(timeout);
+            return Err(Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())));
+        }
+        if !self.delay.is_zero() {
+            sleep(self.delay);
+        }
+        match self.fail.as_str() {
+            "error" => Err(Failure::Error("mock: configured to fail".to_string())),
+            "malformed" => Ok(request.questions.iter().map(|_| json!("not an answer object")).collect()),
+            _ => Ok(request.questions.iter().map(|q| self.answer_one(&q.key, &q.options)).collect()),
+        }
+    }
+
+    fn health(&self, _timeout: Duration) -> Probe {
+        if self.down {
+            Probe { ok: false, detail: Some("mock: configured as down".to_string()) }
+        } else {
+            Probe { ok: true, detail: Some(format!("mock engine, model {}", self.model)) }
+        }
+    }
+}

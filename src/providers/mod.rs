@@ -1,0 +1,99 @@
+//! Decision engines behind one trait.
+//!
+//! An adapter translates the gateway's questions into its engine's wire format and the engine's
+//! answer back into plain JSON answers. It does not judge them: the gateway validates every answer
+//! (shape, confidence range, decision among the options), applies calibration and the threshold,
+//! and runs the fallback chain. Adding an engine is one file here plus one line in [`build`].
+
+pub mod http;
+pub mod mock;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::config::Settings;
+
+/// Every provider name the registry can build, in the order they are documented.
+pub const NAMES: &[&str] = &["laya", "von", "ollama", "mock"];
+
+/// One question put to an engine. `options` always has at least two entries: the gateway turns
+/// a yes/no question into the options `yes` and `no` before any adapter sees it.
+#[derive(Debug, Clone)]
+pub struct Question {
+    /// Stable key: the calibration key and the engine's question id (e.g. `read_only`, `decision`).
+    pub key: String,
+    pub text: String,
+    pub options: Vec<String>,
+}
+
+/// Several questions about one state, answered in one engine request where the engine allows.
+#[derive(Debug, Clone)]
+pub struct EngineRequest {
+    /// The caller's `context`, sent to the engine as its state.
+    pub context: Option<Value>,
+    pub questions: Vec<Question>,
+}
+
+/// Why an attempt failed; each kind maps to an attempt outcome and an error code.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    Timeout(String),
+    Error(String),
+    Malformed(String),
+}
+
+impl Failure {
+    pub fn detail(&self) -> &str {
+        match self {
+            Failure::Timeout(d) | Failure::Error(d) | Failure::Malformed(d) => d,
+        }
+    }
+}
+
+/// What an engine can take.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Capabilities {
+    /// Most options one question may have.
+    pub max_options: usize,
+    /// Whether several questions are answered in one engine pass.
+    pub one_pass: bool,
+}
+
+/// A health probe's result.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    pub ok: bool,
+    pub detail: Option<String>,
+}
+
+pub trait Provider: Send + Sync {
+    fn name(&self) -> &'static str;
+
+    /// The model or checkpoint answering, used to match calibration fits.
+    fn model(&self) -> String;
+
+    fn capabilities(&self) -> Capabilities;
+
+    /// Answers every question of `request`, in order, within `timeout`. Each answer is a JSON
+    /// object, checked by the gateway:
+    /// `{"decision": <option>, "confidence": p, "probabilities"?: {option: p}, "rationale"?: "…", "detail"?: "…"}`
+    /// or `{"abstain": true, "rationale"?: "…"}`.
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure>;
+
+    fn health(&self, timeout: Duration) -> Probe;
+}
+
+/// Builds the named provider from its settings. Problems with the settings are recorded in
+/// `settings.errors` (and make this return `None` when the provider is unusable).
+pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
+    let provider: Option<Box<dyn Provider>> = match name {
+        "mock" => Some(Box::new(mock::Mock::new(settings))),
+        _ => {
+            settings.error(format!("provider {name:?} is not available in this build"));
+            None
+        }
+    };
+    settings.finish();
+    if settings.errors.borrow().is_empty() { provider } else { None }
+}

@@ -1,0 +1,219 @@
+//! Shared test scaffolding: a scratch environment per test (HOME, install dir, config, Claude Code
+//! dir, all in a temp folder that is removed afterwards) and a client that drives the real binary.
+//! Nothing here ever reaches the real home directory.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_system1");
+
+static COUNTER: AtomicUsize = AtomicUsize::new(0);
+
+pub struct TestEnv {
+    pub root: PathBuf,
+    pub home: PathBuf,
+    pub install_dir: PathBuf,
+    pub config: PathBuf,
+    pub claude_dir: PathBuf,
+    /// Extra environment for every command.
+    pub env: Vec<(String, String)>,
+}
+
+impl TestEnv {
+    pub fn new() -> Self {
+        let n = COUNTER.fetch_add(1, Ordering::SeqCst);
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("s1-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let home = root.join("home");
+        let install_dir = home.join(".system1-gateway");
+        let config = home.join(".config/system1/config.toml");
+        let claude_dir = home.join(".claude");
+        std::fs::create_dir_all(&home).expect("create scratch home");
+        TestEnv { root, home, install_dir, config, claude_dir, env: Vec::new() }
+    }
+
+    /// A scratch environment whose config selects the mock engine, plus `extra` TOML.
+    pub fn with_mock(extra: &str) -> Self {
+        let env = TestEnv::new();
+        env.write_config(&format!("[gateway]\nprovider = \"mock\"\n{extra}"));
+        env
+    }
+
+    pub fn write_config(&self, toml: &str) {
+        write(&self.config, toml);
+    }
+
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.push((key.to_string(), value.to_string()));
+    }
+
+    /// The binary with this environment: scratch paths set, the caller's SYSTEM1_* removed.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args);
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().to_string();
+            if k.starts_with("SYSTEM1_") || k.starts_with("CLAUDE") || k.ends_with("_PROXY") || k.ends_with("_proxy") {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.env("HOME", &self.home)
+            .env("USERPROFILE", &self.home)
+            .env("SYSTEM1_INSTALL_DIR", &self.install_dir)
+            .env("SYSTEM1_CONFIG", &self.config)
+            .env("CLAUDE_CONFIG_DIR", &self.claude_dir);
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// Runs the binary to completion with `stdin`.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn system1");
+        if let Some(mut input) = child.stdin.take() {
+            let _ = input.write_all(stdin.as_bytes());
+        }
+        child.wait_with_output().expect("wait for system1")
+    }
+
+    /// Starts `system1 mcp` in this environment.
+    pub fn mcp(&self) -> McpClient {
+        McpClient::spawn(self.command(&["mcp"]))
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+pub fn write(path: &Path, text: &str) {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("create parent");
+    }
+    std::fs::write(path, text).expect("write file");
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+/// A line-oriented client of the real server over real stdio.
+pub struct McpClient {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    next_id: i64,
+}
+
+impl McpClient {
+    pub fn spawn(mut cmd: Command) -> Self {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn system1 mcp");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let stdin = child.stdin.take();
+        McpClient { child, stdin, lines: rx, next_id: 1000 }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).expect("write to server");
+        stdin.flush().expect("flush");
+    }
+
+    pub fn send(&mut self, msg: &Value) {
+        let mut line = serde_json::to_vec(msg).expect("encode");
+        line.push(b'\n');
+        self.send_raw(&line);
+    }
+
+    /// The next line the server writes, parsed; panics if it is not JSON (stdout must be protocol).
+    pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
+        match self.lines.recv_timeout(timeout) {
+            Ok(line) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout: {line:?}: {e}"))),
+            Err(RecvTimeoutError::Timeout) => None,
+            Err(RecvTimeoutError::Disconnected) => None,
+        }
+    }
+
+    /// Sends a request and waits for the reply with the same id (other lines are kept in order).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.wait_for(&json!(id), Duration::from_secs(20))
+    }
+
+    pub fn wait_for(&mut self, id: &Value, timeout: Duration) -> Value {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let msg = self.recv(left).unwrap_or_else(|| panic!("no reply to id {id} within {timeout:?}"));
+            if msg.get("id") == Some(id) {
+                return msg;
+            }
+        }
+    }
+
+    pub fn initialize(&mut self, version: &str) -> Value {
+        let reply = self.request(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "tests", "version": "0"}}),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        reply
+    }
+
+    /// Calls a tool and returns its structured result.
+    pub fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        let reply = self.request("tools/call", json!({"name": tool, "arguments": arguments}));
+        let result = reply.get("result").unwrap_or_else(|| panic!("tools/call failed: {reply}"));
+        result["structuredContent"].clone()
+    }
+
+    /// Closes stdin and waits for the process to end.
+    pub fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        self.child.wait().expect("wait for server")
+    }
+}
+
+impl Drop for McpClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
