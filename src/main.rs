@@ -8,14 +8,19 @@ mod calibration;
 mod cli;
 mod commands;
 mod config;
+mod engine;
 mod error;
 mod gateway;
 mod hook;
+mod install;
 mod logging;
 mod mcp;
 mod paths;
 mod providers;
+mod report;
+mod routing;
 mod state;
+mod transcripts;
 
 fn main() {
     let code = match cli::run() {
