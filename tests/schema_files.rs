@@ -30,7 +30,8 @@ fn response_schema_names_every_field_of_a_real_response() {
     )
     .expect("schema JSON");
     let props = schema["properties"].as_object().expect("properties");
-    let required: Vec<&str> = schema["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+    let required: Vec<&str> =
+        schema["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
     for key in resp.as_object().expect("object").keys() {
         assert!(props.contains_key(key), "response field {key} missing from the schema");
         assert!(required.contains(&key.as_str()), "response field {key} not required by the schema");

@@ -128,12 +128,8 @@ pub struct McpClient {
 
 impl McpClient {
     pub fn spawn(mut cmd: Command) -> Self {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn system1 mcp");
+        let mut child =
+            cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().expect("spawn system1 mcp");
         let stdout = child.stdout.take().expect("stdout");
         let (tx, rx) = channel();
         std::thread::spawn(move || {
@@ -163,7 +159,9 @@ impl McpClient {
     /// The next line the server writes, parsed; panics if it is not JSON (stdout must be protocol).
     pub fn recv(&mut self, timeout: Duration) -> Option<Value> {
         match self.lines.recv_timeout(timeout) {
-            Ok(line) => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout: {line:?}: {e}"))),
+            Ok(line) => {
+                Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout: {line:?}: {e}")))
+            }
             Err(RecvTimeoutError::Timeout) => None,
             Err(RecvTimeoutError::Disconnected) => None,
         }
