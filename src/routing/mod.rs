@@ -1,1 +1,3 @@
-//! Not built yet (see the open issues).
+//! Model routing: the routing log shared by the hooks, labelling and outcomes.
+
+pub mod log;

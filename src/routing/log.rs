@@ -1,0 +1,313 @@
+//! The routing log (`routing.jsonl`): one JSON object per line, written by short-lived hook
+//! processes that may run at the same moment, and rewritten in place by labelling and outcomes.
+//!
+//! Every writer takes an exclusive `File::lock` on the sibling `routing.jsonl.lock` first. The lock
+//! lives on a separate file so that a rewrite, which replaces `routing.jsonl` by rename, never
+//! leaves an appender holding a lock on a file that is no longer the log. An append opens the log
+//! only once it holds the lock (so it always writes to the current file) and writes one whole line
+//! in a single `write_all`. A rewrite holds the lock across read, temp file, fsync and rename, so
+//! no append can slip in between and be lost.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+
+use crate::paths;
+
+/// What `read_all` found: the entries that parse as JSON objects, and how many lines did not.
+#[derive(Debug, Default)]
+pub struct Entries {
+    pub entries: Vec<Value>,
+    pub skipped: usize,
+}
+
+/// Appends one entry to `paths::routing_log()`.
+pub fn append(entry: &Value) -> io::Result<()> {
+    append_at(&paths::routing_log(), entry)
+}
+
+/// Reads every entry of `paths::routing_log()`; a missing log is empty.
+pub fn read_all() -> io::Result<Entries> {
+    read_all_at(&paths::routing_log())
+}
+
+/// Rewrites `paths::routing_log()` through `f` while holding the lock (see `rewrite_at`).
+pub fn rewrite<R>(f: impl FnOnce(&mut Vec<Value>) -> R) -> io::Result<R> {
+    rewrite_at(&paths::routing_log(), f)
+}
+
+/// A new entry id, unique across processes and calls: time in microseconds, process id and a
+/// per-process counter, in hex (e.g. `18c5f2a9b3e10-3f2a-0`).
+pub fn new_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let micros = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{micros:x}-{:x}-{n:x}", std::process::id())
+}
+
+fn lock_path(log: &Path) -> PathBuf {
+    let mut name = log.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "routing.jsonl".into());
+    name.push(".lock");
+    log.with_file_name(name)
+}
+
+/// Opens a file for writing, created readable by its owner only (the log holds prompt text).
+fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)
+}
+
+/// The exclusive lock on `<log>.lock`, released when dropped (and by the OS if the process dies).
+struct Lock(File);
+
+impl Lock {
+    fn take(log: &Path) -> io::Result<Lock> {
+        paths::ensure_parent(log)?;
+        let file = open_private(&lock_path(log), OpenOptions::new().create(true).truncate(false).write(true))?;
+        file.lock()?;
+        Ok(Lock(file))
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
+    }
+}
+
+pub fn append_at(log: &Path, entry: &Value) -> io::Result<()> {
+    let mut line = serde_json::to_string(entry).map_err(io::Error::other)?;
+    line.push('\n');
+    let _lock = Lock::take(log)?;
+    let mut file = open_private(log, OpenOptions::new().create(true).append(true))?;
+    file.write_all(line.as_bytes())
+}
+
+pub fn read_all_at(log: &Path) -> io::Result<Entries> {
+    let mut out = Entries::default();
+    for line in read_lines(log)? {
+        match parse(&line) {
+            Some(v) => out.entries.push(v),
+            None => out.skipped += usize::from(!line.trim().is_empty()),
+        }
+    }
+    Ok(out)
+}
+
+/// Rewrites the log: `f` gets every entry that parses and may change, drop or add entries. Lines
+/// that do not parse are kept verbatim after the entries (they may be someone's data in a shape
+/// this version does not know). Holds the lock throughout, writes a temp file in the same
+/// directory, fsyncs it and renames it over the log, so a crash leaves either the old or the new log.
+pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Value>) -> R) -> io::Result<R> {
+    let _lock = Lock::take(log)?;
+    let mut entries = Vec::new();
+    let mut kept = Vec::new();
+    for line in read_lines(log)? {
+        match parse(&line) {
+            Some(v) => entries.push(v),
+            None if line.trim().is_empty() => {}
+            None => kept.push(line),
+        }
+    }
+    let result = f(&mut entries);
+    let mut text = String::new();
+    for e in &entries {
+        text.push_str(&serde_json::to_string(e).map_err(io::Error::other)?);
+        text.push('\n');
+    }
+    for line in &kept {
+        text.push_str(line);
+        text.push('\n');
+    }
+    let tmp = log.with_file_name(format!(".routing.jsonl.{}.tmp", new_id()));
+    let written = (|| {
+        let mut file = open_private(&tmp, OpenOptions::new().create_new(true).write(true))?;
+        file.write_all(text.as_bytes())?;
+        file.sync_all()?;
+        std::fs::rename(&tmp, log)
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written?;
+    // The rename is durable only once the directory entry is on disk; best effort where the
+    // platform cannot open a directory.
+    #[cfg(unix)]
+    if let Some(dir) = log.parent() {
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(result)
+}
+
+fn parse(line: &str) -> Option<Value> {
+    match serde_json::from_str(line) {
+        Ok(v @ Value::Object(_)) => Some(v),
+        _ => None,
+    }
+}
+
+/// The log's lines; a missing log has none. Lines that are not UTF-8 are kept lossily (they count as bad).
+fn read_lines(log: &Path) -> io::Result<Vec<String>> {
+    let file = match File::open(log) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    let mut lines = Vec::new();
+    let mut reader = BufReader::new(file);
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', &mut buf)? == 0 {
+            break;
+        }
+        if buf.last() == Some(&b'\n') {
+            buf.pop();
+        }
+        lines.push(String::from_utf8_lossy(&buf).into_owned());
+    }
+    Ok(lines)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("system1-log-{name}-{}", new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("logs").join("routing.jsonl")
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| new_id()).collect();
+        assert_eq!(ids.len(), 1000);
+    }
+
+    #[test]
+    fn append_creates_private_file_and_reads_back() {
+        let log = scratch("append");
+        append_at(&log, &json!({"id": "a", "n": 1})).unwrap();
+        append_at(&log, &json!({"id": "b", "prompt": "line\nbreak"})).unwrap();
+        let got = read_all_at(&log).unwrap();
+        assert_eq!(got.skipped, 0);
+        assert_eq!(got.entries, vec![json!({"id": "a", "n": 1}), json!({"id": "b", "prompt": "line\nbreak"})]);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600);
+        }
+    }
+
+    #[test]
+    fn read_all_counts_bad_lines_and_missing_log_is_empty() {
+        let log = scratch("bad");
+        assert_eq!(read_all_at(&log).unwrap().entries.len(), 0);
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(&log, "{\"id\":1}\nnot json\n[1,2]\n\n{\"id\":2}\n{\"trunc").unwrap();
+        let got = read_all_at(&log).unwrap();
+        assert_eq!(got.entries, vec![json!({"id": 1}), json!({"id": 2})]);
+        assert_eq!(got.skipped, 3);
+    }
+
+    #[test]
+    fn rewrite_changes_entries_and_keeps_bad_lines_verbatim() {
+        let log = scratch("rewrite");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(&log, "{\"id\":1}\nnot json  \n{\"id\":2}\n").unwrap();
+        let n = rewrite_at(&log, |entries| {
+            entries[1]["label"] = json!("x");
+            entries.len()
+        })
+        .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"id\":1}\n{\"id\":2,\"label\":\"x\"}\nnot json  \n");
+        let leftovers: Vec<_> = std::fs::read_dir(log.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
+
+    /// Child side of the concurrency tests: a real separate process (this test binary, re-run with
+    /// a filter) appending to the log named in the environment.
+    #[test]
+    fn child_appender() {
+        let Ok(log) = std::env::var("SYSTEM1_TEST_LOG_CHILD") else { return };
+        let who = std::env::var("SYSTEM1_TEST_LOG_WHO").unwrap();
+        let lines: usize = std::env::var("SYSTEM1_TEST_LOG_LINES").unwrap().parse().unwrap();
+        for i in 0..lines {
+            // A long prompt makes a line bigger than a pipe buffer, so an unlocked writer would tear it.
+            append_at(Path::new(&log), &json!({"id": new_id(), "who": who, "i": i, "prompt": "x".repeat(8000)}))
+                .unwrap();
+        }
+    }
+
+    fn spawn_appenders(log: &Path, n: usize, lines: usize) -> Vec<std::process::Child> {
+        let exe = std::env::current_exe().unwrap();
+        (0..n)
+            .map(|k| {
+                std::process::Command::new(&exe)
+                    .args(["--exact", "routing::log::tests::child_appender", "--test-threads=1", "--quiet"])
+                    .env("SYSTEM1_TEST_LOG_CHILD", log)
+                    .env("SYSTEM1_TEST_LOG_WHO", k.to_string())
+                    .env("SYSTEM1_TEST_LOG_LINES", lines.to_string())
+                    .stdout(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rewrite_concurrent_with_appends_loses_nothing() {
+        let log = scratch("race");
+        let mut children = spawn_appenders(&log, 8, 20);
+        let mut rewrites = 0;
+        let mut all_done = false;
+        while !all_done {
+            rewrite_at(&log, |entries| {
+                for e in entries.iter_mut() {
+                    e["seen"] = json!(true);
+                }
+            })
+            .unwrap();
+            rewrites += 1;
+            all_done = children.iter_mut().all(|c| c.try_wait().unwrap().is_some());
+        }
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        let got = read_all_at(&log).unwrap();
+        assert_eq!(got.skipped, 0);
+        assert_eq!(got.entries.len(), 8 * 20, "after {rewrites} rewrites");
+        let ids: std::collections::HashSet<_> = got.entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
+        assert_eq!(ids.len(), 8 * 20);
+    }
+
+    #[test]
+    fn fifty_processes_append_fifty_whole_lines() {
+        let log = scratch("fifty");
+        for mut c in spawn_appenders(&log, 50, 1) {
+            assert!(c.wait().unwrap().success());
+        }
+        let got = read_all_at(&log).unwrap();
+        assert_eq!(got.skipped, 0);
+        assert_eq!(got.entries.len(), 50);
+        let who: std::collections::HashSet<_> = got.entries.iter().map(|e| e["who"].as_str().unwrap()).collect();
+        assert_eq!(who.len(), 50);
+    }
+}
