@@ -65,10 +65,10 @@ pub fn config_file() -> PathBuf {
     if let Some(p) = env_path("SYSTEM1_CONFIG") {
         return p;
     }
-    if cfg!(windows) {
-        if let Some(appdata) = env_path("APPDATA") {
-            return appdata.join("system1").join("config.toml");
-        }
+    if cfg!(windows)
+        && let Some(appdata) = env_path("APPDATA")
+    {
+        return appdata.join("system1").join("config.toml");
     }
     home().join(".config").join("system1").join("config.toml")
 }

@@ -179,10 +179,10 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
         Some(v) if valid_id(v) => v.clone(),
         _ => Value::Null,
     };
-    if let Some(v) = &id {
-        if !valid_id(v) {
-            return Some(error(Value::Null, INVALID_REQUEST, "id must be a string or an integer"));
-        }
+    if let Some(v) = &id
+        && !valid_id(v)
+    {
+        return Some(error(Value::Null, INVALID_REQUEST, "id must be a string or an integer"));
     }
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return (!is_notification).then(|| error(reply_id, INVALID_REQUEST, "jsonrpc must be \"2.0\""));
@@ -269,15 +269,13 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
 }
 
 fn handle_notification(server: &Server, method: &str, params: &Value) {
-    if method == "notifications/cancelled" {
-        if let Some(id) = params.get("requestId").filter(|v| valid_id(v)) {
-            let key = id.to_string();
-            let in_flight = server.in_flight.lock().map(|f| f.contains(&key)).unwrap_or(false);
-            if in_flight {
-                if let Ok(mut c) = server.cancelled.lock() {
-                    c.insert(key);
-                }
-            }
+    if method == "notifications/cancelled"
+        && let Some(id) = params.get("requestId").filter(|v| valid_id(v))
+    {
+        let key = id.to_string();
+        let in_flight = server.in_flight.lock().map(|f| f.contains(&key)).unwrap_or(false);
+        if in_flight && let Ok(mut c) = server.cancelled.lock() {
+            c.insert(key);
         }
     }
 }

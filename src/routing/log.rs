@@ -140,10 +140,10 @@ pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Value>) -> R) -> io::Re
     // The rename is durable only once the directory entry is on disk; best effort where the
     // platform cannot open a directory.
     #[cfg(unix)]
-    if let Some(dir) = log.parent() {
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+    if let Some(dir) = log.parent()
+        && let Ok(d) = File::open(dir)
+    {
+        let _ = d.sync_all();
     }
     Ok(result)
 }
