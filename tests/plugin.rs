@@ -1,0 +1,178 @@
+//! The plugin files: the manifests, hooks.json and the skills pass the real Claude Code CLI's strict
+//! validation, the manifests carry the crate's version, and the hook launcher finds the installed
+//! binary (or, without one, stays silent except for SessionStart's pointer to /system1:setup).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{TestEnv, stdout};
+use serde_json::Value;
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The Claude Code CLI that `scripts/test` installs; required under CI, skipped loudly otherwise.
+fn claude_cli() -> Option<PathBuf> {
+    match std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from) {
+        Some(p) if p.exists() => Some(p),
+        _ if std::env::var_os("CI").is_some() => {
+            panic!("SYSTEM1_TEST_CLAUDE is not set or missing: run the tests through scripts/test")
+        }
+        _ => {
+            eprintln!("SKIPPED: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
+            None
+        }
+    }
+}
+
+fn validate(claude: &Path, target: &Path) -> Output {
+    let env = TestEnv::new();
+    Command::new(claude)
+        .args(["plugin", "validate", "--strict"])
+        .arg(target)
+        .env("HOME", &env.home)
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .expect("run claude plugin validate")
+}
+
+fn read_json(rel: &str) -> Value {
+    let text = std::fs::read_to_string(Path::new(ROOT).join(rel)).expect("read manifest");
+    serde_json::from_str(&text).expect("manifest is JSON")
+}
+
+#[test]
+fn marketplace_passes_strict_validation() {
+    let Some(claude) = claude_cli() else { return };
+    let out = validate(&claude, Path::new(ROOT));
+    let text = format!("{}{}", stdout(&out), common::stderr(&out));
+    assert!(out.status.success(), "marketplace validation failed:\n{text}");
+    assert!(text.contains("marketplace.json"), "validated the marketplace:\n{text}");
+}
+
+#[test]
+fn plugin_hooks_and_skills_pass_strict_validation() {
+    let Some(claude) = claude_cli() else { return };
+    let out = validate(&claude, &Path::new(ROOT).join(".claude-plugin/plugin.json"));
+    let text = format!("{}{}", stdout(&out), common::stderr(&out));
+    assert!(out.status.success(), "plugin validation failed:\n{text}");
+    assert!(text.contains("plugin.json"), "validated the plugin manifest:\n{text}");
+}
+
+#[test]
+fn manifests_name_the_plugin_and_carry_the_crate_version() {
+    let plugin = read_json(".claude-plugin/plugin.json");
+    assert_eq!(plugin["name"], "system1");
+    assert_eq!(plugin["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(plugin["license"], "Apache-2.0");
+    let market = read_json(".claude-plugin/marketplace.json");
+    assert_eq!(market["name"], "system1-gateway");
+    let plugins = market["plugins"].as_array().expect("plugins list");
+    assert_eq!(plugins.len(), 1);
+    assert_eq!(plugins[0]["name"], "system1");
+    assert_eq!(plugins[0]["source"], "./");
+    assert_eq!(plugins[0]["version"], env!("CARGO_PKG_VERSION"));
+}
+
+#[test]
+fn hooks_json_wires_three_events_through_the_launcher() {
+    let hooks = read_json("hooks/hooks.json");
+    let h = &hooks["hooks"];
+    for (event, arg) in [("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"), ("PreToolUse", "agent")] {
+        let cmd = h[event][0]["hooks"][0]["command"].as_str().unwrap_or_else(|| panic!("{event} has a command"));
+        assert!(cmd.contains("${CLAUDE_PLUGIN_ROOT}/hooks/system1-hook"), "{event}: {cmd}");
+        assert!(cmd.ends_with(arg), "{event} runs `{arg}`: {cmd}");
+    }
+    assert_eq!(h["PreToolUse"][0]["matcher"], "Agent|Task");
+    // The prompt hook's engine budget is 1.5 s; its timeout must leave room for start-up and logging.
+    let timeout = h["UserPromptSubmit"][0]["hooks"][0]["timeout"].as_f64().expect("a timeout");
+    assert!(timeout >= 3.0, "UserPromptSubmit timeout {timeout} s leaves room for the 1.5 s budget");
+}
+
+#[cfg(unix)]
+/// Runs the launcher as Claude Code does, with a PATH that holds no `system1`.
+fn launch(env: &TestEnv, event: &str, path: &str) -> Output {
+    let base = env.command(&[]);
+    let launcher = Path::new(ROOT).join("hooks/system1-hook");
+    let mut c = Command::new("sh");
+    c.arg(&launcher).arg(event);
+    for (k, v) in base.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.env("PATH", path).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn the launcher");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        let _ = stdin.write_all(br#"{"hook_event_name":"SessionStart","source":"startup","session_id":"s"}"#);
+    }
+    child.wait_with_output().expect("wait for the launcher")
+}
+
+#[cfg(unix)]
+#[test]
+fn launcher_without_a_binary_points_to_setup_only_at_session_start() {
+    let env = TestEnv::new();
+    let out = launch(&env, "session-start", "/usr/bin:/bin");
+    assert!(out.status.success());
+    let v: Value = serde_json::from_str(stdout(&out).trim()).expect("SessionStart prints JSON");
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").contains("/system1:setup"));
+    assert!(v["systemMessage"].as_str().unwrap_or("").contains("/system1:setup"));
+    for event in ["prompt", "agent"] {
+        let out = launch(&env, event, "/usr/bin:/bin");
+        assert!(out.status.success(), "{event} exits 0");
+        assert_eq!(stdout(&out), "", "{event} is silent without a binary");
+        assert_eq!(common::stderr(&out), "", "{event} writes nothing to stderr");
+    }
+}
+
+#[cfg(unix)]
+/// Installs a copy of a small script as `<dir>/bin/system1` that records how it was called.
+fn fake_binary(dir: &Path, tag: &str) {
+    let bin = dir.join("bin/system1");
+    common::write(&bin, &format!("#!/bin/sh\necho \"{tag} $*\"\n"));
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[cfg(unix)]
+#[test]
+fn launcher_execs_the_installed_binary_in_lookup_order() {
+    let env = TestEnv::new();
+    let on_path = env.root.join("path");
+    fake_binary(&on_path, "path");
+    let path = format!("{}:/usr/bin:/bin", on_path.join("bin").display());
+    assert_eq!(stdout(&launch(&env, "prompt", &path)), "path hook prompt\n", "PATH is the last resort");
+
+    // TestEnv sets SYSTEM1_INSTALL_DIR to ~/.system1-gateway; point it elsewhere to see both.
+    let mut env = env;
+    let custom = env.root.join("custom");
+    env.set_env("SYSTEM1_INSTALL_DIR", &custom.display().to_string());
+    fake_binary(&env.home.join(".system1-gateway"), "home");
+    assert_eq!(stdout(&launch(&env, "agent", &path)), "home hook agent\n", "the home install beats PATH");
+    fake_binary(&custom, "custom");
+    assert_eq!(
+        stdout(&launch(&env, "session-start", &path)),
+        "custom hook session-start\n",
+        "SYSTEM1_INSTALL_DIR comes first"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn launcher_runs_the_real_binary() {
+    let env = TestEnv::with_mock("");
+    let bin = env.install_dir.join("bin/system1");
+    std::fs::create_dir_all(bin.parent().expect("bin dir")).expect("mkdir");
+    std::fs::copy(common::BIN, &bin).expect("install the binary");
+    let out = launch(&env, "session-start", "/usr/bin:/bin");
+    assert!(out.status.success());
+    assert_eq!(stdout(&out), "", "all is well: the session-start hook is silent");
+}
