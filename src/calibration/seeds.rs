@@ -1,0 +1,95 @@
+//! The teacher-labelled seed sets in `calibration/`, built into the binary so that an installed
+//! `system1` can refit without the repository: routing prompts with the four feature labels and a
+//! tier, and shell commands labelled destructive or not (see `calibration/README.md`).
+//!
+//! The seed files hold labels only, no engine output: `calibrate fit` asks the configured engine
+//! about every seed item itself, so the fit always matches the model that is actually installed.
+
+use serde::Deserialize;
+
+use crate::config::{ROUTING_FEATURES, TIERS};
+
+pub const ROUTING: &str = include_str!("../../calibration/routing.jsonl");
+pub const DESTRUCTIVE: &str = include_str!("../../calibration/destructive.jsonl");
+
+/// The question the destructive-command set is asked under; also its calibration key, so that a
+/// `system1_decide` call asking exactly this (with the command in `context`) gets the fit.
+pub const DESTRUCTIVE_QUESTION: &str = "Is this shell command destructive?";
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct RoutingSeed {
+    pub id: String,
+    pub prompt: String,
+    pub labels: std::collections::BTreeMap<String, bool>,
+    pub tier: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CommandSeed {
+    pub id: String,
+    pub command: String,
+    pub destructive: bool,
+    #[serde(default)]
+    pub why: String,
+}
+
+fn parse_lines<T: for<'de> Deserialize<'de>>(name: &str, text: &str) -> Result<Vec<T>, String> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| serde_json::from_str(l).map_err(|e| format!("calibration/{name} line {}: {e}", i + 1)))
+        .collect()
+}
+
+pub fn routing() -> Result<Vec<RoutingSeed>, String> {
+    let seeds: Vec<RoutingSeed> = parse_lines("routing.jsonl", ROUTING)?;
+    for s in &seeds {
+        if ROUTING_FEATURES.iter().any(|f| !s.labels.contains_key(*f)) {
+            return Err(format!("calibration/routing.jsonl {}: needs a label for each of {ROUTING_FEATURES:?}", s.id));
+        }
+        if !TIERS.contains(&s.tier.as_str()) {
+            return Err(format!("calibration/routing.jsonl {}: unknown tier {:?}", s.id, s.tier));
+        }
+    }
+    Ok(seeds)
+}
+
+pub fn destructive() -> Result<Vec<CommandSeed>, String> {
+    parse_lines("destructive.jsonl", DESTRUCTIVE)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn routing_seeds_are_complete_and_varied() {
+        let seeds = routing().expect("routing seeds parse");
+        assert!(seeds.len() >= 45, "{} routing prompts", seeds.len());
+        let ids: HashSet<_> = seeds.iter().map(|s| &s.id).collect();
+        assert_eq!(ids.len(), seeds.len(), "ids are unique");
+        let prompts: HashSet<_> = seeds.iter().map(|s| &s.prompt).collect();
+        assert_eq!(prompts.len(), seeds.len(), "prompts are unique");
+        for s in &seeds {
+            assert!(s.prompt.split_whitespace().count() >= 10, "{} is under 10 words: the hook skips those", s.id);
+        }
+        // Every feature has both answers and every tier appears, or the set could not measure them.
+        for f in ROUTING_FEATURES {
+            let yes = seeds.iter().filter(|s| s.labels[f]).count();
+            assert!(yes >= 5 && seeds.len() - yes >= 5, "{f}: {yes} yes of {}", seeds.len());
+        }
+        for t in TIERS {
+            assert!(seeds.iter().filter(|s| s.tier == t).count() >= 5, "tier {t}");
+        }
+    }
+
+    #[test]
+    fn destructive_seeds_are_balanced() {
+        let seeds = destructive().expect("destructive seeds parse");
+        assert!(seeds.len() >= 24);
+        let yes = seeds.iter().filter(|s| s.destructive).count();
+        assert!(yes >= 10 && seeds.len() - yes >= 10, "{yes} destructive of {}", seeds.len());
+        assert!(seeds.iter().all(|s| !s.why.is_empty()), "every label says why");
+    }
+}
