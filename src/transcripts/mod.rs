@@ -207,10 +207,10 @@ pub fn list(scope: &Scope) -> Result<Vec<FileInfo>> {
             let name = e.file_name().to_string_lossy();
             let Some(stem) = name.strip_suffix(".jsonl") else { continue };
             let Ok(md) = e.metadata() else { continue };
-            if let (Some(since), Ok(mtime)) = (since, md.modified()) {
-                if mtime < since {
-                    continue;
-                }
+            if let (Some(since), Ok(mtime)) = (since, md.modified())
+                && mtime < since
+            {
+                continue;
             }
             let info = match e.depth() {
                 1 => FileInfo {
