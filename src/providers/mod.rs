@@ -5,7 +5,12 @@
 //! (shape, confidence range, decision among the options), applies calibration and the threshold,
 //! and runs the fallback chain. Adding an engine is one file here plus one line in [`build`].
 
+pub mod answers;
+#[cfg(test)]
+#[path = "../../tests/common/fake_http.rs"]
+pub mod fake_http;
 pub mod http;
+pub mod laya;
 pub mod mock;
 
 use std::time::Duration;
@@ -88,6 +93,7 @@ pub trait Provider: Send + Sync {
 /// `settings.errors` (and make this return `None` when the provider is unusable).
 pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
     let provider: Option<Box<dyn Provider>> = match name {
+        "laya" => Some(Box::new(laya::Laya::new(settings))),
         "mock" => Some(Box::new(mock::Mock::new(settings))),
         _ => {
             settings.error(format!("provider {name:?} is not available in this build"));

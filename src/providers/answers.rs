@@ -1,0 +1,117 @@
+//! Pieces every engine adapter shares: the answer object the gateway expects, the rationale line,
+//! yes/no detection, the state an engine reads, and the API-key handling. Engine-specific wire
+//! formats stay in each adapter's own file.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::{EngineRequest, Failure};
+use crate::config::Settings;
+
+/// Rounds to 4 decimals, the precision engines report.
+pub fn round4(x: f64) -> f64 {
+    (x * 1e4).round() / 1e4
+}
+
+/// `laya typed-decisions: block the merge=0.52, rerun the pipeline=0.48`.
+pub fn rationale(engine: &str, model: &str, options: &[String], probs: &[f64]) -> String {
+    let listed: Vec<String> = options.iter().zip(probs).map(|(o, p)| format!("{o}={p:.2}")).collect();
+    format!("{engine} {model}: {}", listed.join(", "))
+}
+
+/// The gateway's answer for a choice: the most probable option (or the engine's own pick), its
+/// probability as the confidence, every option's probability, and the rationale.
+pub fn choice_answer(engine: &str, model: &str, options: &[String], probs: &[f64], pick: Option<&str>) -> Value {
+    let best = probs.iter().enumerate().fold(0, |b, (i, p)| if *p > probs[b] { i } else { b });
+    let idx = pick.and_then(|p| options.iter().position(|o| o == p)).unwrap_or(best);
+    let map: Map<String, Value> = options.iter().zip(probs).map(|(o, p)| (o.clone(), json!(*p))).collect();
+    json!({
+        "decision": options.get(idx).cloned().unwrap_or_default(),
+        "confidence": probs.get(idx).copied().unwrap_or(0.0),
+        "probabilities": map,
+        "rationale": rationale(engine, model, options, probs),
+    })
+}
+
+/// For options that are exactly yes and no (any order, any case): the indices of yes and no.
+pub fn yes_no(options: &[String]) -> Option<(usize, usize)> {
+    if options.len() != 2 {
+        return None;
+    }
+    let lower: Vec<String> = options.iter().map(|o| o.trim().to_ascii_lowercase()).collect();
+    match (lower[0].as_str(), lower[1].as_str()) {
+        ("yes", "no") => Some((0, 1)),
+        ("no", "yes") => Some((1, 0)),
+        _ => None,
+    }
+}
+
+/// What the engine reads as its state: the caller's context, or else the question itself, so that
+/// a question without context is read in the engine's full window rather than only in the short
+/// question head (laya caps instructions and options at 192 tokens).
+pub fn state_of(request: &EngineRequest) -> Value {
+    match &request.context {
+        Some(c) if !c.is_null() => c.clone(),
+        _ => Value::String(request.questions.iter().map(|q| q.text.as_str()).collect::<Vec<_>>().join("\n")),
+    }
+}
+
+/// The API key from the environment (`SYSTEM1_<PROVIDER>_API_KEY`, mapped by the config loader to
+/// the `api_key` setting; a key in the config file is rejected before an adapter sees it).
+pub fn api_key(s: &Settings) -> Option<String> {
+    let key = s.string("api_key", "");
+    let key = key.trim();
+    if key.is_empty() { None } else { Some(key.to_string()) }
+}
+
+/// The failure for an HTTP 401: says whether the key is missing or wrong, and where it goes.
+pub fn auth_failure(engine: &str, key_set: bool, detail: &str) -> Failure {
+    let var = format!("SYSTEM1_{}_API_KEY", engine.to_ascii_uppercase());
+    if key_set {
+        Failure::Error(format!("{engine} refused the API key in {var}: it is wrong ({detail})"))
+    } else {
+        Failure::Error(format!("{engine} requires an API key: it is missing; set {var} to the server's key ({detail})"))
+    }
+}
+
+/// Time left before `deadline`, or a timeout failure when none is left.
+pub fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration, Failure> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        Err(Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())))
+    } else {
+        Ok(left)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rationale_lists_every_option_with_two_decimals() {
+        let opts = vec!["block the merge".to_string(), "rerun the pipeline".to_string()];
+        assert_eq!(
+            rationale("laya", "typed-decisions", &opts, &[0.5234, 0.4766]),
+            "laya typed-decisions: block the merge=0.52, rerun the pipeline=0.48"
+        );
+    }
+
+    #[test]
+    fn choice_answer_takes_the_most_probable_option() {
+        let opts = vec!["a".to_string(), "b".to_string(), "c".to_string()];
+        let a = choice_answer("x", "m", &opts, &[0.2, 0.5, 0.3], None);
+        assert_eq!(a["decision"], "b");
+        assert_eq!(a["confidence"], 0.5);
+        assert_eq!(a["probabilities"]["c"], 0.3);
+    }
+
+    #[test]
+    fn yes_no_in_either_order() {
+        let v = |a: &str, b: &str| vec![a.to_string(), b.to_string()];
+        assert_eq!(yes_no(&v("yes", "no")), Some((0, 1)));
+        assert_eq!(yes_no(&v("No", "Yes")), Some((1, 0)));
+        assert_eq!(yes_no(&v("yes", "maybe")), None);
+    }
+}
