@@ -6,6 +6,7 @@
 //! | install dir | `~/.system1-gateway` | `SYSTEM1_INSTALL_DIR` |
 //! | config file | `~/.config/system1/config.toml`, `%APPDATA%\system1\config.toml` | `SYSTEM1_CONFIG` |
 //! | Claude Code dir | `~/.claude` | `CLAUDE_CONFIG_DIR` |
+//! | Claude Code settings (user MCP servers) | `~/.claude.json` | `$CLAUDE_CONFIG_DIR/.claude.json` |
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -30,6 +31,11 @@ pub fn install_dir() -> PathBuf {
 
 pub fn bin_dir() -> PathBuf {
     install_dir().join("bin")
+}
+
+/// The installed binary, `<install>/bin/system1` (`system1.exe` on Windows).
+pub fn installed_binary() -> PathBuf {
+    bin_dir().join(if cfg!(windows) { "system1.exe" } else { "system1" })
 }
 
 pub fn engines_dir() -> PathBuf {
@@ -76,6 +82,27 @@ pub fn config_file() -> PathBuf {
 /// Claude Code's own directory (`~/.claude`, or `CLAUDE_CONFIG_DIR`).
 pub fn claude_dir() -> PathBuf {
     env_path("CLAUDE_CONFIG_DIR").unwrap_or_else(|| home().join(".claude"))
+}
+
+/// Claude Code's global settings file, which holds the user-scoped MCP servers: `.claude.json` in
+/// `CLAUDE_CONFIG_DIR` when that is set, else in the home directory.
+pub fn claude_json() -> PathBuf {
+    env_path("CLAUDE_CONFIG_DIR").unwrap_or_else(home).join(".claude.json")
+}
+
+/// systemd user units (`$XDG_CONFIG_HOME/systemd/user`, default `~/.config/systemd/user`).
+pub fn systemd_user_dir() -> PathBuf {
+    env_path("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config")).join("systemd").join("user")
+}
+
+/// macOS per-user LaunchAgents.
+pub fn launch_agents_dir() -> PathBuf {
+    home().join("Library").join("LaunchAgents")
+}
+
+/// The Windows per-user Startup folder, when `APPDATA` is set.
+pub fn windows_startup_dir() -> Option<PathBuf> {
+    env_path("APPDATA").map(|a| a.join("Microsoft").join("Windows").join("Start Menu").join("Programs").join("Startup"))
 }
 
 /// Where Claude Code keeps its transcripts.

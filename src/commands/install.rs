@@ -1,17 +1,38 @@
-//! `system1 install` and `system1 uninstall`: not built yet (see the open issues).
+//! `system1 install` and `system1 uninstall [--purge]`: thin wrappers that print what `install`
+//! did, one line per step.
 
-use crate::error::{Error, Result};
+use crate::error::{Result, exit};
+use crate::install;
 
+/// Copy this binary into the install dir (`~/.system1-gateway/bin`, or `SYSTEM1_INSTALL_DIR`), write
+/// the config from the example when there is none, and register the MCP server with Claude Code
+/// (`claude mcp add --scope user`), or print the command when `claude` is not on PATH.
 #[derive(clap::Args)]
-pub struct Args {}
-
-#[derive(clap::Args)]
-pub struct UninstallArgs {}
-
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 install` is not available in this build yet"))
+pub struct Args {
+    /// Do not run `claude mcp add`; print the command instead.
+    #[arg(long)]
+    no_register: bool,
 }
 
-pub fn run_uninstall(_args: UninstallArgs) -> Result<i32> {
-    Err(Error::failure("`system1 uninstall` is not available in this build yet"))
+/// Remove the MCP registration, the installed binary and any engine start-at-login entry. The
+/// config, the engines and the logs are kept unless `--purge` is given.
+#[derive(clap::Args)]
+pub struct UninstallArgs {
+    /// Also delete the config file and the whole install dir (engines, logs, calibration).
+    #[arg(long)]
+    purge: bool,
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    for line in install::install(!args.no_register)? {
+        println!("{line}");
+    }
+    Ok(exit::OK)
+}
+
+pub fn run_uninstall(args: UninstallArgs) -> Result<i32> {
+    for line in install::uninstall(args.purge)? {
+        println!("{line}");
+    }
+    Ok(exit::OK)
 }

@@ -1,1 +1,128 @@
-//! Not built yet (see the open issues).
+//! `system1 install` and `system1 uninstall`: the binary in `<install>/bin`, the first config, the
+//! Claude Code registration, and on the way out the start-at-login entries. Each step reports what
+//! it did as one line, so the command's output (and the setup skill) can show it as is. Every path
+//! comes from `paths`.
+
+pub mod autostart;
+pub mod binary;
+pub mod claude;
+pub mod config_file;
+
+use crate::error::{Context, Error, Result};
+use crate::paths;
+
+/// Installs; returns the lines to print. Registration is skipped with `register = false` (the
+/// command is printed instead).
+pub fn install(register: bool) -> Result<Vec<String>> {
+    let mut report = Vec::new();
+    let bin = match binary::install_self()? {
+        binary::Copied::Installed(p) => {
+            report.push(format!("installed {} (system1 {})", p.display(), env!("CARGO_PKG_VERSION")));
+            p
+        }
+        binary::Copied::AlreadyInPlace(p) => {
+            report.push(format!("binary: already running from {}", p.display()));
+            p
+        }
+    };
+
+    let config = paths::config_file();
+    report.push(match config_file::write_if_missing()? {
+        config_file::Outcome::Kept => format!("config: kept {}", config.display()),
+        config_file::Outcome::WrittenWithEngine => format!("config: wrote {} (engine: laya)", config.display()),
+        config_file::Outcome::WrittenWithMock(why) => format!(
+            "config: wrote {} with the mock engine, which abstains on every question, because no engine answered \
+             ({why}); install one with /system1:choose-model, then set `provider` in that file",
+            config.display()
+        ),
+    });
+
+    match claude::find_claude().filter(|_| register) {
+        Some(cli) => {
+            let outcome = claude::register(&cli, &bin).map_err(|e| {
+                let hint = format!("register by hand: {}", claude::add_command_shell(&bin));
+                Error { hint: Some(hint), ..e }
+            })?;
+            report.push(match outcome {
+                claude::Registered::Unchanged => "claude: system1 already registered (user scope)".to_string(),
+                claude::Registered::Added => {
+                    "claude: registered system1 (user scope); check: claude mcp list".to_string()
+                }
+                claude::Registered::Replaced(old) => {
+                    format!("claude: re-registered system1 (user scope), was: {}", old.join(" "))
+                }
+            });
+        }
+        None => {
+            let why = if register { "`claude` is not on PATH" } else { "--no-register" };
+            report.push(format!("claude: not registered ({why}); run:"));
+            report.push(format!("  {}", claude::add_command_shell(&bin)));
+            report.push(format!("  in PowerShell: {}", claude::add_command_powershell(&bin)));
+        }
+    }
+    Ok(report)
+}
+
+/// Uninstalls; with `purge`, also the config, the engines and the logs (the whole install dir).
+pub fn uninstall(purge: bool) -> Result<Vec<String>> {
+    let mut report = Vec::new();
+    match claude::find_claude() {
+        Some(cli) => match claude::unregister(&cli)? {
+            true => report.push("claude: removed the system1 registration".to_string()),
+            false => report.push("claude: system1 was not registered".to_string()),
+        },
+        None => {
+            report.push(format!("claude: not on PATH; if system1 is registered, run: {}", claude::remove_command()))
+        }
+    }
+
+    let (removed, failed) = autostart::remove_all();
+    for p in &removed {
+        report.push(format!("removed start-at-login entry {}", p.display()));
+    }
+
+    let bin = paths::installed_binary();
+    if binary::remove_installed()? {
+        report.push(format!("removed {}", bin.display()));
+    } else {
+        report.push(format!("binary: none at {}", bin.display()));
+    }
+
+    if purge {
+        let dir = paths::install_dir();
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => report.push(format!("removed {} (engines, logs, calibration)", dir.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                return Err(Error::failure(format!("cannot remove {}: {e}", dir.display()))
+                    .with_hint("stop any engine still running from it (system1 engine stop <name>), then retry"));
+            }
+        }
+        let config = paths::config_file();
+        match std::fs::remove_file(&config) {
+            Ok(()) => {
+                report.push(format!("removed {}", config.display()));
+                // The config's own folder, when nothing else is in it.
+                if let Some(parent) = config.parent() {
+                    let _ = std::fs::remove_dir(parent);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e).context(|| format!("cannot remove {}", config.display())),
+        }
+    } else {
+        report.push(format!(
+            "kept the config ({}) and {} (engines, logs); `system1 uninstall --purge` removes them",
+            paths::config_file().display(),
+            paths::install_dir().display()
+        ));
+    }
+    if !failed.is_empty() {
+        return Err(Error::failure(format!(
+            "{}\ncould not remove start-at-login entries: {}",
+            report.join("\n"),
+            failed.join("; ")
+        )));
+    }
+    Ok(report)
+}

@@ -1,0 +1,85 @@
+# Installs system1 for this user, then runs `system1 install`, which copies the binary into
+# %USERPROFILE%\.system1-gateway\bin (SYSTEM1_INSTALL_DIR overrides), writes the config when there
+# is none and registers the MCP server with Claude Code (or prints the command).
+#
+# With cargo on PATH it builds this checkout (`cargo build --release --locked`). Without it, it
+# downloads the release binary for Windows x86_64, pinned to the plugin's version, and checks its
+# SHA-256 against the release's SHA256SUMS before running anything: a mismatch installs nothing.
+#
+#   powershell -ExecutionPolicy Bypass -File .\scripts\install.ps1 [-NoRegister]
+#
+#   SYSTEM1_INSTALL_METHOD    build | download (default: build when cargo is on PATH)
+#   SYSTEM1_RELEASE_BASE_URL  where releases live (default: the GitHub releases of this repository)
+param([switch]$NoRegister)
+$ErrorActionPreference = 'Stop'
+
+$root = Split-Path -Parent $PSScriptRoot
+$installArgs = @('install')
+if ($NoRegister) { $installArgs += '--no-register' }
+
+$method = $env:SYSTEM1_INSTALL_METHOD
+if (-not $method) {
+    if (Get-Command cargo -ErrorAction SilentlyContinue) { $method = 'build' } else { $method = 'download' }
+}
+
+if ($method -eq 'build') {
+    Write-Host "building system1 in $root (cargo build --release --locked)"
+    Push-Location $root
+    try {
+        & cargo build --release --locked
+        if ($LASTEXITCODE -ne 0) { Write-Error "cargo build failed"; exit 1 }
+    } finally { Pop-Location }
+    $targetDir = if ($env:CARGO_TARGET_DIR) { $env:CARGO_TARGET_DIR } else { 'target' }
+    if (-not [IO.Path]::IsPathRooted($targetDir)) { $targetDir = Join-Path $root $targetDir }
+    & (Join-Path $targetDir 'release\system1.exe') @installArgs
+    exit $LASTEXITCODE
+}
+if ($method -ne 'download') { Write-Error "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'"; exit 1 }
+
+# The plugin's version pins the release; Cargo.toml carries the same number.
+$version = $null
+$manifest = Join-Path $root '.claude-plugin\plugin.json'
+if (Test-Path $manifest) { $version = (Get-Content $manifest -Raw | ConvertFrom-Json).version }
+if (-not $version) {
+    $line = Select-String -Path (Join-Path $root 'Cargo.toml') -Pattern '^version\s*=\s*"([^"]+)"' | Select-Object -First 1
+    if ($line) { $version = $line.Matches[0].Groups[1].Value }
+}
+if (-not $version) { Write-Error "cannot read the version from .claude-plugin\plugin.json or Cargo.toml"; exit 1 }
+
+# Windows on ARM runs the x86_64 build under emulation.
+if ($env:PROCESSOR_ARCHITECTURE -notin @('AMD64', 'ARM64')) {
+    Write-Error "no prebuilt binary for $($env:PROCESSOR_ARCHITECTURE); install Rust (https://rustup.rs) and re-run to build it"
+    exit 1
+}
+$asset = "system1-$version-x86_64-pc-windows-msvc.exe"
+$base = if ($env:SYSTEM1_RELEASE_BASE_URL) { $env:SYSTEM1_RELEASE_BASE_URL } else { 'https://github.com/system1-gateway/system1/releases/download' }
+$url = "$base/system1--v$version"
+
+$tmp = Join-Path ([IO.Path]::GetTempPath()) ("system1-" + [guid]::NewGuid().ToString('N'))
+New-Item -ItemType Directory -Path $tmp | Out-Null
+$code = 1
+try {
+    # Windows PowerShell 5.1 may default to TLS 1.0, which GitHub refuses.
+    [Net.ServicePointManager]::SecurityProtocol = [Net.ServicePointManager]::SecurityProtocol -bor [Net.SecurityProtocolType]::Tls12
+    Write-Host "downloading $asset from $url"
+    Invoke-WebRequest -UseBasicParsing -Uri "$url/SHA256SUMS" -OutFile (Join-Path $tmp 'SHA256SUMS')
+    $exe = Join-Path $tmp 'system1.exe'
+    Invoke-WebRequest -UseBasicParsing -Uri "$url/$asset" -OutFile $exe
+
+    $expected = Get-Content (Join-Path $tmp 'SHA256SUMS') | ForEach-Object {
+        $parts = $_.Trim() -split '\s+'
+        if ($parts.Count -ge 2 -and ($parts[1] -eq $asset -or $parts[1] -eq "*$asset")) { $parts[0].ToLowerInvariant() }
+    } | Select-Object -First 1
+    if (-not $expected) { Write-Error "SHA256SUMS of release system1--v$version lists no $asset; nothing was installed"; exit 1 }
+    $actual = (Get-FileHash -Algorithm SHA256 -Path $exe).Hash.ToLowerInvariant()
+    if ($actual -ne $expected) {
+        Write-Error "checksum mismatch for ${asset}: SHA256SUMS says $expected, the download is $actual; nothing was installed"
+        exit 1
+    }
+    Write-Host "verified SHA-256 $actual"
+    & $exe @installArgs
+    $code = $LASTEXITCODE
+} finally {
+    Remove-Item -Recurse -Force -Path $tmp -ErrorAction SilentlyContinue
+}
+exit $code

@@ -1,0 +1,89 @@
+#!/bin/sh
+# Installs system1 for this user, then runs `system1 install`, which copies the binary into
+# ~/.system1-gateway/bin (SYSTEM1_INSTALL_DIR overrides), writes the config when there is none and
+# registers the MCP server with Claude Code (or prints the command). Arguments go to `system1 install`.
+#
+# With cargo on PATH it builds this checkout (`cargo build --release --locked`). Without it, it
+# downloads the release binary for this OS and CPU, pinned to the plugin's version, and checks
+# its SHA-256 against the release's SHA256SUMS before running anything: a mismatch installs nothing.
+#
+#   SYSTEM1_INSTALL_METHOD    build | download (default: build when cargo is on PATH)
+#   SYSTEM1_RELEASE_BASE_URL  where releases live (default: the GitHub releases of this repository)
+set -eu
+
+root=$(CDPATH='' cd -- "$(dirname -- "$0")/.." && pwd)
+die() {
+  echo "install.sh: $*" >&2
+  exit 1
+}
+
+method=${SYSTEM1_INSTALL_METHOD:-}
+if [ -z "$method" ]; then
+  if command -v cargo >/dev/null 2>&1; then method=build; else method=download; fi
+fi
+
+if [ "$method" = build ]; then
+  echo "building system1 in $root (cargo build --release --locked)"
+  (cd "$root" && cargo build --release --locked)
+  target_dir=${CARGO_TARGET_DIR:-target}
+  case $target_dir in /*) ;; *) target_dir=$root/$target_dir ;; esac
+  exec "$target_dir/release/system1" install "$@"
+fi
+[ "$method" = download ] || die "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'"
+
+# The plugin's version pins the release; Cargo.toml carries the same number.
+version=
+if [ -f "$root/.claude-plugin/plugin.json" ]; then
+  version=$(sed -n 's/.*"version"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p' "$root/.claude-plugin/plugin.json" | head -n 1)
+fi
+if [ -z "$version" ]; then
+  version=$(sed -n 's/^version[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' "$root/Cargo.toml" | head -n 1)
+fi
+[ -n "$version" ] || die "cannot read the version from .claude-plugin/plugin.json or Cargo.toml"
+
+case $(uname -s) in
+  Linux) platform=unknown-linux-musl ;;
+  Darwin) platform=apple-darwin ;;
+  *) die "no prebuilt binary for $(uname -s); install Rust (https://rustup.rs) and re-run to build it" ;;
+esac
+case $(uname -m) in
+  x86_64 | amd64) cpu=x86_64 ;;
+  aarch64 | arm64) cpu=aarch64 ;;
+  *) die "no prebuilt binary for $(uname -m); install Rust (https://rustup.rs) and re-run to build it" ;;
+esac
+asset=system1-$version-$cpu-$platform
+url=${SYSTEM1_RELEASE_BASE_URL:-https://github.com/system1-gateway/system1/releases/download}/system1--v$version
+
+tmp=$(mktemp -d 2>/dev/null || mktemp -d -t system1)
+trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
+
+fetch() {
+  if command -v curl >/dev/null 2>&1; then
+    curl -fsSL -o "$2" "$1"
+  elif command -v wget >/dev/null 2>&1; then
+    wget -q -O "$2" "$1"
+  else
+    die "neither curl nor wget is available to download $1"
+  fi
+}
+
+echo "downloading $asset from $url"
+fetch "$url/SHA256SUMS" "$tmp/SHA256SUMS" || die "cannot download $url/SHA256SUMS"
+fetch "$url/$asset" "$tmp/system1" || die "cannot download $url/$asset"
+
+expected=$(awk -v a="$asset" '$2 == a || $2 == "*" a { print tolower($1); exit }' "$tmp/SHA256SUMS")
+[ -n "$expected" ] || die "SHA256SUMS of release system1--v$version lists no $asset; nothing was installed"
+if command -v sha256sum >/dev/null 2>&1; then
+  actual=$(sha256sum "$tmp/system1" | awk '{ print tolower($1) }')
+elif command -v shasum >/dev/null 2>&1; then
+  actual=$(shasum -a 256 "$tmp/system1" | awk '{ print tolower($1) }')
+else
+  die "neither sha256sum nor shasum is available to verify the download; nothing was installed"
+fi
+[ "$actual" = "$expected" ] ||
+  die "checksum mismatch for $asset: SHA256SUMS says $expected, the download is $actual; nothing was installed"
+echo "verified SHA-256 $actual"
+
+chmod +x "$tmp/system1"
+"$tmp/system1" install "$@"

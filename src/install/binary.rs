@@ -1,0 +1,90 @@
+//! Putting the running binary in place. The copy is staged beside its destination and renamed over
+//! it, so an MCP client or hook that starts `system1` mid-install finds either the old binary or the
+//! new one, never half a file.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Context, Result};
+use crate::paths;
+
+pub enum Copied {
+    /// The binary was copied to this path.
+    Installed(PathBuf),
+    /// The running binary already is the installed one.
+    AlreadyInPlace(PathBuf),
+}
+
+/// Copies the running executable to `paths::installed_binary()`.
+pub fn install_self() -> Result<Copied> {
+    let source = std::env::current_exe().context(|| "cannot find the running binary".to_string())?;
+    let target = paths::installed_binary();
+    if same_file(&source, &target) {
+        return Ok(Copied::AlreadyInPlace(target));
+    }
+    let dir = paths::bin_dir();
+    fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
+    let staged = dir.join(format!(".system1-{}.tmp", std::process::id()));
+    let result = stage(&source, &staged).and_then(|()| replace(&staged, &target));
+    if result.is_err() {
+        let _ = fs::remove_file(&staged);
+    }
+    result.map(|()| Copied::Installed(target))
+}
+
+fn stage(source: &Path, staged: &Path) -> Result<()> {
+    fs::copy(source, staged).context(|| format!("cannot copy {} to {}", source.display(), staged.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(staged, fs::Permissions::from_mode(0o755))
+            .context(|| format!("cannot make {} executable", staged.display()))?;
+    }
+    // Flush the bytes before the rename publishes them.
+    fs::File::open(staged).and_then(|f| f.sync_all()).context(|| format!("cannot sync {}", staged.display()))
+}
+
+fn replace(staged: &Path, target: &Path) -> Result<()> {
+    // Windows refuses to replace a running executable but lets it be renamed: move a running
+    // server's binary aside first; it is deleted on the next install or uninstall.
+    if cfg!(windows) && target.exists() {
+        let aside = aside_path(target);
+        let _ = fs::remove_file(&aside);
+        fs::rename(target, &aside).context(|| format!("cannot move {} aside", target.display()))?;
+    }
+    fs::rename(staged, target).context(|| format!("cannot put the binary at {}", target.display()))
+}
+
+fn aside_path(target: &Path) -> PathBuf {
+    let mut name = target.file_name().unwrap_or_default().to_os_string();
+    name.push(".old");
+    target.with_file_name(name)
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// Removes the installed binary (and a Windows binary moved aside). Returns whether one was there.
+pub fn remove_installed() -> Result<bool> {
+    let target = paths::installed_binary();
+    let _ = fs::remove_file(aside_path(&target));
+    let removed = match fs::remove_file(&target) {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+        Err(e) => {
+            let err = crate::error::Error::failure(format!("cannot remove {}: {e}", target.display()));
+            return Err(if cfg!(windows) {
+                err.with_hint("stop Claude Code and any MCP client using system1, then run scripts\\uninstall.ps1 (it runs a temporary copy)")
+            } else {
+                err
+            });
+        }
+    };
+    // Leave no empty bin folder behind; a non-empty one holds something that is not ours.
+    let _ = fs::remove_dir(paths::bin_dir());
+    Ok(removed)
+}

@@ -1,0 +1,126 @@
+//! The first config file. `install` writes `config.example.toml` (embedded in the binary) only
+//! when the user has no config, and never touches an existing one.
+//!
+//! A new user often has no engine yet. When the example's engine (Laya at its default endpoint)
+//! does not answer, the written config selects the mock engine set to abstain on every question:
+//! the server then starts, connects and reports healthy, and Claude gets an honest "abstained"
+//! instead of a made-up decision, until the user installs an engine and switches `provider`.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::config;
+use crate::error::{Context, Error, Result};
+use crate::paths;
+use crate::providers;
+
+pub const EXAMPLE: &str = include_str!("../../config.example.toml");
+
+/// The engine the example config selects.
+const EXAMPLE_ENGINE: &str = "laya";
+/// Enough for a local engine to answer its health route; an absent one refuses at once.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
+
+pub enum Outcome {
+    /// A config existed and was left alone.
+    Kept,
+    /// The example was written; its engine answered.
+    WrittenWithEngine,
+    /// The example was written with the abstaining mock, because no engine answered (the reason).
+    WrittenWithMock(String),
+}
+
+/// Writes the config when none exists.
+pub fn write_if_missing() -> Result<Outcome> {
+    let path = paths::config_file();
+    if path.exists() {
+        return Ok(Outcome::Kept);
+    }
+    paths::ensure_parent(&path).context(|| format!("cannot create the folder of {}", path.display()))?;
+    let staged = path.with_extension(format!("toml.{}.tmp", std::process::id()));
+    let result = write_staged(&staged, &path);
+    if result.is_err() {
+        let _ = std::fs::remove_file(&staged);
+    }
+    result
+}
+
+fn write_staged(staged: &Path, path: &Path) -> Result<Outcome> {
+    std::fs::write(staged, EXAMPLE).context(|| format!("cannot write {}", staged.display()))?;
+    let outcome = match probe_example_engine(staged) {
+        Ok(()) => Outcome::WrittenWithEngine,
+        Err(reason) => {
+            std::fs::write(staged, no_engine_config(EXAMPLE)?)
+                .context(|| format!("cannot write {}", staged.display()))?;
+            Outcome::WrittenWithMock(reason)
+        }
+    };
+    std::fs::rename(staged, path).context(|| format!("cannot write {}", path.display()))?;
+    Ok(outcome)
+}
+
+/// Asks the example's engine for its health, with the settings the example file and the
+/// environment give it.
+fn probe_example_engine(config_path: &Path) -> Result<(), String> {
+    let env: Vec<(String, String)> =
+        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
+    let loaded = config::load_from(config_path.to_path_buf(), &env);
+    let settings = loaded.provider_settings(EXAMPLE_ENGINE);
+    let Some(engine) = providers::build(EXAMPLE_ENGINE, &settings) else {
+        let why = settings.take_errors().join("; ");
+        return Err(if why.is_empty() { format!("{EXAMPLE_ENGINE} is not available") } else { why });
+    };
+    let probe = engine.health(PROBE_TIMEOUT);
+    if probe.ok { Ok(()) } else { Err(probe.detail.unwrap_or_else(|| format!("{EXAMPLE_ENGINE} did not answer"))) }
+}
+
+/// The example with the abstaining mock selected, and a comment saying why and how to switch.
+pub fn no_engine_config(example: &str) -> Result<String> {
+    let mut out = String::with_capacity(example.len() + 512);
+    let (mut provider_done, mut fail_done) = (false, false);
+    for line in example.lines() {
+        if !provider_done && line.starts_with("provider = ") {
+            out.push_str(
+                "# No engine answered when system1 was installed, so the built-in mock stands in and\n\
+                 # abstains on every question ([providers.mock] fail = \"abstain\"): Claude never acts on a\n\
+                 # made-up answer. Install an engine (/system1:choose-model), set provider to it, and\n\
+                 # remove that fail line.\n",
+            );
+            out.push_str(&line.replacen(&format!("\"{EXAMPLE_ENGINE}\""), "\"mock\"", 1));
+            provider_done = true;
+        } else if !fail_done && line.starts_with("fail = \"\"") {
+            out.push_str(&line.replacen("fail = \"\"", "fail = \"abstain\"", 1));
+            fail_done = true;
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    if provider_done && fail_done {
+        Ok(out)
+    } else {
+        Err(Error::failure("config.example.toml lacks the `provider = ` or mock `fail = \"\"` line install edits"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_engine_config_selects_an_abstaining_mock_and_keeps_the_rest() {
+        let text = no_engine_config(EXAMPLE).unwrap();
+        let doc: toml::Table = text.parse().unwrap();
+        assert_eq!(doc["gateway"]["provider"].as_str(), Some("mock"));
+        assert_eq!(doc["providers"]["mock"]["fail"].as_str(), Some("abstain"));
+        let example: toml::Table = EXAMPLE.parse().unwrap();
+        assert_eq!(doc["routing"], example["routing"]);
+        assert_eq!(example["gateway"]["provider"].as_str(), Some(EXAMPLE_ENGINE));
+        assert!(text.contains("/system1:choose-model"));
+    }
+
+    #[test]
+    fn no_engine_config_refuses_an_example_it_cannot_edit() {
+        assert!(no_engine_config("[gateway]\n").is_err());
+    }
+}

@@ -1,0 +1,366 @@
+//! `system1 install` / `uninstall` and the install scripts, in a scratch HOME. The binary really
+//! copies itself, writes the config and runs `claude`; `claude`, `cargo` and `systemctl` are fakes
+//! on PATH that record their argv (the real Claude Code CLI is exercised in e2e_claude.rs), and
+//! the release download is served from 127.0.0.1.
+
+mod common;
+#[path = "support/fakes.rs"]
+mod fakes;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use common::{BIN, TestEnv, stderr, stdout};
+use fakes::{FAKE_CARGO, FAKE_CLAUDE, FAKE_SYSTEMCTL, StaticServer, log_lines, script, sha256, tool_farm};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+struct Scratch {
+    env: TestEnv,
+    fakes: PathBuf,
+    logs: PathBuf,
+}
+
+impl Scratch {
+    /// A scratch HOME with a fake `systemctl`, and a fake `claude` unless `claude` is false.
+    fn new(claude: bool) -> Self {
+        let mut env = TestEnv::new();
+        let fakes = env.root.join("fakebin");
+        let logs = env.root.join("logs");
+        std::fs::create_dir_all(&logs).unwrap();
+        script(&fakes, "systemctl", FAKE_SYSTEMCTL);
+        if claude {
+            script(&fakes, "claude", FAKE_CLAUDE);
+        }
+        let home = env.home.clone();
+        env.set_env("FAKE_LOG_DIR", logs.to_str().unwrap());
+        // Start-at-login folders resolve inside the scratch HOME whatever the caller's environment says.
+        env.set_env("XDG_CONFIG_HOME", home.join(".config").to_str().unwrap());
+        env.set_env("APPDATA", home.join("AppData/Roaming").to_str().unwrap());
+        // With the fake claude, the rest of PATH follows it; without, PATH holds the fakes only so no
+        // real `claude` can be found.
+        let path = if claude {
+            format!("{}:{}", fakes.display(), std::env::var("PATH").unwrap())
+        } else {
+            fakes.display().to_string()
+        };
+        env.set_env("PATH", &path);
+        Scratch { env, fakes, logs }
+    }
+
+    fn bin(&self) -> PathBuf {
+        self.env.install_dir.join("bin/system1")
+    }
+
+    fn claude_json(&self) -> serde_json::Value {
+        let text = std::fs::read_to_string(self.env.claude_dir.join(".claude.json")).expect(".claude.json written");
+        serde_json::from_str(&text).unwrap()
+    }
+
+    fn claude_log(&self) -> Vec<String> {
+        log_lines(&self.logs, "claude")
+    }
+
+    /// Runs `program args` with the scratch environment (as `TestEnv::command` sets it up).
+    fn run(&self, program: &Path, args: &[&str]) -> Output {
+        let mut cmd = Command::new(program);
+        cmd.args(args);
+        for (k, v) in self.env.command(&[]).get_envs() {
+            match v {
+                Some(v) => cmd.env(k, v),
+                None => cmd.env_remove(k),
+            };
+        }
+        cmd.output().expect("run program")
+    }
+}
+
+fn ok(o: &Output) {
+    assert!(o.status.success(), "failed ({}):\nstdout: {}\nstderr: {}", o.status, stdout(o), stderr(o));
+}
+
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    std::fs::read(a).unwrap() == std::fs::read(b).unwrap()
+}
+
+fn registered_line(s: &Scratch) -> Vec<String> {
+    let server = &s.claude_json()["mcpServers"]["system1"];
+    let mut line = vec![server["command"].as_str().unwrap().to_string()];
+    line.extend(server["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
+    line
+}
+
+#[test]
+fn install_copies_the_binary_writes_an_abstaining_mock_config_and_registers() {
+    let s = Scratch::new(true);
+    let out = s.env.run(&["install"], "");
+    ok(&out);
+    let bin = s.bin();
+    assert!(same_bytes(&bin, Path::new(BIN)), "installed binary differs from the running one");
+    assert!(
+        !std::fs::read_dir(s.env.install_dir.join("bin"))
+            .unwrap()
+            .any(|e| { e.unwrap().file_name().to_string_lossy().ends_with(".tmp") })
+    );
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&bin).unwrap().permissions().mode() & 0o111, 0o111);
+    }
+
+    // No engine answers in the scratch HOME: the config selects the mock, which abstains.
+    let config = std::fs::read_to_string(&s.env.config).unwrap();
+    let doc: toml::Table = config.parse().unwrap();
+    assert_eq!(doc["gateway"]["provider"].as_str(), Some("mock"));
+    assert_eq!(doc["providers"]["mock"]["fail"].as_str(), Some("abstain"));
+    assert!(stdout(&out).contains("with the mock engine"), "{}", stdout(&out));
+    let decided = s.run(&bin, &["decide", "--question", "Ship it?", "--json"]);
+    assert_eq!(decided.status.code(), Some(4), "{}", stderr(&decided));
+    let answer: serde_json::Value = serde_json::from_slice(&decided.stdout).unwrap();
+    assert_eq!(answer["status"], "abstained");
+
+    let expected = format!("mcp add --scope user --transport stdio system1 -- {} mcp", bin.display());
+    assert_eq!(s.claude_log(), vec![expected]);
+    assert_eq!(registered_line(&s), vec![bin.display().to_string(), "mcp".to_string()]);
+    assert!(stdout(&out).contains("claude: registered system1"), "{}", stdout(&out));
+}
+
+#[test]
+fn install_twice_registers_once_and_replaces_a_registration_with_another_command() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    // The installed binary re-installing itself changes nothing.
+    let again = s.run(&s.bin(), &["install"]);
+    ok(&again);
+    assert!(stdout(&again).contains("binary: already running from"), "{}", stdout(&again));
+    assert!(stdout(&again).contains("already registered"), "{}", stdout(&again));
+    assert!(stdout(&again).contains("config: kept"), "{}", stdout(&again));
+    assert_eq!(s.claude_log().len(), 1, "{:?}", s.claude_log());
+
+    // Registered with another command line (an old Python gateway, say): removed, then re-added.
+    let old = r#"{"mcpServers":{"system1":{"type":"stdio","command":"/opt/venv/bin/python","args":["-I","-m","system1_gateway"],"env":{}}}}"#;
+    std::fs::write(s.env.claude_dir.join(".claude.json"), old).unwrap();
+    let third = s.env.run(&["install"], "");
+    ok(&third);
+    assert!(stdout(&third).contains("was: /opt/venv/bin/python -I -m system1_gateway"), "{}", stdout(&third));
+    let log = s.claude_log();
+    assert_eq!(log.len(), 3, "{log:?}");
+    assert_eq!(log[1], "mcp remove --scope user system1");
+    assert!(log[2].starts_with("mcp add --scope user --transport stdio system1 -- "), "{log:?}");
+    assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
+}
+
+#[test]
+fn install_keeps_an_existing_config() {
+    let s = Scratch::new(true);
+    let mine = "[gateway]\nprovider = \"mock\"\ntimeout_s = 2.0\n";
+    s.env.write_config(mine);
+    let out = s.env.run(&["install"], "");
+    ok(&out);
+    assert_eq!(std::fs::read_to_string(&s.env.config).unwrap(), mine);
+    assert!(stdout(&out).contains("config: kept"));
+}
+
+#[test]
+fn install_without_claude_prints_the_command_for_sh_and_powershell() {
+    let s = Scratch::new(false);
+    let out = s.env.run(&["install"], "");
+    ok(&out);
+    let text = stdout(&out);
+    let bin = s.bin().display().to_string();
+    assert!(text.contains("`claude` is not on PATH"), "{text}");
+    assert!(text.contains(&format!("claude mcp add --scope user --transport stdio system1 -- {bin} mcp")), "{text}");
+    assert!(text.contains(&format!("claude mcp add --scope user --transport stdio system1 '--' {bin} mcp")), "{text}");
+    assert!(!s.env.claude_dir.join(".claude.json").exists());
+    assert!(s.bin().exists());
+}
+
+#[test]
+fn install_with_no_register_prints_instead_of_registering() {
+    let s = Scratch::new(true);
+    let out = s.env.run(&["install", "--no-register"], "");
+    ok(&out);
+    assert!(stdout(&out).contains("--no-register"), "{}", stdout(&out));
+    assert!(s.claude_log().is_empty());
+}
+
+/// Start-at-login entries as `system1 engine` writes them, plus neighbours that are not ours.
+fn plant_autostart(s: &Scratch) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let home = &s.env.home;
+    let units = home.join(".config/systemd/user");
+    let ours = vec![
+        units.join("system1-laya.service"),
+        units.join("system1-von.service"),
+        units.join("default.target.wants/system1-laya.service"),
+        home.join("Library/LaunchAgents/dev.system1.laya.plist"),
+        home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup/system1-laya.cmd"),
+    ];
+    let theirs = vec![
+        units.join("other.service"),
+        home.join("Library/LaunchAgents/com.example.plist"),
+        home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup/other.cmd"),
+    ];
+    for p in ours.iter().chain(&theirs) {
+        common::write(p, "x");
+    }
+    (ours, theirs)
+}
+
+#[test]
+fn uninstall_unregisters_removes_the_binary_and_start_at_login_entries_and_keeps_the_data() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    common::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
+    common::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
+    let (ours, theirs) = plant_autostart(&s);
+
+    let out = s.run(&s.bin(), &["uninstall"]);
+    ok(&out);
+    assert_eq!(s.claude_log().last().map(String::as_str), Some("mcp remove --scope user system1"));
+    assert!(s.claude_json()["mcpServers"].get("system1").is_none());
+    assert!(!s.bin().exists());
+    assert!(!s.env.install_dir.join("bin").exists());
+    for p in &ours {
+        assert!(!p.exists(), "{} left behind", p.display());
+    }
+    for p in &theirs {
+        assert!(p.exists(), "{} removed but is not ours", p.display());
+    }
+    let systemctl = log_lines(&s.logs, "systemctl");
+    assert!(systemctl.contains(&"--user disable --now system1-laya.service".to_string()), "{systemctl:?}");
+    assert!(systemctl.contains(&"--user daemon-reload".to_string()), "{systemctl:?}");
+    // Kept without --purge.
+    assert!(s.env.config.exists());
+    assert!(s.env.install_dir.join("logs/routing.jsonl").exists());
+    assert!(s.env.install_dir.join("engines/laya/start.sh").exists());
+
+    // A second uninstall finds nothing to do and says so.
+    let again = s.env.run(&["uninstall"], "");
+    ok(&again);
+    assert!(stdout(&again).contains("system1 was not registered"), "{}", stdout(&again));
+    assert_eq!(s.claude_log().iter().filter(|l| l.contains("remove")).count(), 1);
+}
+
+#[test]
+fn uninstall_purge_removes_the_config_engines_and_logs() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    common::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
+    common::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
+    common::write(&s.env.install_dir.join("calibration.json"), "{}");
+    let out = s.run(&s.bin(), &["uninstall", "--purge"]);
+    ok(&out);
+    assert!(!s.env.install_dir.exists(), "install dir left: {}", stdout(&out));
+    assert!(!s.env.config.exists());
+    assert!(!s.env.config.parent().unwrap().exists(), "empty config folder left");
+    assert!(s.claude_json()["mcpServers"].get("system1").is_none());
+}
+
+// ---- the scripts ----
+
+fn install_sh() -> PathBuf {
+    Path::new(REPO).join("scripts/install.sh")
+}
+
+#[test]
+fn install_sh_builds_with_cargo_when_present_and_installs_the_build() {
+    let mut s = Scratch::new(true);
+    script(&s.fakes, "cargo", FAKE_CARGO);
+    let target = s.env.root.join("target");
+    s.env.set_env("CARGO_TARGET_DIR", target.to_str().unwrap());
+    s.env.set_env("FAKE_SYSTEM1", BIN);
+    let out = s.run(Path::new("sh"), &[install_sh().to_str().unwrap()]);
+    ok(&out);
+    assert_eq!(log_lines(&s.logs, "cargo"), vec![format!("{REPO}|build --release --locked")]);
+    assert!(same_bytes(&s.bin(), &target.join("release/system1")));
+    assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
+    assert!(s.env.config.exists());
+}
+
+/// The release layout install.sh expects, served from 127.0.0.1; `sums` is the SHA256SUMS text.
+fn release_server(sums: &str, dir: &Path) -> (StaticServer, String) {
+    let asset = format!("system1-{VERSION}-{}-unknown-linux-musl", std::env::consts::ARCH);
+    let sums_file = dir.join("SHA256SUMS");
+    common::write(&sums_file, &sums.replace("{asset}", &asset));
+    let tag = format!("/system1--v{VERSION}");
+    let files =
+        BTreeMap::from([(format!("{tag}/SHA256SUMS"), sums_file), (format!("{tag}/{asset}"), PathBuf::from(BIN))]);
+    (StaticServer::start(files), asset)
+}
+
+/// A scratch HOME whose PATH has the tools install.sh needs and the fake claude, but no cargo.
+fn without_cargo(base_url: &str) -> Scratch {
+    let mut s = Scratch::new(true);
+    let farm = tool_farm(
+        &s.env.root.join("tools"),
+        &[
+            "sh",
+            "uname",
+            "sed",
+            "head",
+            "mktemp",
+            "curl",
+            "wget",
+            "sha256sum",
+            "shasum",
+            "awk",
+            "chmod",
+            "rm",
+            "dirname",
+            "grep",
+            "printf",
+            "mkdir",
+        ],
+    );
+    s.env.set_env("PATH", &format!("{}:{}", s.fakes.display(), farm.display()));
+    s.env.set_env("SYSTEM1_RELEASE_BASE_URL", base_url);
+    s
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn install_sh_downloads_verifies_and_installs_without_cargo() {
+    let dir = TestEnv::new();
+    let (server, asset) =
+        release_server(&format!("{}  {{asset}}\n0000  other-file\n", sha256(Path::new(BIN))), &dir.root);
+    let s = without_cargo(&server.base_url());
+    let out = s.run(Path::new("/bin/sh"), &[install_sh().to_str().unwrap()]);
+    ok(&out);
+    assert!(stdout(&out).contains("verified SHA-256"), "{}", stdout(&out));
+    let tag = format!("/system1--v{VERSION}");
+    assert_eq!(server.served(), vec![format!("{tag}/SHA256SUMS"), format!("{tag}/{asset}")]);
+    assert!(same_bytes(&s.bin(), Path::new(BIN)));
+    assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
+    assert!(s.env.config.exists());
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn install_sh_installs_nothing_when_the_checksum_does_not_match() {
+    let dir = TestEnv::new();
+    let wrong = "ab".repeat(32);
+    let (server, asset) = release_server(&format!("{wrong}  {{asset}}\n"), &dir.root);
+    let s = without_cargo(&server.base_url());
+    let out = s.run(Path::new("/bin/sh"), &[install_sh().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("checksum mismatch for {asset}")) && err.contains("nothing was installed"), "{err}");
+    assert_eq!(server.served().len(), 2);
+    assert!(!s.env.install_dir.exists());
+    assert!(!s.env.config.exists());
+    assert!(s.claude_log().is_empty());
+}
+
+#[test]
+fn uninstall_sh_runs_the_installed_binary_and_passes_purge() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    let script = Path::new(REPO).join("scripts/uninstall.sh");
+    let out = s.run(Path::new("sh"), &[script.to_str().unwrap(), "--purge"]);
+    ok(&out);
+    assert!(!s.env.install_dir.exists());
+    assert!(!s.env.config.exists());
+    assert_eq!(s.claude_log().last().map(String::as_str), Some("mcp remove --scope user system1"));
+}
