@@ -3,7 +3,7 @@
 //! Hooks log to the file only: their stderr must stay quiet.
 
 use std::io::Write;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Level {
@@ -35,15 +35,31 @@ impl Level {
 struct Logger {
     level: Level,
     stderr: bool,
-    file: Option<std::path::PathBuf>,
+    /// Opened once, in append mode: each line is one `write`, so processes sharing the file
+    /// (the server and the hooks) never interleave within a line.
+    file: Option<Mutex<std::fs::File>>,
 }
 
 static LOGGER: OnceLock<Logger> = OnceLock::new();
 
 /// Sets the level and destinations once per process; later calls are ignored.
 pub fn init(level: &str, log_file: &str, stderr: bool) {
-    let file = if log_file.trim().is_empty() { None } else { Some(crate::paths::expand_tilde(log_file.trim())) };
-    let _ = LOGGER.set(Logger { level: Level::parse(level), stderr, file });
+    let file = if log_file.trim().is_empty() { None } else { open_log(log_file.trim(), stderr) };
+    let _ = LOGGER.set(Logger { level: Level::parse(level), stderr, file: file.map(Mutex::new) });
+}
+
+fn open_log(path: &str, stderr: bool) -> Option<std::fs::File> {
+    let path = crate::paths::expand_tilde(path);
+    let _ = crate::paths::ensure_parent(&path);
+    match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            if stderr {
+                let _ = writeln!(std::io::stderr(), "system1: cannot open log file {}: {e}", path.display());
+            }
+            None
+        }
+    }
 }
 
 pub fn enabled(level: Level) -> bool {
@@ -58,14 +74,13 @@ pub fn log(level: Level, request_id: &str, message: &str) {
     // One write per line, so concurrent requests never interleave within a line.
     let line = format!("{now} {} [{request_id}] {}\n", level.name(), message.replace('\n', " "));
     let logger = LOGGER.get();
+    // The file's lock is held across both writes, so the file and stderr list lines in one order.
+    let mut file = logger.and_then(|l| l.file.as_ref()).and_then(|f| f.lock().ok());
     if logger.map(|l| l.stderr).unwrap_or(true) {
         let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
-    if let Some(path) = logger.and_then(|l| l.file.as_ref()) {
-        let _ = crate::paths::ensure_parent(path);
-        if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(path) {
-            let _ = f.write_all(line.as_bytes());
-        }
+    if let Some(f) = file.as_mut() {
+        let _ = f.write_all(line.as_bytes());
     }
 }
 

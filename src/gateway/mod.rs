@@ -97,6 +97,13 @@ impl Gateway {
         Gateway { loaded, config_errors, chain, calibration, timeout }
     }
 
+    /// A gateway over a given chain, for tests of the chain logic with scripted providers.
+    #[cfg(test)]
+    pub fn with_chain(loaded: Loaded, chain: Vec<Arc<dyn Provider>>, calibration: Calibration) -> Self {
+        let timeout = Duration::from_secs_f64(loaded.config.gateway.timeout_s);
+        Gateway { config_errors: loaded.errors.clone(), loaded, chain, calibration, timeout }
+    }
+
     /// Loads the config from the usual place and builds the gateway.
     pub fn from_env() -> Self {
         Gateway::new(crate::config::load())
@@ -282,7 +289,9 @@ impl Gateway {
                 return self.finish(resp, started);
             }
         };
-        logging::debug(&rid, &format!("question: {:?}", req.question));
+        if logging::enabled(logging::Level::Debug) {
+            logging::debug(&rid, &format!("question: {:?}", req.question));
+        }
         if !self.is_ok() {
             resp.error = Some(ErrorInfo { code: ErrorCode::ConfigError, message: self.config_errors.join("; ") });
             return self.finish(resp, started);
@@ -344,31 +353,53 @@ impl Gateway {
         resp
     }
 
-    /// `system1_health`: every provider of the chain probed in parallel, each within the timeout.
+    /// `system1_health`: every provider of the chain probed in parallel. Each probe gets the timeout;
+    /// one that has not answered by then (plus a little slack) is reported as down without waiting
+    /// for it, so health never takes much longer than one timeout whatever an adapter does.
     pub fn health(&self) -> HealthResponse {
+        self.health_with_pause(state::is_paused())
+    }
+
+    fn health_with_pause(&self, paused: bool) -> HealthResponse {
         let timeout = self.timeout;
-        let probes: Vec<ProviderProbe> = std::thread::scope(|s| {
-            let handles: Vec<_> = self
-                .chain
-                .iter()
-                .enumerate()
-                .map(|(i, p)| {
-                    s.spawn(move || {
-                        let started = Instant::now();
-                        let probe = p.health(timeout);
-                        ProviderProbe {
-                            name: p.name().to_string(),
-                            role: if i == 0 { "primary".into() } else { "fallback".into() },
-                            ok: probe.ok,
-                            latency_ms: millis(started.elapsed()),
-                            detail: probe.detail,
-                        }
-                    })
-                })
-                .collect();
-            handles.into_iter().filter_map(|h| h.join().ok()).collect()
-        });
-        let paused = state::is_paused();
+        let started = Instant::now();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (i, p) in self.chain.iter().enumerate() {
+            let (tx, p) = (tx.clone(), Arc::clone(p));
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let probe = p.health(timeout);
+                let _ = tx.send((i, probe, millis(t0.elapsed())));
+            });
+        }
+        drop(tx);
+        let mut results: Vec<Option<(providers::Probe, f64)>> = vec![None; self.chain.len()];
+        let deadline = started + timeout + Duration::from_millis(50);
+        while results.iter().any(Option::is_none) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((i, probe, ms)) => results[i] = Some((probe, ms)),
+                Err(_) => break,
+            }
+        }
+        let probes: Vec<ProviderProbe> = self
+            .chain
+            .iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (p, r))| {
+                let (probe, latency_ms) = r.unwrap_or_else(|| {
+                    let detail = format!("no answer within {:.3} s", timeout.as_secs_f64());
+                    (providers::Probe { ok: false, detail: Some(detail) }, millis(started.elapsed()))
+                });
+                ProviderProbe {
+                    name: p.name().to_string(),
+                    role: if i == 0 { "primary".into() } else { "fallback".into() },
+                    ok: probe.ok,
+                    latency_ms,
+                    detail: probe.detail,
+                }
+            })
+            .collect();
         let status = if !self.is_ok() || probes.is_empty() {
             "down"
         } else if paused {
@@ -427,6 +458,7 @@ impl Gateway {
             "paused": state::is_paused(),
             "providers": providers,
             "calibration_fits": fits,
+            "calibration_errors": self.calibration.errors,
             "available_providers": providers::NAMES,
             "config_errors": self.config_errors,
             "request_schema": schema::request(),
@@ -538,6 +570,185 @@ mod tests {
         assert_eq!(p.keys().collect::<Vec<_>>(), vec!["yes", "no"], "reported in option order");
         let (a, _) = check_one(&yn, &json!({"abstain": true, "rationale": "non-Latin"})).expect("valid");
         assert_eq!(a, Answer::Abstained { rationale: Some("non-Latin".into()) });
+    }
+
+    /// A provider that answers from a script and counts how often it was asked.
+    struct Scripted {
+        name: &'static str,
+        answer: Result<Vec<Value>, Failure>,
+        max_options: usize,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Scripted {
+        fn new(name: &'static str, answer: Result<Vec<Value>, Failure>) -> Arc<Scripted> {
+            Arc::new(Scripted { name, answer, max_options: 256, calls: Default::default() })
+        }
+        fn calls(&self) -> usize {
+            self.calls.load(Ordering::SeqCst)
+        }
+    }
+
+    impl Provider for Scripted {
+        fn name(&self) -> &'static str {
+            self.name
+        }
+        fn model(&self) -> String {
+            format!("{}-model", self.name)
+        }
+        fn capabilities(&self) -> providers::Capabilities {
+            providers::Capabilities { max_options: self.max_options, one_pass: true }
+        }
+        fn decide(&self, _request: &EngineRequest, _timeout: Duration) -> Result<Vec<Value>, Failure> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            self.answer.clone()
+        }
+        fn health(&self, _timeout: Duration) -> providers::Probe {
+            providers::Probe { ok: self.answer.is_ok(), detail: None }
+        }
+    }
+
+    fn gateway(chain: &[Arc<Scripted>]) -> Gateway {
+        let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &[]);
+        let chain: Vec<Arc<dyn Provider>> = chain.iter().map(|p| Arc::clone(p) as Arc<dyn Provider>).collect();
+        Gateway::with_chain(loaded, chain, Calibration::default())
+    }
+
+    fn yes_no(questions: usize) -> EngineRequest {
+        EngineRequest { context: None, questions: (0..questions).map(|_| q(&["yes", "no"])).collect() }
+    }
+
+    fn yes() -> Value {
+        json!({"decision": "yes", "confidence": 0.8})
+    }
+
+    #[test]
+    fn each_failure_kind_falls_back_and_every_try_is_recorded() {
+        for (failure, outcome, code) in [
+            (Failure::Error("refused".into()), Outcome::Error, ErrorCode::ProviderError),
+            (Failure::Timeout("no answer within 0.5 s".into()), Outcome::Timeout, ErrorCode::ProviderTimeout),
+            (Failure::Malformed("not JSON".into()), Outcome::Malformed, ErrorCode::MalformedResponse),
+            (Failure::Error("x".into()), Outcome::Error, ErrorCode::ProviderError),
+        ] {
+            let first = Scripted::new("first", Err(failure.clone()));
+            let second = Scripted::new("second", Ok(vec![yes()]));
+            let third = Scripted::new("third", Ok(vec![yes()]));
+            let g = gateway(&[first.clone(), second.clone(), third.clone()]);
+            let out = g.run_chain(&yes_no(1), &["k".into()], None, "t");
+            assert_eq!(out.provider.as_deref(), Some("second"), "{failure:?}");
+            assert_eq!(out.model.as_deref(), Some("second-model"));
+            assert!(matches!(out.answers.as_deref(), Some([Answer::Decided { .. }])));
+            let tried: Vec<(&str, Outcome)> = out.attempts.iter().map(|a| (a.provider.as_str(), a.outcome)).collect();
+            assert_eq!(tried, [("first", outcome), ("second", Outcome::Ok)]);
+            assert_eq!(out.attempts[0].detail.as_deref(), Some(failure.detail()));
+            assert_eq!((first.calls(), second.calls(), third.calls()), (1, 1, 0), "stops at the first answer");
+            // With no fallback, the failure's code is the answer.
+            let alone = gateway(&[Scripted::new("only", Err(failure.clone()))]);
+            let out = alone.run_chain(&yes_no(1), &["k".into()], None, "t");
+            assert!(out.answers.is_none());
+            assert_eq!(out.failure.map(|f| f.code), Some(code));
+        }
+    }
+
+    #[test]
+    fn a_malformed_answer_is_judged_by_the_gateway_and_falls_back() {
+        for bad in
+            [json!("yes"), json!({"decision": "maybe", "confidence": 0.9}), json!({"decision": "yes", "confidence": 2})]
+        {
+            let first = Scripted::new("first", Ok(vec![bad.clone()]));
+            let second = Scripted::new("second", Ok(vec![yes()]));
+            let out = gateway(&[first, second]).run_chain(&yes_no(1), &["k".into()], None, "t");
+            assert_eq!(out.attempts[0].outcome, Outcome::Malformed, "{bad}");
+            assert_eq!(out.provider.as_deref(), Some("second"));
+        }
+        // The wrong number of answers for the questions asked is malformed too.
+        let first = Scripted::new("first", Ok(vec![yes()]));
+        let out = gateway(&[first]).run_chain(&yes_no(2), &["a".into(), "b".into()], None, "t");
+        assert_eq!(out.attempts[0].outcome, Outcome::Malformed);
+        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::MalformedResponse));
+    }
+
+    #[test]
+    fn abstention_never_falls_back() {
+        let first = Scripted::new("first", Ok(vec![json!({"abstain": true, "rationale": "non-Latin text"})]));
+        let second = Scripted::new("second", Ok(vec![yes()]));
+        let out = gateway(&[first, second.clone()]).run_chain(&yes_no(1), &["k".into()], None, "t");
+        assert_eq!(out.provider.as_deref(), Some("first"));
+        assert_eq!(out.attempts.len(), 1);
+        assert_eq!(out.attempts[0].outcome, Outcome::Abstained);
+        assert_eq!(second.calls(), 0);
+        assert_eq!(out.answers, Some(vec![Answer::Abstained { rationale: Some("non-Latin text".into()) }]));
+    }
+
+    #[test]
+    fn a_providers_option_limit_is_an_error_that_falls_back_without_asking_it() {
+        let small = Arc::new(Scripted {
+            max_options: 20,
+            ..Arc::into_inner(Scripted::new("small", Ok(vec![]))).expect("one owner")
+        });
+        let big = Scripted::new("big", Ok(vec![json!({"decision": "o0", "confidence": 0.7})]));
+        let options: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
+        let request =
+            EngineRequest { context: None, questions: vec![Question { key: "k".into(), text: "?".into(), options }] };
+        let out = gateway(&[small.clone(), big]).run_chain(&request, &["k".into()], None, "t");
+        assert_eq!(small.calls(), 0, "the limit is checked before the provider is asked");
+        assert_eq!(out.attempts[0].outcome, Outcome::Error);
+        assert!(out.attempts[0].detail.as_deref().is_some_and(|d| d.contains("21 options exceed small's limit of 20")));
+        assert_eq!(out.provider.as_deref(), Some("big"));
+    }
+
+    #[test]
+    fn a_spent_budget_stops_the_chain_with_a_timeout() {
+        let first = Scripted::new("first", Ok(vec![yes()]));
+        let out = gateway(std::slice::from_ref(&first)).run_chain(&yes_no(1), &["k".into()], Some(Instant::now()), "t");
+        assert_eq!(first.calls(), 0);
+        assert_eq!(out.attempts[0].outcome, Outcome::Timeout);
+        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::ProviderTimeout));
+    }
+
+    #[test]
+    fn health_is_degraded_when_only_a_fallback_is_up_and_bounded_by_the_timeout() {
+        let down = Scripted::new("down", Err(Failure::Error("x".into())));
+        let up = Scripted::new("up", Ok(vec![]));
+        // Health reads the pause flag: point the install dir at an empty scratch folder.
+        let h = gateway(&[down.clone(), up.clone()]).health_with_pause(false);
+        assert_eq!(h.status, "degraded");
+        assert_eq!(
+            h.providers.iter().map(|p| (p.role.as_str(), p.ok)).collect::<Vec<_>>(),
+            [("primary", false), ("fallback", true)]
+        );
+        assert_eq!(gateway(&[up.clone(), down.clone()]).health_with_pause(false).status, "ok");
+        assert_eq!(gateway(&[down.clone(), down.clone()]).health_with_pause(false).status, "down");
+        assert_eq!(gateway(std::slice::from_ref(&up)).health_with_pause(true).status, "paused");
+
+        // A probe that hangs past the timeout is reported as down when the timeout is up.
+        struct Hangs;
+        impl Provider for Hangs {
+            fn name(&self) -> &'static str {
+                "hangs"
+            }
+            fn model(&self) -> String {
+                String::new()
+            }
+            fn capabilities(&self) -> providers::Capabilities {
+                providers::Capabilities { max_options: 2, one_pass: true }
+            }
+            fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
+                Err(Failure::Error("unused".into()))
+            }
+            fn health(&self, _timeout: Duration) -> providers::Probe {
+                std::thread::sleep(Duration::from_secs(30));
+                providers::Probe { ok: true, detail: None }
+            }
+        }
+        let loaded =
+            crate::config::load_from("/nonexistent/system1.toml".into(), &[("SYSTEM1_TIMEOUT_S".into(), "0.2".into())]);
+        let g = Gateway::with_chain(loaded, vec![Arc::new(Hangs), up.clone()], Calibration::default());
+        let started = Instant::now();
+        let h = g.health_with_pause(false);
+        assert!(started.elapsed() < Duration::from_secs(5), "health waited {:?}", started.elapsed());
+        assert_eq!(h.status, "degraded");
+        assert!(h.providers[0].detail.as_deref().is_some_and(|d| d.contains("no answer within 0.200 s")));
     }
 
     #[test]

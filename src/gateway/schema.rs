@@ -125,7 +125,7 @@ pub fn capabilities() -> Value {
     json!({
         "type": "object",
         "required": ["gateway_version", "schema_version", "schema_versions", "tools", "provider_chain",
-                     "timeout_s", "min_confidence", "providers", "calibration_fits", "available_providers",
+                     "timeout_s", "min_confidence", "providers", "calibration_fits", "calibration_errors", "available_providers",
                      "config_errors", "request_schema", "response_schema"],
         "properties": {
             "gateway_version": {"type": "string"},
@@ -138,6 +138,7 @@ pub fn capabilities() -> Value {
             "paused": {"type": "boolean"},
             "providers": {"type": "object", "additionalProperties": {"type": "object"}},
             "calibration_fits": {"type": "array", "items": {"type": "object"}},
+            "calibration_errors": {"type": "array", "items": {"type": "string"}},
             "available_providers": {"type": "array", "items": {"type": "string"}},
             "config_errors": {"type": "array", "items": {"type": "string"}},
             "request_schema": {"type": "object"},

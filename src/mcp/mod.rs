@@ -19,8 +19,12 @@ use serde_json::{Map, Value, json};
 use crate::gateway::Gateway;
 use crate::logging;
 
-/// A line longer than this is refused without being held in memory.
+/// A line longer than this is refused: its bytes are skipped as they arrive, never parsed.
 const MAX_LINE: usize = 64 * 1024 * 1024;
+
+/// After end of input, replies still being worked on get this long to be written (a script may pipe
+/// its requests in and close stdin). Shorter than the 2 s the SDK clients wait before SIGTERM.
+const EOF_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
 
 const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
@@ -76,6 +80,9 @@ pub fn serve(gateway: Gateway) -> i32 {
     for e in &server.gateway.config_errors {
         logging::warn("startup", &format!("config error: {e}"));
     }
+    for e in &server.gateway.calibration.errors {
+        logging::warn("startup", &format!("calibration skipped: {e}"));
+    }
     let mut reader = BufReader::with_capacity(1 << 16, std::io::stdin().lock());
     let mut buf = Vec::with_capacity(1 << 12);
     loop {
@@ -105,9 +112,10 @@ pub fn serve(gateway: Gateway) -> i32 {
         }
         handle_line(&server, &buf);
     }
-    // Input is over. Replies still being worked on are written before exiting (a script may
-    // pipe its requests in and close stdin), but never for longer than one attempt's timeout.
-    let deadline = std::time::Instant::now() + server.gateway.timeout + std::time::Duration::from_millis(500);
+    // Input is over. Replies still being worked on may be written for a short grace period; then
+    // the process exits, whatever is in flight.
+    let deadline =
+        std::time::Instant::now() + EOF_GRACE.min(server.gateway.timeout + std::time::Duration::from_millis(100));
     while server.in_flight.lock().map(|f| !f.is_empty()).unwrap_or(false) && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
@@ -248,13 +256,14 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
             std::thread::spawn(move || {
                 let version = server.version();
                 let reply = tools::call(&server.gateway, &name, &arguments, &version).map(|r| result(reply_id, r));
-                if let Ok(mut f) = server.in_flight.lock() {
-                    f.remove(&key);
-                }
                 let cancelled = server.cancelled.lock().map(|mut c| c.remove(&key)).unwrap_or(false);
                 match reply {
                     Some(r) if !cancelled => server.send(&r),
                     _ => logging::info(&rid, "reply dropped: the request was cancelled"),
+                }
+                // Only now is the call over: end of input waits for this, so the reply is never cut off.
+                if let Ok(mut f) = server.in_flight.lock() {
+                    f.remove(&key);
                 }
             });
             None

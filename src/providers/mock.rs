@@ -61,9 +61,14 @@ impl Mock {
         }
     }
 
+    /// How rationales name this engine: `mock`, or `mock <model>` when a model is configured.
+    fn label(&self) -> String {
+        if self.model == "mock" { "mock".to_string() } else { format!("mock {}", self.model) }
+    }
+
     fn answer_one(&self, key: &str, options: &[String]) -> Value {
         if self.fail == "abstain" {
-            return json!({"abstain": true, "rationale": "mock: configured to abstain"});
+            return json!({"abstain": true, "rationale": "configured to abstain"});
         }
         let pick = match self.answers.get(key).and_then(Value::as_str) {
             Some(a) => a.to_string(),
@@ -85,7 +90,7 @@ impl Mock {
             "decision": pick,
             "confidence": confidence,
             "probabilities": probabilities,
-            "rationale": format!("mock {}: {}", self.model, listed.join(", ")),
+            "rationale": format!("{}: {}", self.label(), listed.join(", ")),
         })
     }
 }
@@ -113,7 +118,7 @@ impl Provider for Mock {
             sleep(self.delay);
         }
         match self.fail.as_str() {
-            "error" => Err(Failure::Error("mock: configured to fail".to_string())),
+            "error" => Err(Failure::Error("configured to fail".to_string())),
             "malformed" => Ok(request.questions.iter().map(|_| json!("not an answer object")).collect()),
             _ => Ok(request.questions.iter().map(|q| self.answer_one(&q.key, &q.options)).collect()),
         }
@@ -121,7 +126,7 @@ impl Provider for Mock {
 
     fn health(&self, _timeout: Duration) -> Probe {
         if self.down {
-            Probe { ok: false, detail: Some("mock: configured as down".to_string()) }
+            Probe { ok: false, detail: Some("configured as down".to_string()) }
         } else {
             Probe { ok: true, detail: Some(format!("mock engine, model {}", self.model)) }
         }

@@ -202,6 +202,11 @@ impl McpClient {
         result["structuredContent"].clone()
     }
 
+    /// Closes the server's stdin (end of input) without waiting.
+    pub fn close_input(&mut self) {
+        drop(self.stdin.take());
+    }
+
     /// Closes stdin and waits for the process to end.
     pub fn close(mut self) -> std::process::ExitStatus {
         drop(self.stdin.take());

@@ -1,0 +1,198 @@
+//! The core's command line: `system1 decide` with its exit codes, `system1 config show|path|check`,
+//! and the logs (stderr at the configured level, tagged with the request id, question text only at
+//! DEBUG, `log_file` appending).
+
+mod common;
+
+use common::{TestEnv, stderr, stdout};
+use serde_json::{Value, json};
+
+fn code(o: &std::process::Output) -> i32 {
+    o.status.code().expect("exit code")
+}
+
+#[test]
+fn decide_prints_the_decision_and_exits_0() {
+    let env = TestEnv::with_mock("");
+    let o = env.run(&["decide", "--question", "Ship it?"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("yes (confidence 0.90"), "{}", stdout(&o));
+    let o = env.run(&["decide", "-q", "Which?", "--option", "red", "-o", "green", "--context", r#"{"k": 1}"#], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("red "), "{}", stdout(&o));
+    let o = env.run(&["decide", "-q", "Which?", "-o", "red", "-o", "green", "--json"], "");
+    assert_eq!(code(&o), 0);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("--json prints the response");
+    assert_eq!((v["status"].as_str(), v["decision"].as_str()), (Some("decided"), Some("red")));
+    assert_eq!(v["attempts"][0]["outcome"], "ok");
+}
+
+#[test]
+fn decide_exits_4_when_it_abstains() {
+    let env = TestEnv::with_mock("");
+    let o = env.run(&["decide", "-q", "Ship it?", "--min-confidence", "0.95"], "");
+    assert_eq!(code(&o), 4, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("abstained: confidence 0.90 is below the threshold 0.95"), "{}", stdout(&o));
+    let o = env.run(&["decide", "-q", "Ship it?", "--min-confidence", "0.95", "--json"], "");
+    assert_eq!(code(&o), 4);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["status"], "abstained");
+    let paused = TestEnv::with_mock("");
+    common::write(&paused.install_dir.join("paused"), "");
+    let o = paused.run(&["decide", "-q", "Ship it?"], "");
+    assert_eq!(code(&o), 4);
+    assert!(stdout(&o).contains("paused"), "{}", stdout(&o));
+}
+
+#[test]
+fn decide_exits_1_on_an_error_and_3_on_a_broken_config() {
+    let env = TestEnv::with_mock("[providers.mock]\nfail = \"error\"\n");
+    let o = env.run(&["decide", "-q", "Ship it?"], "");
+    assert_eq!(code(&o), 1);
+    assert!(stdout(&o).is_empty());
+    assert!(stderr(&o).contains("system1: mock: configured to fail"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("attempt mock: Error"), "{}", stderr(&o));
+    let o = env.run(&["decide", "-q", "Ship it?", "--json"], "");
+    assert_eq!(code(&o), 1);
+    let v: Value = serde_json::from_slice(&o.stdout).expect("JSON even on error");
+    assert_eq!(v["error"]["code"], "provider_error");
+
+    let ok = TestEnv::with_mock("");
+    for args in [
+        &["decide", "-q", "Which?", "-o", "only"][..],
+        &["decide", "-q", "", "-o", "a", "-o", "b"],
+        &["decide", "-q", "q", "--min-confidence", "1.5"],
+        &["decide", "-q", "q", "--context", "[1, 2]"],
+    ] {
+        let o = ok.run(args, "");
+        assert_eq!(code(&o), 1, "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains("system1: "), "{args:?}");
+    }
+    let o = ok.run(&["decide", "-q", "q", "--context", "{not json"], "");
+    assert_eq!(code(&o), 2, "a malformed flag is a usage error");
+    assert!(stderr(&o).contains("--context"), "{}", stderr(&o));
+    let o = ok.run(&["decide"], "");
+    assert_eq!(code(&o), 2, "--question is required");
+
+    let broken = TestEnv::new();
+    broken.write_config("[gateway]\nprovider = \"mock\"\ntimeout_s = -1\n");
+    let o = broken.run(&["decide", "-q", "Ship it?"], "");
+    assert_eq!(code(&o), 3);
+    assert!(stderr(&o).contains("config error") && stderr(&o).contains("gateway.timeout_s"), "{}", stderr(&o));
+}
+
+#[test]
+fn config_path_show_and_check() {
+    let mut env = TestEnv::with_mock("timeout_s = 2\n[providers.mock]\ndelay_ms = 5\n");
+    env.set_env("SYSTEM1_MIN_CONFIDENCE", "0.7");
+    env.set_env("SYSTEM1_MOCK_DELAY_MS", "7");
+    let o = env.run(&["config", "path"], "");
+    assert_eq!((code(&o), stdout(&o).trim()), (0, env.config.to_str().expect("utf-8")));
+
+    let o = env.run(&["config", "show"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let show = stdout(&o);
+    let line = |key: &str| -> String {
+        show.lines()
+            .find(|l| l.starts_with(&format!("{key} = ")))
+            .unwrap_or_else(|| panic!("{key} in {show}"))
+            .to_string()
+    };
+    let file = format!("# file {}", env.config.display());
+    assert!(line("gateway.provider").contains("\"mock\"") && line("gateway.provider").ends_with(&file), "{show}");
+    assert!(
+        line("gateway.timeout_s").starts_with("gateway.timeout_s = 2.0") && line("gateway.timeout_s").ends_with(&file)
+    );
+    assert!(
+        line("gateway.min_confidence").contains("0.7")
+            && line("gateway.min_confidence").ends_with("# env SYSTEM1_MIN_CONFIDENCE")
+    );
+    assert!(line("gateway.log_level").ends_with("# default"));
+    assert!(
+        line("providers.mock.delay_ms").contains("= 7")
+            && line("providers.mock.delay_ms").ends_with("# env SYSTEM1_MOCK_DELAY_MS")
+    );
+    assert!(line("routing.budget_ms").ends_with("# default"));
+    assert!(show.starts_with(&format!("# config file: {} (read)", env.config.display())), "{show}");
+
+    let o = env.run(&["config", "check"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("config ok"));
+
+    env.write_config(
+        "[gateway]\nprovider = \"mock\"\ntimeout_s = 0\nfallbak = [\"x\"]\n[providers.mock]\napi_key = \"k\"\n",
+    );
+    let o = env.run(&["config", "check"], "");
+    assert_eq!(code(&o), 3);
+    let errors = stderr(&o);
+    for named in ["gateway.timeout_s", "gateway.fallbak", "providers.mock.api_key"] {
+        assert!(errors.contains(named), "{named} missing from {errors}");
+    }
+    let o = env.run(&["config", "show"], "");
+    assert!(stdout(&o).contains("# error: unknown key gateway.fallbak"), "{}", stdout(&o));
+}
+
+/// Runs one server session: initialize, one decision with a known request id, end of input.
+fn session(env: &TestEnv, question: &str) -> (String, Vec<Value>) {
+    let input = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25"}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+               "params": {"name": "system1_decide", "arguments": {"question": question, "request_id": "rid-42"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "system1_decide", "arguments": {"question": question, "bogus": 1, "request_id": "rid-43"}}}),
+    ]
+    .iter()
+    .map(|m| format!("{m}\n"))
+    .collect::<String>();
+    let o = env.run(&["mcp"], &input);
+    assert!(o.status.success());
+    let replies = stdout(&o).lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    (stderr(&o), replies)
+}
+
+fn assert_log_lines(log: &str) {
+    let shape = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR) \[[^\]]+\] \S")
+        .expect("regex");
+    for line in log.lines() {
+        assert!(shape.is_match(line), "log line without time, level or request id: {line:?}");
+    }
+}
+
+#[test]
+fn logs_go_to_stderr_tagged_with_the_request_id_and_never_show_the_question_at_info() {
+    let question = "Should we rotate the SECRET-PROJECT-KEY?";
+    let env = TestEnv::with_mock("");
+    let (log, replies) = session(&env, question);
+    assert_eq!(replies.len(), 3);
+    assert_log_lines(&log);
+    assert!(log.contains("INFO [rid-42] decide: decided via mock"), "{log}");
+    assert!(log.contains("INFO [rid-43] invalid request: unknown field(s): bogus"), "{log}");
+    assert!(!log.contains("SECRET-PROJECT-KEY"), "question text logged at INFO: {log}");
+    assert!(!log.contains("DEBUG"));
+
+    let env = TestEnv::with_mock("log_level = \"DEBUG\"\n");
+    let (log, _) = session(&env, question);
+    assert_log_lines(&log);
+    assert!(log.contains("DEBUG [rid-42] question: \"Should we rotate the SECRET-PROJECT-KEY?\""), "{log}");
+
+    let mut env = TestEnv::with_mock("log_level = \"DEBUG\"\n");
+    env.set_env("SYSTEM1_LOG_LEVEL", "warning");
+    let (log, replies) = session(&env, question);
+    assert_eq!(replies.len(), 3);
+    assert!(log.is_empty(), "nothing below WARNING: {log}");
+}
+
+#[test]
+fn log_file_appends_every_line_too() {
+    let mut env = TestEnv::with_mock("");
+    let file = env.root.join("logs/system1.log");
+    env.set_env("SYSTEM1_LOG_FILE", file.to_str().expect("utf-8"));
+    let (first_stderr, _) = session(&env, "q one?");
+    let first = std::fs::read_to_string(&file).expect("log file written");
+    assert_eq!(first, first_stderr, "the file gets the same lines as stderr");
+    let (_, _) = session(&env, "q two?");
+    let both = std::fs::read_to_string(&file).expect("log file");
+    assert!(both.starts_with(&first) && both.len() > first.len(), "the second run appended");
+    assert_eq!(both.matches("INFO [rid-42] decide: decided").count(), 2);
+    assert_log_lines(&both);
+}
