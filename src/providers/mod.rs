@@ -12,6 +12,8 @@ pub mod fake_http;
 pub mod http;
 pub mod laya;
 pub mod mock;
+pub mod ollama;
+pub mod von;
 
 use std::time::Duration;
 
@@ -94,6 +96,8 @@ pub trait Provider: Send + Sync {
 pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
     let provider: Option<Box<dyn Provider>> = match name {
         "laya" => Some(Box::new(laya::Laya::new(settings))),
+        "von" => Some(Box::new(von::Von::new(settings))),
+        "ollama" => Some(Box::new(ollama::Ollama::new(settings))),
         "mock" => Some(Box::new(mock::Mock::new(settings))),
         _ => {
             settings.error(format!("provider {name:?} is not available in this build"));

@@ -1,0 +1,224 @@
+//! Von (`von serve`, von-sdk 1.3.7): `POST /v1/systemone`, `GET /health`.
+//!
+//! Every question goes in one request (von runs one forward pass per question inside it). A
+//! choice is `{"type": "choice", "instructions", "criteria": {option: null}}` (von refuses a list of
+//! criteria). The probabilities are von's; the confidence is the chosen option's probability (von's
+//! own `confidence` is a Jev-style margin, another scale).
+//!
+//! Yes/no (options `yes` and `no`) is asked as a `noul` question and read from `noul_raw`, von's
+//! calibrated P(yes). The banded `noul` is never used: it always lies in [0.8, 0.85] or
+//! [0.15, 0.2], so it would pass any threshold whatever the model thinks. `noul` rather than a
+//! two-option choice because a `noul` without criteria runs von's debiasing pass (a second pass
+//! with the labels swapped), which cancels the label and position bias a one-pass choice keeps;
+//! it costs two passes instead of one. `yes_no = "choice"` asks a two-option choice instead.
+//!
+//! von has no option cap of its own (2 000 options got it OOM-killed at about 24 GB): the gateway
+//! caps options at 256, and this adapter also refuses option lists whose text would overflow von's
+//! 8 192-token window. A 422 about weights means the model failed to load.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use super::answers;
+use super::http::{self, Endpoint};
+use super::{Capabilities, EngineRequest, Failure, Probe, Provider};
+use crate::config::Settings;
+
+pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8777";
+pub const DEFAULT_MODEL: &str = "von-1.3";
+/// About 6 000 tokens of option text (at ~4 characters a token) leaves room in the 8 192 window.
+const MAX_OPTION_CHARS_PER_QUESTION: usize = 24_000;
+
+pub struct Von {
+    endpoint: Option<Endpoint>,
+    model: String,
+    max_options: usize,
+    noul_for_yes_no: bool,
+    api_key: Option<String>,
+}
+
+impl Von {
+    pub fn new(s: &Settings) -> Self {
+        let url = s.string("endpoint", DEFAULT_ENDPOINT);
+        let allow_remote = s.bool("allow_remote", false);
+        let endpoint = match Endpoint::new(&url, allow_remote) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                s.error(format!("{}.endpoint: {e}", s.section()));
+                None
+            }
+        };
+        let yes_no = s.string("yes_no", "noul");
+        if yes_no != "noul" && yes_no != "choice" {
+            s.error(format!("{}.yes_no must be \"noul\" or \"choice\", got {yes_no:?}", s.section()));
+        }
+        Self {
+            endpoint,
+            model: s.string("model", DEFAULT_MODEL).trim().to_string(),
+            max_options: s.u64("max_options", 256, 2, 256) as usize,
+            noul_for_yes_no: yes_no != "choice",
+            api_key: answers::api_key(s),
+        }
+    }
+
+    fn endpoint(&self) -> Result<&Endpoint, Failure> {
+        self.endpoint.as_ref().ok_or_else(|| Failure::Error("von: the endpoint is not usable".to_string()))
+    }
+
+    fn map_answer(&self, options: &[String], a: &Value) -> Result<Value, String> {
+        if let (Some((yes, no)), true) = (answers::yes_no(options), self.noul_for_yes_no) {
+            let p = match (a.get("noul_raw").and_then(Value::as_f64), a.get("noul").and_then(Value::as_f64)) {
+                (Some(raw), _) => raw,
+                // A server started with --noul-decision raw may report only `noul`; a banded value
+                // is not a probability, so it is refused rather than trusted.
+                (None, Some(n)) if !((0.8..=0.85).contains(&n) || (0.15..=0.2).contains(&n)) => n,
+                (None, Some(_)) => {
+                    return Err(
+                        "has only the banded `noul`, not `noul_raw` (start von with --noul-decision raw)".into()
+                    );
+                }
+                (None, None) => return Err("has no noul_raw".into()),
+            };
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("has noul_raw {p} outside [0, 1]"));
+            }
+            let mut probs = vec![0.0; 2];
+            probs[yes] = answers::round4(p);
+            probs[no] = answers::round4(1.0 - p);
+            return Ok(answers::choice_answer("von", &self.model, options, &probs, None));
+        }
+        let Some(probs) = a.get("probabilities").and_then(Value::as_object) else {
+            return Err("has no probabilities".to_string());
+        };
+        let mut ps = Vec::with_capacity(options.len());
+        for o in options {
+            match probs.get(o).and_then(Value::as_f64) {
+                Some(p) => ps.push(p),
+                None => return Err(format!("has no probability for option {o:?}")),
+            }
+        }
+        let pick = a.get("choice").and_then(Value::as_str);
+        Ok(answers::choice_answer("von", &self.model, options, &ps, pick))
+    }
+}
+
+impl Provider for Von {
+    fn name(&self) -> &'static str {
+        "von"
+    }
+
+    fn model(&self) -> String {
+        self.model.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        // One request carries every question, though von runs one pass per question inside it.
+        Capabilities { max_options: self.max_options, one_pass: true }
+    }
+
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+        for q in &request.questions {
+            if q.options.len() > self.max_options {
+                return Err(Failure::Error(format!(
+                    "von: {} options exceed the limit of {}",
+                    q.options.len(),
+                    self.max_options
+                )));
+            }
+            let chars: usize = q.options.iter().map(|o| o.chars().count()).sum();
+            if chars > MAX_OPTION_CHARS_PER_QUESTION {
+                return Err(Failure::Error(format!(
+                    "von: the options of {:?} are {chars} characters long, more than von's 8192-token window holds (at most {MAX_OPTION_CHARS_PER_QUESTION})",
+                    q.key
+                )));
+            }
+        }
+        let mut ids: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
+        if ids.iter().enumerate().any(|(i, k)| ids[..i].contains(k)) {
+            ids = (0..ids.len()).map(|i| format!("q{i}")).collect();
+        }
+        let mut questions = Map::new();
+        for (id, q) in ids.iter().zip(&request.questions) {
+            let v = if self.noul_for_yes_no && answers::yes_no(&q.options).is_some() {
+                json!({"type": "noul", "instructions": q.text})
+            } else {
+                let criteria: Map<String, Value> = q.options.iter().map(|o| (o.clone(), Value::Null)).collect();
+                json!({"type": "choice", "instructions": q.text, "criteria": criteria})
+            };
+            questions.insert(id.clone(), v);
+        }
+        let body = json!({"model": self.model, "state": answers::state_of(request), "questions": questions});
+        let reply = self.endpoint()?.post("/v1/systemone", &body, timeout, self.api_key.as_deref())?;
+        match reply.status {
+            200 => {}
+            401 => return Err(answers::auth_failure("von", self.api_key.is_some(), &http::error_detail(&reply))),
+            422 => {
+                let detail = http::error_detail(&reply);
+                let lower = detail.to_ascii_lowercase();
+                if lower.contains("failed to load") || lower.contains("weights") {
+                    return Err(Failure::Error(format!(
+                        "von failed to load its model (check the checkpoint and the server log): {detail}"
+                    )));
+                }
+                return Err(Failure::Error(format!("von: {detail}")));
+            }
+            _ => return Err(Failure::Error(format!("von: {}", http::error_detail(&reply)))),
+        }
+        let Some(got) = reply.json.get("answers").and_then(Value::as_object) else {
+            return Err(Failure::Malformed("von: the answer has no `answers` object".to_string()));
+        };
+        let mut note = reply.json.get("truncation").filter(|t| t.is_object()).map(|t| {
+            format!(
+                "von cut the state from {} to {} tokens ({})",
+                t.get("state_tokens").unwrap_or(&Value::Null),
+                t.get("kept_tokens").unwrap_or(&Value::Null),
+                t.get("strategy").and_then(Value::as_str).unwrap_or("middle")
+            )
+        });
+        let mut out = Vec::with_capacity(request.questions.len());
+        for (id, q) in ids.iter().zip(&request.questions) {
+            let Some(a) = got.get(id) else {
+                return Err(Failure::Malformed(format!("von: no answer for question {:?}", q.key)));
+            };
+            let mut answer = self
+                .map_answer(&q.options, a)
+                .map_err(|e| Failure::Malformed(format!("von: the answer to {:?} {e}", q.key)))?;
+            if let Some(n) = note.take() {
+                answer["detail"] = json!(n);
+            }
+            out.push(answer);
+        }
+        Ok(out)
+    }
+
+    fn health(&self, timeout: Duration) -> Probe {
+        let endpoint = match self.endpoint() {
+            Ok(e) => e,
+            Err(f) => return Probe { ok: false, detail: Some(f.detail().to_string()) },
+        };
+        let base = endpoint.base().to_string();
+        match endpoint.get("/health", timeout, None) {
+            Err(f) => Probe { ok: false, detail: Some(format!("von at {base}: {}", f.detail())) },
+            Ok(r) if r.status != 200 => {
+                Probe { ok: false, detail: Some(format!("von at {base}: {}", http::error_detail(&r))) }
+            }
+            Ok(r) if r.json.get("status").and_then(Value::as_str) != Some("ok") => {
+                Probe { ok: false, detail: Some(format!("von at {base} did not say ok")) }
+            }
+            Ok(r) => {
+                let version = r.json.get("version").and_then(Value::as_str).unwrap_or("?");
+                let engine = r.json.get("engine").and_then(Value::as_str).unwrap_or("?");
+                Probe {
+                    ok: true,
+                    detail: Some(format!(
+                        "von {version} at {base} is up (engine {engine}); it loads its model on the first decision, which this check does not try"
+                    )),
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
