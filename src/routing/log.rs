@@ -48,6 +48,45 @@ pub fn new_id() -> String {
     format!("{micros:x}-{:x}-{n:x}", std::process::id())
 }
 
+/// The `[routing] log_dirs` entry that `cwd` is, or is inside, if any: the log's opt-in per repo.
+/// `~` is expanded; both sides are resolved through symlinks when they exist, and normalised
+/// lexically when they do not. Relative entries are ignored (there is nothing to anchor them to).
+pub fn opted_in(cwd: &Path, log_dirs: &[String]) -> Option<PathBuf> {
+    if log_dirs.is_empty() || !cwd.is_absolute() {
+        return None;
+    }
+    let cwd = resolve(cwd);
+    log_dirs.iter().map(|d| paths::expand_tilde(d.trim())).filter(|d| d.is_absolute()).map(|d| resolve(&d)).find(
+        |dir| cwd.starts_with(dir), // whole components: /src/ab is not inside /src/a
+    )
+}
+
+/// The repo a directory belongs to: its nearest ancestor holding `.git`, else `fallback`.
+pub fn repo_of(dir: &Path, fallback: &Path) -> PathBuf {
+    let dir = resolve(dir);
+    dir.ancestors().find(|a| a.join(".git").exists()).map(Path::to_path_buf).unwrap_or_else(|| fallback.to_path_buf())
+}
+
+fn resolve(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| normalise(p))
+}
+
+/// Removes `.` and resolves `..` without touching the file system.
+fn normalise(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 fn lock_path(log: &Path) -> PathBuf {
     let mut name = log.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "routing.jsonl".into());
     name.push(".lock");
@@ -187,6 +226,24 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("system1-log-{name}-{}", new_id()));
         std::fs::create_dir_all(&dir).unwrap();
         dir.join("logs").join("routing.jsonl")
+    }
+
+    #[test]
+    fn opt_in_by_directory() {
+        let root = scratch("optin").parent().unwrap().parent().unwrap().to_path_buf();
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
+        std::fs::create_dir_all(root.join("repo-other")).unwrap();
+        let dirs = vec![repo.display().to_string()];
+        assert_eq!(opted_in(&repo, &dirs), Some(std::fs::canonicalize(&repo).unwrap()));
+        assert!(opted_in(&repo.join("sub/deeper"), &dirs).is_some());
+        assert!(opted_in(&repo.join("sub/../sub/./deeper"), &dirs).is_some());
+        assert!(opted_in(&root.join("repo-other"), &dirs).is_none());
+        assert!(opted_in(&root, &dirs).is_none());
+        assert!(opted_in(&repo, &[]).is_none());
+        assert!(opted_in(&repo, &["repo".to_string()]).is_none(), "relative entries are ignored");
+        let trailing = vec![format!("{}/sub/", repo.display())];
+        assert!(opted_in(&repo.join("sub"), &trailing).is_some());
     }
 
     #[test]

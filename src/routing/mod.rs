@@ -1,3 +1,389 @@
-//! Model routing: the routing log shared by the hooks, labelling and outcomes.
+//! Model routing and the skill picker, shared by the prompt hook, the agent hook and
+//! `system1 route` (one code path: the hook runs it in `Mode::Hook`, `route` in `Mode::Explain`).
+//!
+//! For a prompt: cheap checks first (off, paused, broken config, slash command, short prompt,
+//! subagent hand-back), each of which makes the hook silent before any engine is asked; then the
+//! four features in one engine request, the user's rule, the hint; then the skill picker on what is
+//! left of the same engine budget. The log is written only for `cwd`s inside `[routing] log_dirs`.
+//! In `Mode::Hook` nothing is computed that will neither be hinted nor logged.
 
+pub mod features;
 pub mod log;
+pub mod rule;
+pub mod skills;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use crate::config::{Loaded, RoutingConfig};
+use crate::gateway::{Gateway, new_request_id};
+use crate::state;
+use features::Asked;
+use rule::Chosen;
+use skills::{Pick, Picked};
+
+/// The fixed start of the routing hint, which the usage report looks for in transcripts.
+pub const HINT_MARKER: &str = "System-1 routing hint:";
+/// The fixed start of the skill hint.
+pub const SKILL_HINT_MARKER: &str = "System-1 skill hint:";
+/// Shorter prompts are follow-ups whose size depends on the conversation, which the hook cannot see.
+pub const MIN_WORDS: usize = 10;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// The hook: stop at the first reason to stay silent, skip work nobody will see.
+    Hook,
+    /// `system1 route`: do everything, and say what the hook would have done and why.
+    Explain,
+}
+
+/// What the hook knows about a prompt.
+pub struct Input<'a> {
+    pub prompt: &'a str,
+    pub cwd: Option<PathBuf>,
+    pub session_id: Option<String>,
+    /// The skills Claude Code listed in the hook input, if it sent any.
+    pub skills: Option<Vec<skills::Skill>>,
+}
+
+impl<'a> Input<'a> {
+    pub fn from_payload(payload: &'a Value, prompt: &'a str) -> Self {
+        Input {
+            prompt,
+            cwd: payload.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty()).map(PathBuf::from),
+            session_id: payload.get("session_id").and_then(Value::as_str).map(String::from),
+            skills: skills::from_input(payload),
+        }
+    }
+}
+
+/// The features and the tier the rule gives them.
+#[derive(Debug, Clone)]
+pub struct Routed {
+    pub asked: Asked,
+    /// `None` when the engine gave no answer for some feature.
+    pub tier: Option<(String, Chosen)>,
+}
+
+/// Everything one prompt went through.
+pub struct Run {
+    /// Why the hook is silent before asking any engine (in `Explain` mode, why it would be).
+    pub gate: Option<String>,
+    /// The `log_dirs` entry that holds `cwd`, when this prompt is logged.
+    pub log_dir: Option<PathBuf>,
+    pub routing: Option<Routed>,
+    /// The routing hint line, or why there is none.
+    pub routing_hint: Result<String, String>,
+    pub picked: Option<Picked>,
+    /// The skill hint line, or why there is none.
+    pub skill_hint: Result<String, String>,
+    pub elapsed: Duration,
+}
+
+impl Run {
+    /// The `additionalContext` for Claude: the hint lines that apply, or `None` for silence.
+    pub fn context(&self) -> Option<String> {
+        let lines: Vec<&str> =
+            [&self.routing_hint, &self.skill_hint].into_iter().filter_map(|h| h.as_deref().ok()).collect();
+        (!lines.is_empty()).then(|| lines.join("\n"))
+    }
+}
+
+/// Why a prompt is not for routing, before any engine is asked.
+pub fn prompt_gate(prompt: &str) -> Option<String> {
+    let text = prompt.trim_start();
+    if text.starts_with("<agent-message") || text.starts_with("<task-notification") {
+        return Some("a subagent hand-back, not a task".into());
+    }
+    if let Some(first) = text.split_whitespace().next()
+        && first.len() > 1
+        && first.starts_with('/')
+        && first[1..].chars().all(|c| c.is_alphanumeric() || "-_:.".contains(c))
+    {
+        return Some(format!("a slash command ({first})"));
+    }
+    let words = text.split_whitespace().count();
+    if words < MIN_WORDS {
+        return Some(format!("{words} words, fewer than {MIN_WORDS}"));
+    }
+    None
+}
+
+/// Why the hook may not run at all: off, paused, or a broken config.
+fn state_gate(loaded: &Loaded, wanted: bool) -> Option<String> {
+    if !wanted {
+        return Some("routing and the skill picker are off ([routing] enabled, [skills] enabled)".into());
+    }
+    if state::is_paused() {
+        return Some("System-1 is paused (system1 toggle on resumes it)".into());
+    }
+    if !loaded.errors.is_empty() {
+        return Some(format!("config error: {}", loaded.errors.join("; ")));
+    }
+    None
+}
+
+/// Runs a prompt through routing and the picker.
+pub fn run_prompt(loaded: &Loaded, input: &Input, mode: Mode) -> Run {
+    let started = Instant::now();
+    let routing_cfg = &loaded.config.routing;
+    let skills_cfg = &loaded.config.skills;
+    let mut run = Run {
+        gate: None,
+        log_dir: None,
+        routing: None,
+        routing_hint: Err(String::new()),
+        picked: None,
+        skill_hint: Err(String::new()),
+        elapsed: Duration::ZERO,
+    };
+    let explain = mode == Mode::Explain;
+    run.gate = state_gate(loaded, routing_cfg.enabled || skills_cfg.enabled).or_else(|| prompt_gate(input.prompt));
+    if let Some(why) = &run.gate
+        && !explain
+    {
+        run.routing_hint = Err(why.clone());
+        run.skill_hint = Err(why.clone());
+        run.elapsed = started.elapsed();
+        return run;
+    }
+    run.log_dir = input.cwd.as_deref().and_then(|cwd| log::opted_in(cwd, &routing_cfg.log_dirs));
+    let logging = run.log_dir.is_some();
+    let want_routing = explain || routing_cfg.enabled && (routing_cfg.hint || logging);
+    let want_skills = explain || skills_cfg.enabled && (skills_cfg.hint || logging);
+    if !want_routing && !want_skills {
+        let why = "nothing to hint and nothing to log (cwd is outside [routing] log_dirs)".to_string();
+        run.routing_hint = Err(why.clone());
+        run.skill_hint = Err(why);
+        run.elapsed = started.elapsed();
+        return run;
+    }
+    let gateway = Gateway::new(loaded.clone());
+    if !gateway.is_ok() && !explain {
+        let why = format!("config error: {}", gateway.config_errors.join("; "));
+        run.routing_hint = Err(why.clone());
+        run.skill_hint = Err(why);
+        run.elapsed = started.elapsed();
+        return run;
+    }
+    let rid = new_request_id();
+    let deadline = Instant::now() + Duration::from_millis(routing_cfg.budget_ms);
+
+    run.routing_hint = Err("routing is off ([routing] enabled = false)".into());
+    if want_routing {
+        let routed = route(&gateway, routing_cfg, input.prompt, deadline, &rid);
+        run.routing_hint = routing_hint(routing_cfg, &routed);
+        run.routing = Some(routed);
+    }
+
+    run.skill_hint = Err("the skill picker is off ([skills] enabled = false)".into());
+    if want_skills {
+        // The file walk happens only here, when the picker runs.
+        let candidates = match &input.skills {
+            Some(list) => list.clone(),
+            None => skills::discover(input.cwd.as_deref()),
+        };
+        let picked = skills::pick(&gateway, input.prompt, candidates, deadline, &rid);
+        run.skill_hint = skill_hint(skills_cfg, &picked);
+        run.picked = Some(picked);
+    }
+    if let Some(why) = &run.gate {
+        // Explain mode went on past a gate; the hook itself would have said nothing.
+        for hint in [&mut run.routing_hint, &mut run.skill_hint] {
+            if hint.is_ok() {
+                *hint = Err(why.clone());
+            }
+        }
+    }
+    run.elapsed = started.elapsed();
+    run
+}
+
+/// Asks the features of `text` and applies the rule.
+pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Instant, rid: &str) -> Routed {
+    let asked = features::ask(gateway, text, Some(deadline), rid);
+    let tier = match &asked.features {
+        Ok(fs) if fs.iter().all(|f| f.answer.is_some()) => {
+            let answers: BTreeMap<&str, bool> = fs.iter().filter_map(|f| Some((f.name, f.answer?))).collect();
+            let (tier, chosen) = rule::choose(&cfg.rules, &cfg.default_tier, &answers);
+            Some((tier.to_string(), chosen))
+        }
+        _ => None,
+    };
+    Routed { asked, tier }
+}
+
+/// The routing hint, or why there is none.
+fn routing_hint(cfg: &RoutingConfig, routed: &Routed) -> Result<String, String> {
+    if !cfg.enabled {
+        return Err("routing is off ([routing] enabled = false)".into());
+    }
+    let features = routed.asked.features.as_ref().map_err(|e| format!("no engine answer: {e}"))?;
+    if let Some(f) = features.iter().find(|f| f.answer.is_none()) {
+        return Err(format!("the engine abstained on {}", f.name));
+    }
+    if let Some(f) = features.iter().find(|f| f.confidence < cfg.min_confidence) {
+        return Err(format!(
+            "{} confidence {:.2} is below [routing] min_confidence {:.2}",
+            f.name, f.confidence, cfg.min_confidence
+        ));
+    }
+    let Some((tier, _)) = &routed.tier else { return Err("no tier".into()) };
+    if !cfg.hint {
+        return Err("hints are off ([routing] hint = false): log only".into());
+    }
+    Ok(hint_text(tier))
+}
+
+/// The one line Claude reads.
+pub fn hint_text(tier: &str) -> String {
+    format!(
+        "{HINT_MARKER} use model \"{tier}\" for any subagent you spawn for this task (set it as the Agent tool's `model`)."
+    )
+}
+
+fn skill_hint(cfg: &crate::config::SkillsConfig, picked: &Picked) -> Result<String, String> {
+    if !cfg.enabled {
+        return Err("the skill picker is off ([skills] enabled = false)".into());
+    }
+    match &picked.pick {
+        Pick::NotAsked(why) | Pick::Failed(why) => Err(why.clone()),
+        Pick::Abstained => Err("the engine abstained".into()),
+        Pick::Picked { skill, .. } if skill == skills::NONE => Err("the engine picked no skill".into()),
+        Pick::Picked { confidence, .. } if *confidence < cfg.min_confidence => {
+            Err(format!("confidence {confidence:.2} is below [skills] min_confidence {:.2}", cfg.min_confidence))
+        }
+        Pick::Picked { .. } if !cfg.hint => Err("hints are off ([skills] hint = false): record only".into()),
+        Pick::Picked { skill, .. } => Ok(format!("{SKILL_HINT_MARKER} consider the `{skill}` skill if it fits")),
+    }
+}
+
+/// The fields every log entry starts with.
+fn base_entry(source: &str, input: &Input, log_dir: &Path, prompt: &str) -> Map<String, Value> {
+    let cwd = input.cwd.as_deref().unwrap_or(log_dir);
+    let mut m = Map::new();
+    m.insert("id".into(), json!(log::new_id()));
+    m.insert("time".into(), json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)));
+    m.insert("source".into(), json!(source));
+    m.insert("session_id".into(), json!(input.session_id));
+    m.insert("repo".into(), json!(log::repo_of(cwd, log_dir).display().to_string()));
+    m.insert("cwd".into(), json!(cwd.display().to_string()));
+    m.insert("prompt".into(), json!(prompt));
+    m
+}
+
+/// The routing fields of an entry: features, rule, tier, engine.
+fn routed_fields(m: &mut Map<String, Value>, routed: &Routed, hinted: bool) {
+    m.insert("features".into(), routed.asked.features_json());
+    let (tier, chosen) = match &routed.tier {
+        Some((t, c)) => (json!(t), c.to_json()),
+        None => (Value::Null, Value::Null),
+    };
+    m.insert("rule_tier".into(), tier.clone());
+    m.insert("rule".into(), chosen);
+    m.insert("decision".into(), tier);
+    m.insert("hinted".into(), json!(hinted));
+    m.insert("provider".into(), json!(routed.asked.provider));
+    m.insert("model".into(), json!(routed.asked.model));
+    m.insert("latency_ms".into(), json!(routed.asked.latency_ms));
+}
+
+/// The log entries of a prompt run: one for routing (when the engine answered) and one for the
+/// picker (when it was asked). None unless `cwd` is inside `log_dirs`.
+pub fn entries(input: &Input, run: &Run) -> Vec<Value> {
+    let Some(dir) = &run.log_dir else { return Vec::new() };
+    if run.gate.is_some() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    if let Some(routed) = &run.routing
+        && routed.asked.features.is_ok()
+    {
+        let mut m = base_entry("prompt", input, dir, input.prompt);
+        routed_fields(&mut m, routed, run.routing_hint.is_ok());
+        out.push(Value::Object(m));
+    }
+    if let Some(p) = &run.picked
+        && let Pick::Picked { skill, confidence } = &p.pick
+    {
+        let mut m = base_entry("skill", input, dir, input.prompt);
+        m.insert("decision".into(), json!(skill));
+        m.insert("hinted".into(), json!(run.skill_hint.is_ok()));
+        m.insert("provider".into(), json!(p.provider));
+        m.insert("model".into(), json!(p.model));
+        m.insert("latency_ms".into(), json!(p.latency_ms));
+        m.insert("candidates".into(), json!(p.candidates.len()));
+        m.insert("skill".into(), json!(skill));
+        m.insert("skill_confidence".into(), json!(confidence));
+        out.push(Value::Object(m));
+    }
+    out
+}
+
+/// The agent hook's work: the brief's features and rule tier next to the orchestrator's choice.
+/// Returns the log entry, or `None` when there is nothing to record.
+pub fn record_agent(loaded: &Loaded, payload: &Value) -> Option<Value> {
+    let cfg = &loaded.config.routing;
+    if !cfg.enabled || state::is_paused() || !loaded.errors.is_empty() {
+        return None;
+    }
+    if let Some(tool) = payload.get("tool_name").and_then(Value::as_str)
+        && tool != "Agent"
+        && tool != "Task"
+    {
+        return None;
+    }
+    let tool_input = payload.get("tool_input")?;
+    let brief = tool_input.get("prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty())?;
+    let input = Input::from_payload(payload, brief);
+    // Record-only: without a log there is nothing to do, so no engine is asked.
+    let log_dir = log::opted_in(input.cwd.as_deref()?, &cfg.log_dirs)?;
+    let gateway = Gateway::new(loaded.clone());
+    if !gateway.is_ok() {
+        return None;
+    }
+    let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
+    let routed = route(&gateway, cfg, brief, deadline, &new_request_id());
+    routed.asked.features.as_ref().ok()?;
+    let mut m = base_entry("agent", &input, &log_dir, brief);
+    routed_fields(&mut m, &routed, false);
+    let field = |k: &str| tool_input.get(k).cloned().unwrap_or(Value::Null);
+    m.insert("chosen".into(), field("model"));
+    m.insert("subagent_type".into(), field("subagent_type"));
+    m.insert("tool_use_id".into(), payload.get("tool_use_id").cloned().unwrap_or(Value::Null));
+    m.insert("description".into(), field("description"));
+    Some(Value::Object(m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gates() {
+        assert!(prompt_gate("/compact keep the routing notes and the test plan for later please ok").is_some());
+        assert!(prompt_gate("/system1:toggle off").is_some());
+        assert!(prompt_gate("Plan is ok, implement").unwrap().contains("4 words"));
+        assert!(
+            prompt_gate(
+                "<task-notification><status>completed</status> lots of words here to pass the count</task-notification>"
+            )
+            .is_some()
+        );
+        assert!(prompt_gate("  <agent-message from=x> one two three four five six seven eight nine ten").is_some());
+        let task = "Read src/main.rs and explain how the command line is parsed and dispatched";
+        assert_eq!(prompt_gate(task), None);
+        assert_eq!(prompt_gate("/home/u/app/main.rs crashes on start, find out why and fix the cause please"), None);
+    }
+
+    #[test]
+    fn hint_carries_marker_and_tier() {
+        let h = hint_text("haiku");
+        assert!(h.starts_with(HINT_MARKER));
+        assert!(h.contains("model \"haiku\""));
+        assert!(!h.contains('\n'));
+    }
+}

@@ -1,0 +1,363 @@
+//! The skill picker: which of the skills Claude can load fits a prompt, asked as one choice among
+//! the skill names plus `none`.
+//!
+//! Candidates come from the hook input when Claude Code sends a list (2.1.197 does not), else
+//! from the file system: `~/.claude/skills`, the project's `.claude/skills` (the hook's `cwd` and
+//! its repo root), and the `skills/` of every enabled plugin, found through `enabledPlugins` in
+//! Claude Code's settings and the `installPath` records of `plugins/installed_plugins.json`.
+//! Skills with `disable-model-invocation: true` are the user's to call and are left out; a skill
+//! whose frontmatter does not parse is skipped alone. Plugin skills are named `plugin:skill`, as
+//! Claude Code names them.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+
+use crate::gateway::{Answer, Gateway};
+use crate::logging;
+use crate::paths;
+use crate::providers::{EngineRequest, Question};
+
+/// The option meaning "no skill fits".
+pub const NONE: &str = "none";
+/// Descriptions are clipped: the engine needs the gist, and the request stays small.
+const MAX_DESCRIPTION_CHARS: usize = 300;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skill {
+    pub name: String,
+    pub description: String,
+    /// Where it was found: `input`, `user`, `project` or `plugin`.
+    pub origin: &'static str,
+}
+
+/// Candidates sent in the hook input, if Claude Code sent a list: `skills` as names or
+/// `{name, description}` objects.
+pub fn from_input(payload: &Value) -> Option<Vec<Skill>> {
+    let items = payload.get("skills")?.as_array()?;
+    let skills = items
+        .iter()
+        .filter_map(|item| match item {
+            Value::String(name) => Some((name.clone(), String::new())),
+            Value::Object(o) => Some((
+                o.get("name")?.as_str()?.to_string(),
+                o.get("description").and_then(Value::as_str).unwrap_or("").to_string(),
+            )),
+            _ => None,
+        })
+        .filter(|(name, _)| !name.trim().is_empty())
+        .map(|(name, description)| Skill { name, description, origin: "input" })
+        .collect();
+    Some(dedupe(skills))
+}
+
+/// Candidates from the file system, for a session in `cwd`.
+pub fn discover(cwd: Option<&Path>) -> Vec<Skill> {
+    let claude = paths::claude_dir();
+    let mut skills = scan(&claude.join("skills"), "user", None);
+    let projects = cwd.map(project_dirs).unwrap_or_default();
+    for project in &projects {
+        skills.extend(scan(&project.join(".claude").join("skills"), "project", None));
+    }
+    for (plugin, root) in enabled_plugins(&claude, &projects) {
+        for dir in plugin_skill_dirs(&root) {
+            skills.extend(scan(&dir, "plugin", Some(&plugin)));
+        }
+    }
+    dedupe(skills)
+}
+
+/// The first of several skills with one name wins (user over project over plugin, as listed).
+fn dedupe(skills: Vec<Skill>) -> Vec<Skill> {
+    let mut seen = std::collections::HashSet::new();
+    skills.into_iter().filter(|s| seen.insert(s.name.clone()) && s.name != NONE).collect()
+}
+
+/// `cwd` and, when it is inside a git repo, the repo root.
+fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![cwd.to_path_buf()];
+    if let Some(root) = cwd.ancestors().skip(1).find(|a| a.join(".git").exists()) {
+        dirs.push(root.to_path_buf());
+    }
+    dirs
+}
+
+/// Each `<dir>/<skill>/SKILL.md` that Claude may load on its own.
+fn scan(dir: &Path, origin: &'static str, plugin: Option<&str>) -> Vec<Skill> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    dirs.sort();
+    let mut out = Vec::new();
+    for skill_dir in dirs {
+        let file = skill_dir.join("SKILL.md");
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let fields = match frontmatter(&text) {
+            Ok(f) => f,
+            Err(e) => {
+                logging::warn("skills", &format!("skipping {}: {e}", file.display()));
+                continue;
+            }
+        };
+        if fields.get("disable-model-invocation").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            continue;
+        }
+        let dir_name = skill_dir.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+        let base = fields.get("name").filter(|n| !n.is_empty()).cloned().unwrap_or(dir_name);
+        let name = match plugin {
+            Some(p) => format!("{p}:{base}"),
+            None => base,
+        };
+        let description = fields.get("description").cloned().unwrap_or_default();
+        out.push(Skill { name, description, origin });
+    }
+    out
+}
+
+/// The top-level scalar fields of a SKILL.md's YAML frontmatter. Handles what skills use: plain,
+/// quoted and folded (`>`, `|`) scalars; nested values are kept as raw text. Anything else is an error.
+pub fn frontmatter(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let mut lines = text.lines();
+    if lines.next().map(str::trim_end) != Some("---") {
+        return Ok(BTreeMap::new()); // no frontmatter: a skill with only its folder name
+    }
+    let mut fields: BTreeMap<String, String> = BTreeMap::new();
+    let mut current: Option<(String, bool)> = None; // key, and whether it takes continuation lines
+    for line in lines.by_ref() {
+        if line.trim_end() == "---" {
+            return Ok(fields.into_iter().map(|(k, v)| (k, v.trim().to_string())).collect());
+        }
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        if line.starts_with('\t') {
+            return Err("tab indentation is not YAML".into());
+        }
+        if line.starts_with(' ') || line.starts_with('-') {
+            match &current {
+                Some((key, true)) => {
+                    let v = fields.entry(key.clone()).or_default();
+                    v.push(' ');
+                    v.push_str(line.trim());
+                }
+                Some((_, false)) => {} // a nested list or map: not a scalar we use
+                None => return Err(format!("indented line before any key: {line:?}")),
+            }
+            continue;
+        }
+        let Some((key, value)) = line.split_once(':') else {
+            return Err(format!("line is not `key: value`: {line:?}"));
+        };
+        let key = key.trim();
+        if key.is_empty() || key.contains(' ') && !key.starts_with('"') {
+            return Err(format!("bad key in {line:?}"));
+        }
+        if fields.contains_key(key) {
+            return Err(format!("duplicate key {key:?}"));
+        }
+        let value = value.trim();
+        let (value, continues) = match value.chars().next() {
+            None => (String::new(), false),
+            Some('>' | '|') => (String::new(), true),
+            Some(q @ ('"' | '\'')) => {
+                if value.len() < 2 || !value.ends_with(q) {
+                    return Err(format!("unterminated quote in {key:?}"));
+                }
+                (value[1..value.len() - 1].to_string(), false)
+            }
+            Some('[' | '{') => (value.to_string(), false),
+            Some(_) => (value.to_string(), true),
+        };
+        fields.insert(key.to_string(), value);
+        current = Some((key.to_string(), continues));
+    }
+    Err("frontmatter has no closing `---`".into())
+}
+
+/// `(plugin name, install root)` of every plugin enabled in Claude Code's settings (user, then the
+/// project's `settings.json` and `settings.local.json`, later ones overriding) and recorded in
+/// `installed_plugins.json` (version 2: a list of installs per id; version 1: one object).
+fn enabled_plugins(claude: &Path, projects: &[PathBuf]) -> Vec<(String, PathBuf)> {
+    let mut enabled: BTreeMap<String, bool> = BTreeMap::new();
+    let mut settings_files = vec![claude.join("settings.json")];
+    for p in projects.iter().rev() {
+        settings_files.push(p.join(".claude").join("settings.json"));
+        settings_files.push(p.join(".claude").join("settings.local.json"));
+    }
+    for file in settings_files {
+        if let Some(Value::Object(m)) = read_json(&file).and_then(|v| v.get("enabledPlugins").cloned()) {
+            for (id, on) in m {
+                enabled.insert(id, on.as_bool().unwrap_or(false));
+            }
+        }
+    }
+    let installed = read_json(&claude.join("plugins").join("installed_plugins.json"));
+    let records = installed.as_ref().and_then(|v| v.get("plugins")).and_then(Value::as_object);
+    let mut out = Vec::new();
+    for (id, on) in enabled {
+        if !on {
+            continue;
+        }
+        let installs: Vec<&Value> = match records.and_then(|r| r.get(&id)) {
+            Some(Value::Array(a)) => a.iter().collect(),
+            Some(o @ Value::Object(_)) => vec![o],
+            _ => continue,
+        };
+        // A project-scoped install counts only inside its project.
+        let applies = |rec: &&&Value| match rec.get("projectPath").and_then(Value::as_str) {
+            Some(pp) if rec.get("scope").and_then(Value::as_str).is_some_and(|s| s != "user") => {
+                projects.iter().any(|p| p.starts_with(pp))
+            }
+            _ => true,
+        };
+        if let Some(path) =
+            installs.iter().rev().find(applies).and_then(|r| r.get("installPath")).and_then(Value::as_str)
+        {
+            let name = id.split('@').next().unwrap_or(&id).to_string();
+            out.push((name, PathBuf::from(path)));
+        }
+    }
+    out
+}
+
+/// A plugin's skill folders: `skills/`, plus what its manifest's `skills` field names.
+fn plugin_skill_dirs(root: &Path) -> Vec<PathBuf> {
+    let mut dirs = vec![root.join("skills")];
+    let manifest = read_json(&root.join(".claude-plugin").join("plugin.json"));
+    let extra: Vec<String> = match manifest.as_ref().and_then(|m| m.get("skills")) {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(String::from).collect(),
+        _ => Vec::new(),
+    };
+    for e in extra {
+        let d = root.join(e.trim_start_matches("./"));
+        if !dirs.contains(&d) {
+            dirs.push(d);
+        }
+    }
+    dirs
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    let text = std::fs::read_to_string(path).ok()?;
+    match serde_json::from_str(&text) {
+        Ok(v) => Some(v),
+        Err(e) => {
+            logging::warn("skills", &format!("{} is not JSON: {e}", path.display()));
+            None
+        }
+    }
+}
+
+/// What the picker did for one prompt.
+#[derive(Debug, Clone)]
+pub enum Pick {
+    /// No engine call, and why (no candidates, more candidates than the engine takes, budget used up).
+    NotAsked(String),
+    /// The engine failed or timed out.
+    Failed(String),
+    /// The engine abstained.
+    Abstained,
+    /// The engine's pick (`NONE` when no skill fits) with its calibrated confidence.
+    Picked { skill: String, confidence: f64 },
+}
+
+#[derive(Debug, Clone)]
+pub struct Picked {
+    pub candidates: Vec<Skill>,
+    pub pick: Pick,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub latency_ms: f64,
+}
+
+/// The picker's question and its options: every candidate's name, then `none`.
+pub fn request(prompt: &str, candidates: &[Skill]) -> EngineRequest {
+    let descriptions: Map<String, Value> = candidates
+        .iter()
+        .map(|s| (s.name.clone(), json!(s.description.chars().take(MAX_DESCRIPTION_CHARS).collect::<String>())))
+        .collect();
+    let mut options: Vec<String> = candidates.iter().map(|s| s.name.clone()).collect();
+    options.push(NONE.to_string());
+    EngineRequest {
+        context: Some(json!({"request": prompt, "skills": descriptions})),
+        questions: vec![Question {
+            key: "skill".to_string(),
+            text: "Which one of the listed skills should the assistant load to handle this request? \
+                   Answer none unless one clearly fits."
+                .to_string(),
+            options,
+        }],
+    }
+}
+
+/// Asks the engine to pick among `candidates`, unless it cannot take them all (then dormant, with
+/// no engine call) or the budget is gone.
+pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: Instant, rid: &str) -> Picked {
+    let not_asked = |candidates, why: String| Picked {
+        candidates,
+        pick: Pick::NotAsked(why),
+        provider: None,
+        model: None,
+        latency_ms: 0.0,
+    };
+    if candidates.is_empty() {
+        return not_asked(candidates, "no skills to choose from".into());
+    }
+    let max = gateway.primary().map(|p| p.capabilities().max_options).unwrap_or(0);
+    let options = candidates.len() + 1;
+    if options > max {
+        let why =
+            format!("dormant: {} skills plus `none` exceed the engine's limit of {max} options", candidates.len());
+        return not_asked(candidates, why);
+    }
+    if Instant::now() >= deadline {
+        return not_asked(candidates, "skipped: routing used up the engine budget".into());
+    }
+    let started = Instant::now();
+    let outcome = gateway.run_chain(&request(prompt, &candidates), &["skill".to_string()], Some(deadline), rid);
+    let latency_ms = crate::gateway::millis(started.elapsed());
+    let pick = match outcome.answers.and_then(|mut a| a.pop()) {
+        Some(Answer::Decided { decision, confidence, .. }) => Pick::Picked { skill: decision, confidence },
+        Some(Answer::Abstained { .. }) => Pick::Abstained,
+        None => Pick::Failed(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".into())),
+    };
+    Picked { candidates, pick, provider: outcome.provider, model: outcome.model, latency_ms }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frontmatter_fields() {
+        let f = frontmatter("---\nname: pdf\ndescription: >\n  Fill PDF forms\n  and merge files\nallowed-tools:\n  - Read\ndisable-model-invocation: true\n---\nbody").unwrap();
+        assert_eq!(f["name"], "pdf");
+        assert_eq!(f["description"], "Fill PDF forms and merge files");
+        assert_eq!(f["disable-model-invocation"], "true");
+        let f = frontmatter("---\nname: \"q: x\"\ndescription: plain text\n  continued\n---\n").unwrap();
+        assert_eq!(f["name"], "q: x");
+        assert_eq!(f["description"], "plain text continued");
+        assert!(frontmatter("no frontmatter").unwrap().is_empty());
+    }
+
+    #[test]
+    fn bad_frontmatter_is_an_error() {
+        assert!(frontmatter("---\nname: x\n").is_err(), "unclosed");
+        assert!(frontmatter("---\njust words\n---\n").is_err());
+        assert!(frontmatter("---\nname: \"open\n---\n").is_err());
+        assert!(frontmatter("---\nname: a\nname: b\n---\n").is_err());
+        assert!(frontmatter("---\n\tname: a\n---\n").is_err());
+    }
+
+    #[test]
+    fn picker_options_end_with_none() {
+        let skills = vec![Skill { name: "pdf".into(), description: "d".repeat(1000), origin: "user" }];
+        let r = request("fill the form", &skills);
+        assert_eq!(r.questions[0].options, ["pdf", "none"]);
+        let ctx = r.context.unwrap();
+        assert_eq!(ctx["skills"]["pdf"].as_str().unwrap().len(), MAX_DESCRIPTION_CHARS);
+    }
+}
