@@ -1,10 +1,418 @@
-//! `system1 doctor`: not built yet (see the open issues).
+//! `system1 doctor`: diagnoses the config, the binary against the plugin, the MCP registration,
+//! the engines, one test decision, the recent decision tallies and the pause state. Every finding
+//! is one line (`ok`, `warn` or `FAIL`) with a `fix:` line when there is something to do.
+//!
+//! Exit code: 1 when any finding is FAIL, else 0 (a warning, such as being paused on purpose, is
+//! not a fault). The test decision goes through `Gateway::run_chain`, not `decide`, so it is not
+//! counted in the tallies that the abstention check reads.
 
-use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::Value;
+
+use crate::commands::smoke::installed_bin;
+use crate::error::{Result, exit};
+use crate::gateway::{Answer, Gateway, Outcome, VERSION};
+use crate::hook::session_start::{pending_labels, start_hint};
+use crate::providers::{EngineRequest, Question};
+use crate::{logging, paths, state};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Days of decision tallies to read for the abstention and error checks.
+    #[arg(long, default_value_t = 7)]
+    days: u32,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 doctor` is not available in this build yet"))
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+struct Finding {
+    level: Level,
+    what: String,
+    fix: Option<String>,
+}
+
+#[derive(Default)]
+struct Report(Vec<Finding>);
+
+impl Report {
+    fn ok(&mut self, what: impl Into<String>) {
+        self.0.push(Finding { level: Level::Ok, what: what.into(), fix: None });
+    }
+    fn warn(&mut self, what: impl Into<String>, fix: impl Into<String>) {
+        self.0.push(Finding { level: Level::Warn, what: what.into(), fix: Some(fix.into()) });
+    }
+    fn fail(&mut self, what: impl Into<String>, fix: impl Into<String>) {
+        self.0.push(Finding { level: Level::Fail, what: what.into(), fix: Some(fix.into()) });
+    }
+}
+
+/// A test decision longer than this would eat the routing hook's whole engine budget.
+const SLOW_MS: f64 = 1500.0;
+/// Constant abstention needs at least this many decisions before it is called a fault.
+const MIN_DECISIONS: u64 = 10;
+
+pub fn run(args: Args) -> Result<i32> {
+    let gateway = Gateway::from_env();
+    let g = &gateway.loaded.config.gateway;
+    logging::init(&g.log_level, &g.log_file, false);
+    let mut r = Report::default();
+
+    check_config(&gateway, &mut r);
+    check_versions(&mut r);
+    check_registration(&mut r);
+    if gateway.is_ok() {
+        check_engines(&gateway, &mut r);
+        check_test_decision(&gateway, &mut r);
+    }
+    check_tallies(args.days, &mut r);
+    check_pause(&gateway, &mut r);
+    check_labels(&mut r);
+
+    let mut failed = false;
+    for f in &r.0 {
+        let tag = match f.level {
+            Level::Ok => "ok  ",
+            Level::Warn => "warn",
+            Level::Fail => "FAIL",
+        };
+        failed |= f.level == Level::Fail;
+        println!("{tag}  {}", f.what);
+        if let Some(fix) = &f.fix {
+            println!("      fix: {fix}");
+        }
+    }
+    let problems = r.0.iter().filter(|f| f.level != Level::Ok).count();
+    println!(
+        "{}",
+        match problems {
+            0 => "doctor: all good".to_string(),
+            n => format!("doctor: {n} finding(s) need attention"),
+        }
+    );
+    Ok(if failed { exit::FAILURE } else { exit::OK })
+}
+
+fn check_config(gateway: &Gateway, r: &mut Report) {
+    let loaded = &gateway.loaded;
+    let path = loaded.path.display();
+    if gateway.config_errors.is_empty() {
+        if loaded.file_read {
+            r.ok(format!("config {path} is valid (engines: {})", loaded.chain().join(" → ")));
+        } else {
+            r.ok(format!("no config file at {path}; the defaults apply (engine: {})", loaded.chain().join(" → ")));
+        }
+        return;
+    }
+    for e in &gateway.config_errors {
+        r.fail(
+            format!("config: {e}"),
+            format!("edit {path} (see config.example.toml), then check it with `system1 config check`"),
+        );
+    }
+}
+
+/// The plugin's version: `$CLAUDE_PLUGIN_ROOT/.claude-plugin/plugin.json`, else Claude Code's
+/// record of the installed `system1` plugin.
+fn plugin_version() -> Option<(String, String)> {
+    if let Some(root) = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|v| !v.is_empty()) {
+        let manifest = PathBuf::from(root).join(".claude-plugin").join("plugin.json");
+        if let Some(v) = read_json(&manifest).and_then(|m| m["version"].as_str().map(String::from)) {
+            return Some((v, manifest.display().to_string()));
+        }
+    }
+    let records = paths::claude_dir().join("plugins").join("installed_plugins.json");
+    let json = read_json(&records)?;
+    let plugins = json["plugins"].as_object()?;
+    for (id, installs) in plugins {
+        if !id.starts_with("system1@") {
+            continue;
+        }
+        for install in installs.as_array().into_iter().flatten() {
+            let from_manifest = install["installPath"]
+                .as_str()
+                .and_then(|p| read_json(&Path::new(p).join(".claude-plugin").join("plugin.json")))
+                .and_then(|m| m["version"].as_str().map(String::from));
+            if let Some(v) = from_manifest.or_else(|| install["version"].as_str().map(String::from)) {
+                return Some((v, format!("{id} in {}", records.display())));
+            }
+        }
+    }
+    None
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+fn check_versions(r: &mut Report) {
+    let bin = installed_bin();
+    if !bin.exists() {
+        r.fail(
+            format!("the binary is not installed at {}", bin.display()),
+            "install it with /system1:setup (or `system1 install`)",
+        );
+    }
+    match plugin_version() {
+        Some((v, from)) if v == VERSION => r.ok(format!("binary {VERSION} matches the plugin ({from})")),
+        Some((v, from)) => r.warn(
+            format!("binary {VERSION} differs from the plugin's version {v} ({from})"),
+            "reinstall the binary for this plugin with /system1:setup (upgrade)",
+        ),
+        None => r.ok(format!("binary {VERSION}; no system1 plugin found in Claude Code (fine for other MCP clients)")),
+    }
+}
+
+/// Claude Code's user file: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+fn claude_json() -> PathBuf {
+    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        Some(d) => PathBuf::from(d).join(".claude.json"),
+        None => paths::home().join(".claude.json"),
+    }
+}
+
+fn register_command() -> String {
+    format!("claude mcp add --scope user --transport stdio system1 -- {} mcp", installed_bin().display())
+}
+
+fn check_registration(r: &mut Report) {
+    let file = claude_json();
+    let json = read_json(&file);
+    let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
+    let entry = json.as_ref().and_then(|j| {
+        let user = j["mcpServers"].get("system1").map(|e| (e.clone(), "user scope"));
+        let project = cwd
+            .as_ref()
+            .and_then(|c| j["projects"][c.as_str()]["mcpServers"].get("system1"))
+            .map(|e| (e.clone(), "this project"));
+        user.or(project)
+    });
+    let Some((entry, scope)) = entry else {
+        if let Some(found) = claude_mcp_get() {
+            r.ok(format!("MCP server registered ({found})"));
+            return;
+        }
+        r.fail(
+            format!(
+                "the system1 MCP server is not registered with Claude Code ({} has no mcpServers.system1)",
+                file.display()
+            ),
+            format!("run `system1 install`, or `{}`", register_command()),
+        );
+        return;
+    };
+    let command = entry["command"].as_str().unwrap_or("");
+    let args: Vec<&str> =
+        entry["args"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let shown = format!("{command} {}", args.join(" "));
+    let fix = format!("register it again: `claude mcp remove --scope user system1`, then `{}`", register_command());
+    if args != ["mcp"] {
+        r.fail(format!("the registered command `{shown}` does not run `system1 mcp`"), fix);
+    } else if !Path::new(command).exists() && which(command).is_none() {
+        r.fail(format!("the registered command `{shown}` points to a missing file"), fix);
+    } else {
+        r.ok(format!("MCP server registered ({scope}): {shown}"));
+    }
+}
+
+/// `claude mcp get system1`, when `claude` is on PATH: finds registrations in other scopes.
+fn claude_mcp_get() -> Option<String> {
+    let claude = which("claude")?;
+    let out = std::process::Command::new(claude).args(["mcp", "get", "system1"]).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || !text.contains("system1") {
+        return None;
+    }
+    let scope = text.lines().find(|l| l.trim_start().starts_with("Scope:")).map(|l| l.trim().to_string());
+    Some(scope.unwrap_or_else(|| "reported by `claude mcp get system1`".to_string()))
+}
+
+fn which(name: &str) -> Option<PathBuf> {
+    if name.contains(std::path::MAIN_SEPARATOR) || name.is_empty() {
+        return None;
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+fn endpoint_of(gateway: &Gateway, name: &str) -> String {
+    gateway
+        .loaded
+        .config
+        .providers
+        .get(name)
+        .and_then(|p| p.table.get("endpoint"))
+        .and_then(|v| v.as_str())
+        .map(|e| format!(" at {e}"))
+        .unwrap_or_default()
+}
+
+fn check_engines(gateway: &Gateway, r: &mut Report) {
+    let health = gateway.health();
+    let any_up = health.providers.iter().any(|p| p.ok);
+    for p in &health.providers {
+        let detail = p.detail.as_deref().unwrap_or("");
+        let endpoint = endpoint_of(gateway, &p.name);
+        if p.ok {
+            r.ok(format!(
+                "{} engine ({}){endpoint} answers health in {:.0} ms: {detail}",
+                p.name, p.role, p.latency_ms
+            ));
+        } else if any_up {
+            r.warn(
+                format!(
+                    "{} engine ({}){endpoint} is down: {detail}; another engine of the chain answers",
+                    p.name, p.role
+                ),
+                start_hint(&p.name),
+            );
+        } else {
+            r.fail(format!("{} engine ({}){endpoint} is down: {detail}", p.name, p.role), start_hint(&p.name));
+        }
+    }
+}
+
+fn check_test_decision(gateway: &Gateway, r: &mut Report) {
+    let request = EngineRequest {
+        context: None,
+        questions: vec![Question {
+            key: "decision".into(),
+            text: "Is this a test question from system1 doctor?".into(),
+            options: vec!["yes".into(), "no".into()],
+        }],
+    };
+    let started = Instant::now();
+    let outcome = gateway.run_chain(&request, &["doctor".to_string()], None, "doctor");
+    let ms = started.elapsed().as_secs_f64() * 1e3;
+    let timeout_s = gateway.loaded.config.gateway.timeout_s;
+    for a in &outcome.attempts {
+        let detail = a.detail.as_deref().unwrap_or("");
+        match a.outcome {
+            Outcome::Timeout => r.fail(
+                format!("test decision: {} timed out after {:.0} ms (timeout_s = {timeout_s})", a.provider, a.latency_ms),
+                format!(
+                    "check the engine's load (the first decision after a start may load the model, so try again), or raise [gateway] timeout_s; {}",
+                    start_hint(&a.provider).to_lowercase()
+                ),
+            ),
+            Outcome::Malformed => r.fail(
+                format!("test decision: {} answered malformed: {detail}", a.provider),
+                format!(
+                    "check that [providers.{}] endpoint and model name the engine and checkpoint you run, and that the engine's version is supported",
+                    a.provider
+                ),
+            ),
+            Outcome::Error => r.fail(format!("test decision: {} failed: {detail}", a.provider), start_hint(&a.provider)),
+            Outcome::Ok | Outcome::Abstained => {}
+        }
+    }
+    match (&outcome.answers, outcome.provider) {
+        (Some(answers), Some(p)) => {
+            let what = match answers.first() {
+                Some(Answer::Decided { decision, confidence, .. }) => format!("{decision:?} at {confidence:.2}"),
+                _ => "abstained".to_string(),
+            };
+            if ms > SLOW_MS {
+                r.warn(
+                    format!("test decision by {p} took {ms:.0} ms ({what}): more than the routing hook's 1.5 s budget"),
+                    "use a GPU or a smaller model, keep the engine warm (start at login), or leave routing off",
+                );
+            } else {
+                r.ok(format!("test decision by {p} in {ms:.0} ms ({what})"));
+            }
+        }
+        _ if outcome.attempts.is_empty() => {
+            let why = outcome.failure.map(|f| f.message).unwrap_or_default();
+            r.fail(format!("test decision: {why}"), "set [gateway] provider in the config");
+        }
+        _ => {}
+    }
+}
+
+fn check_tallies(days: u32, r: &mut Report) {
+    let today = chrono::Utc::now().date_naive();
+    let mut counts = std::collections::BTreeMap::<String, u64>::new();
+    for back in 0..days.max(1) {
+        let Some(day) = today.checked_sub_days(chrono::Days::new(u64::from(back))) else { break };
+        let Ok(text) = std::fs::read_to_string(paths::decisions_log(&day.format("%Y-%m-%d").to_string())) else {
+            continue;
+        };
+        for line in text.lines() {
+            if let Ok(v) = serde_json::from_str::<Value>(line) {
+                let status = v["status"].as_str().unwrap_or("unknown").to_string();
+                *counts.entry(status).or_insert(0) += 1;
+            }
+        }
+    }
+    let total: u64 = counts.values().sum();
+    let n = |s: &str| counts.get(s).copied().unwrap_or(0);
+    let span = if days <= 1 { "today".to_string() } else { format!("in the last {days} days") };
+    if total == 0 {
+        r.ok(format!("no decisions {span}"));
+        return;
+    }
+    let (decided, abstained, errors) = (n("decided"), n("abstained"), n("error"));
+    let summary = format!("{total} decisions {span}: {decided} decided, {abstained} abstained, {errors} errors");
+    if total >= MIN_DECISIONS && decided == 0 && abstained > 0 {
+        r.fail(
+            format!("{summary}: it always abstains"),
+            "if it is paused, `system1 toggle on`; else the threshold is above what the engine gives: lower [gateway] min_confidence, or fit a calibration with /system1:calibrate",
+        );
+    } else if total >= MIN_DECISIONS && errors * 2 > total {
+        r.warn(format!("{summary}: most of them failed"), "see the engine and test decision findings above");
+    } else {
+        r.ok(summary);
+    }
+}
+
+fn check_pause(gateway: &Gateway, r: &mut Report) {
+    if state::is_paused() {
+        let since = crate::commands::toggle::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
+        r.warn(
+            format!("System-1 is paused{since}: decisions abstain and the hooks are silent"),
+            "`system1 toggle on` (or /system1:toggle on)",
+        );
+    } else {
+        let routing = &gateway.loaded.config.routing;
+        let state = match (routing.enabled, routing.hint) {
+            (false, _) => "routing off",
+            (true, false) => "routing on, log only",
+            (true, true) => "routing on with hints",
+        };
+        r.ok(format!("not paused ({state})"));
+    }
+}
+
+fn check_labels(r: &mut Report) {
+    let pending = pending_labels();
+    if pending >= crate::hook::session_start::PENDING_LABELS_THRESHOLD {
+        r.warn(
+            format!("{pending} logged prompts wait for labels"),
+            "label them and refit the calibration with /system1:calibrate",
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn which_skips_paths_and_empty_names() {
+        assert!(which("").is_none());
+        assert!(which(&format!("a{}b", std::path::MAIN_SEPARATOR)).is_none());
+    }
+
+    #[test]
+    fn register_command_runs_the_installed_binary() {
+        let c = register_command();
+        assert!(c.starts_with("claude mcp add --scope user --transport stdio system1 -- "));
+        assert!(c.ends_with(" mcp"));
+    }
 }

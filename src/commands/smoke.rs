@@ -1,10 +1,294 @@
-//! `system1 smoke`: not built yet (see the open issues).
+//! `system1 smoke`: launches the installed server exactly as an MCP client does (the registered
+//! command, `<install>/bin/system1 mcp`, or `--bin`), then checks the handshake, the tool list,
+//! health and, with `--question`, one decision, printing one line per step.
+//!
+//! It speaks newline-delimited JSON-RPC over the child's stdio. A reader thread forwards stdout
+//! lines so each step has a deadline; the child's stderr is kept to show when a step fails.
 
-use crate::error::{Error, Result};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::error::{Result, exit};
+use crate::gateway::TOOLS;
+use crate::paths;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Also ask one decision.
+    #[arg(long, short)]
+    question: Option<String>,
+    /// The options of that decision (without them it is a yes/no question).
+    #[arg(long, num_args = 1.., requires = "question")]
+    options: Vec<String>,
+    /// The server binary to launch (default: the installed one).
+    #[arg(long)]
+    bin: Option<PathBuf>,
+    /// Seconds each step may take.
+    #[arg(long, default_value_t = 30.0)]
+    timeout_s: f64,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 smoke` is not available in this build yet"))
+/// The MCP protocol version smoke offers, as Claude Code does.
+const PROTOCOL_VERSION: &str = "2025-06-18";
+
+/// The installed binary, as `system1 install` registers it.
+pub fn installed_bin() -> PathBuf {
+    paths::bin_dir().join(if cfg!(windows) { "system1.exe" } else { "system1" })
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let bin = args.bin.clone().unwrap_or_else(installed_bin);
+    let timeout = Duration::from_secs_f64(args.timeout_s.clamp(0.1, 3600.0));
+    println!("launch     {} mcp", bin.display());
+    let mut server = match Server::spawn(&bin) {
+        Ok(s) => s,
+        Err(e) => {
+            println!("FAIL       cannot start {}: {e}", bin.display());
+            if !bin.exists() {
+                println!("fix:       install it with /system1:setup (or `system1 install`), or pass --bin");
+            }
+            return Ok(exit::FAILURE);
+        }
+    };
+    let ok = steps(&mut server, &args, timeout);
+    let stderr = server.finish();
+    if !ok {
+        let tail: Vec<&str> = stderr.lines().rev().take(10).collect();
+        if !tail.is_empty() {
+            println!("server stderr (last lines):");
+            for line in tail.into_iter().rev() {
+                println!("  {line}");
+            }
+        }
+        println!("smoke: FAILED (run `system1 doctor` for fixes)");
+        return Ok(exit::FAILURE);
+    }
+    println!("smoke: ok");
+    Ok(exit::OK)
+}
+
+/// Runs each step in order; false at the first one that fails (after printing why).
+fn steps(server: &mut Server, args: &Args, timeout: Duration) -> bool {
+    let started = Instant::now();
+    let init = server.request(
+        "initialize",
+        json!({"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+               "clientInfo": {"name": "system1-smoke", "version": crate::gateway::VERSION}}),
+        timeout,
+    );
+    let init = match init {
+        Ok(r) => r,
+        Err(e) => return fail("initialize", &e),
+    };
+    let info = &init["serverInfo"];
+    println!(
+        "ok         initialize: {} {}, protocol {} ({:.0} ms)",
+        info["name"].as_str().unwrap_or("?"),
+        info["version"].as_str().unwrap_or("?"),
+        init["protocolVersion"].as_str().unwrap_or("?"),
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    if let Err(e) = server.notify("notifications/initialized") {
+        return fail("initialized", &e);
+    }
+
+    let tools = match server.request("tools/list", json!({}), timeout) {
+        Ok(r) => r,
+        Err(e) => return fail("tools/list", &e),
+    };
+    let names: Vec<&str> =
+        tools["tools"].as_array().map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect()).unwrap_or_default();
+    let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !names.contains(t)).collect();
+    if !missing.is_empty() {
+        return fail("tools/list", &format!("missing {} (got {})", missing.join(", "), names.join(", ")));
+    }
+    println!("ok         tools/list: {}", names.join(", "));
+
+    let health = match server.call("system1_health", json!({}), timeout) {
+        Ok(h) => h,
+        Err(e) => return fail("system1_health", &e),
+    };
+    let status = health["status"].as_str().unwrap_or("?");
+    let engines: Vec<String> = health["providers"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .map(|p| {
+                    let up = if p["ok"].as_bool() == Some(true) { "up" } else { "down" };
+                    let detail = p["detail"].as_str().map(|d| format!(": {d}")).unwrap_or_default();
+                    format!("{} {up}{detail}", p["name"].as_str().unwrap_or("?"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut health_line = format!("{status} ({})", engines.join("; "));
+    if let Some(errs) = health["config_errors"].as_array().filter(|e| !e.is_empty()) {
+        let errs: Vec<&str> = errs.iter().filter_map(Value::as_str).collect();
+        health_line.push_str(&format!("; config errors: {}", errs.join("; ")));
+    }
+    match status {
+        "ok" => println!("ok         system1_health: {health_line}"),
+        "degraded" | "paused" => println!("warn       system1_health: {health_line}"),
+        _ => return fail("system1_health", &health_line),
+    }
+
+    let Some(question) = &args.question else { return true };
+    let mut req = json!({"question": question});
+    if !args.options.is_empty() {
+        req["options"] = json!(args.options);
+    }
+    let d = match server.call("system1_decide", req, timeout) {
+        Ok(d) => d,
+        Err(e) => return fail("system1_decide", &e),
+    };
+    let latency = d["latency_ms"].as_f64().unwrap_or(f64::NAN);
+    match d["status"].as_str() {
+        Some("decided") => println!(
+            "ok         system1_decide: {:?} (confidence {:.2}, {}, {latency} ms)",
+            d["decision"].as_str().unwrap_or(""),
+            d["confidence"].as_f64().unwrap_or(f64::NAN),
+            d["provider"].as_str().unwrap_or("?")
+        ),
+        Some("abstained") => println!(
+            "ok         system1_decide: abstained ({}, {latency} ms)",
+            d["rationale"].as_str().unwrap_or("no rationale")
+        ),
+        _ => {
+            let code = d["error"]["code"].as_str().unwrap_or("?");
+            let msg = d["error"]["message"].as_str().unwrap_or("?");
+            return fail("system1_decide", &format!("error {code}: {msg}"));
+        }
+    }
+    true
+}
+
+fn fail(step: &str, why: &str) -> bool {
+    println!("FAIL       {step}: {why}");
+    false
+}
+
+/// The server under test: its stdin, its stdout lines, and its stderr collected in the background.
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Receiver<String>,
+    next_id: u64,
+}
+
+impl Server {
+    fn spawn(bin: &std::path::Path) -> std::io::Result<Server> {
+        let mut child =
+            Command::new(bin).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let (tx, lines) = channel();
+        if let Some(out) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let (etx, stderr) = channel();
+        if let Some(mut err) = child.stderr.take() {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = err.by_ref().take(1 << 20).read_to_string(&mut text);
+                let _ = etx.send(text);
+            });
+        }
+        let stdin = child.stdin.take();
+        Ok(Server { child, stdin, lines, stderr, next_id: 0 })
+    }
+
+    fn send(&mut self, msg: &Value) -> std::result::Result<(), String> {
+        let stdin = self.stdin.as_mut().ok_or("stdin closed")?;
+        let mut line = msg.to_string();
+        line.push('\n');
+        stdin.write_all(line.as_bytes()).and_then(|_| stdin.flush()).map_err(|e| format!("cannot write: {e}"))
+    }
+
+    fn notify(&mut self, method: &str) -> std::result::Result<(), String> {
+        self.send(&json!({"jsonrpc": "2.0", "method": method}))
+    }
+
+    /// Sends a request and waits for the answer with its id; any non-JSON line on stdout fails.
+    fn request(&mut self, method: &str, params: Value, timeout: Duration) -> std::result::Result<Value, String> {
+        self.next_id += 1;
+        let id = self.next_id;
+        // A server that died at once closes its stdin too: then what it printed says more than EPIPE.
+        let sent = self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let timeout = if sent.is_err() { timeout.min(Duration::from_secs(2)) } else { timeout };
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = match self.lines.recv_timeout(left) {
+                Ok(l) => l,
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    sent?;
+                    return Err(format!("no answer within {:.1} s", timeout.as_secs_f64()));
+                }
+                Err(_) => {
+                    let code = self.wait_timeout(Duration::from_millis(500)).and_then(|s| s.code());
+                    let how = code.map(|c| format!(" with exit code {c}")).unwrap_or_default();
+                    return Err(format!("the server closed its output{how}"));
+                }
+            };
+            let msg: Value =
+                serde_json::from_str(&line).map_err(|e| format!("not JSON-RPC on stdout ({e}): {}", shorten(&line)))?;
+            if msg.get("id") != Some(&json!(id)) {
+                continue; // a notification or a server request: not ours
+            }
+            if let Some(err) = msg.get("error") {
+                return Err(format!("JSON-RPC error {}", err));
+            }
+            return msg.get("result").cloned().ok_or_else(|| format!("answer without a result: {}", shorten(&line)));
+        }
+    }
+
+    /// Calls a tool and returns its structured result.
+    fn call(&mut self, tool: &str, arguments: Value, timeout: Duration) -> std::result::Result<Value, String> {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": arguments}), timeout)?;
+        if let Some(s) = r.get("structuredContent") {
+            return Ok(s.clone());
+        }
+        // Older clients read the text content; the server puts the same JSON there.
+        r["content"][0]["text"]
+            .as_str()
+            .and_then(|t| serde_json::from_str(t).ok())
+            .ok_or_else(|| format!("result has no structuredContent: {}", shorten(&r.to_string())))
+    }
+
+    /// Waits up to `limit` for the child to exit (so its exit code can be reported).
+    fn wait_timeout(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + limit;
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => return Some(status),
+                Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// Closes stdin, gives the server a moment to exit, and returns what it wrote on stderr.
+    fn finish(mut self) -> String {
+        drop(self.stdin.take());
+        if self.wait_timeout(Duration::from_secs(2)).is_none() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+        self.stderr.recv_timeout(Duration::from_secs(1)).unwrap_or_default()
+    }
+}
+
+fn shorten(s: &str) -> String {
+    if s.chars().count() > 200 { format!("{}…", s.chars().take(200).collect::<String>()) } else { s.to_string() }
 }

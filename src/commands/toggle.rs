@@ -1,10 +1,109 @@
-//! `system1 toggle`: not built yet (see the open issues).
+//! `system1 toggle on|off|status`: pause or resume System-1 everywhere, or show its state.
+//!
+//! The pause flag is a file in the install dir (`state::set_paused`). The server reads it on every
+//! decision and the hooks on every prompt, so a toggle takes effect from the next call with no
+//! restart. `status` shows what is on, the engine's health and today's decision tally.
 
-use crate::error::{Error, Result};
+use crate::error::{Context, Result, exit};
+use crate::gateway::Gateway;
+use crate::{logging, paths, state};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[arg(value_enum, default_value = "status")]
+    action: Action,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 toggle` is not available in this build yet"))
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Action {
+    /// Resume: routing hint, skill picker and system1_decide work again.
+    On,
+    /// Pause: decisions abstain saying so, and the hooks stay silent.
+    Off,
+    /// Show what is on, the engine's health and today's decisions.
+    Status,
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    match args.action {
+        Action::On => {
+            state::set_paused(false).context(|| format!("cannot remove {}", paths::pause_file().display()))?;
+            println!("System-1 is on: routing hint, skill picker and system1_decide resume from the next prompt.");
+            Ok(exit::OK)
+        }
+        Action::Off => {
+            state::set_paused(true).context(|| format!("cannot write {}", paths::pause_file().display()))?;
+            println!(
+                "System-1 is paused: from the next prompt, system1_decide abstains and the hooks stay silent. `system1 toggle on` resumes."
+            );
+            Ok(exit::OK)
+        }
+        Action::Status => status(),
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+fn status() -> Result<i32> {
+    let gateway = Gateway::from_env();
+    let g = &gateway.loaded.config.gateway;
+    logging::init(&g.log_level, &g.log_file, false);
+    let paused = state::is_paused();
+    let cfg = &gateway.loaded.config;
+
+    if paused {
+        let since = paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
+        println!("System-1:      paused{since} (`system1 toggle on` resumes)");
+    } else {
+        println!("System-1:      on");
+    }
+    let chain = gateway.loaded.chain().join(" → ");
+    let gateway_state = if !gateway.is_ok() {
+        "broken config (`system1 doctor`)".to_string()
+    } else {
+        format!("{} (engines: {chain})", on_off(!paused))
+    };
+    println!("gateway:       {gateway_state}");
+    let mode = |enabled: bool, hint: bool| match (enabled && !paused, hint) {
+        (false, _) => "off".to_string(),
+        (true, true) => "on (hints)".to_string(),
+        (true, false) => "on (log only, no hints)".to_string(),
+    };
+    println!("routing hint:  {}", mode(cfg.routing.enabled, cfg.routing.hint));
+    println!("skill picker:  {}", mode(cfg.skills.enabled, cfg.skills.hint));
+
+    if gateway.is_ok() {
+        let health = gateway.health();
+        let engines: Vec<String> = health
+            .providers
+            .iter()
+            .map(|p| {
+                let state = if p.ok { "up" } else { "down" };
+                let detail = p.detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
+                format!("{} {state} in {:.0} ms{detail}", p.name, p.latency_ms)
+            })
+            .collect();
+        println!("engine health: {} ({})", health.status, engines.join("; "));
+    } else {
+        for e in &gateway.config_errors {
+            println!("config error:  {e}");
+        }
+    }
+
+    let today = state::decisions_today();
+    let total: u64 = today.values().sum();
+    let by_status: Vec<String> = today.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let detail = if by_status.is_empty() { String::new() } else { format!(" ({})", by_status.join(", ")) };
+    println!("decisions today: {total}{detail}");
+    Ok(exit::OK)
+}
+
+/// When the pause began, from the pause file (`paused at <RFC 3339>`), to the minute.
+pub fn paused_since() -> Option<String> {
+    let text = std::fs::read_to_string(paths::pause_file()).ok()?;
+    let stamp = text.trim().strip_prefix("paused at ")?;
+    let t = chrono::DateTime::parse_from_rfc3339(stamp).ok()?;
+    Some(t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
 }

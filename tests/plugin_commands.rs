@@ -1,0 +1,373 @@
+//! The plugin's commands through the real binary: the session-start hook (silent, and each case
+//! that speaks), `toggle` (pause takes effect on a running server with no restart), `smoke`
+//! against the mock and against a missing or broken server, and `doctor`'s findings.
+
+mod common;
+
+use common::{TestEnv, stderr, stdout, write};
+use serde_json::{Value, json};
+
+const SESSION_START: &str = r#"{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"SessionStart","source":"startup"}"#;
+
+/// Runs the session-start hook; returns its stdout (must be empty or one JSON object) and exit code.
+fn session_start(env: &TestEnv) -> (String, Option<Value>) {
+    let out = env.run(&["hook", "session-start"], SESSION_START);
+    assert_eq!(out.status.code(), Some(0), "hooks always exit 0; stderr: {}", stderr(&out));
+    let text = stdout(&out);
+    let parsed = if text.trim().is_empty() {
+        None
+    } else {
+        Some(serde_json::from_str::<Value>(text.trim()).unwrap_or_else(|e| panic!("not JSON: {text:?}: {e}")))
+    };
+    (text, parsed)
+}
+
+fn context(v: &Value) -> String {
+    assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().expect("additionalContext").to_string();
+    assert_eq!(v["systemMessage"].as_str(), Some(ctx.as_str()), "the user sees the same line");
+    ctx
+}
+
+/// A TCP port on loopback that refuses connections (bound, then released).
+fn refused_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    l.local_addr().expect("addr").port()
+}
+
+/// Writes `n` prompt entries waiting for labels, plus entries that must not count.
+fn write_routing_log(env: &TestEnv, pending: usize) {
+    let mut text = String::new();
+    for i in 0..pending {
+        text.push_str(
+            &json!({"id": format!("p{i}"), "source": "prompt", "prompt": "x", "decision": "sonnet"}).to_string(),
+        );
+        text.push('\n');
+    }
+    // Labelled prompts, agent and skill entries, and a broken line are not waiting for labels.
+    for i in 0..5 {
+        let labelled = json!({"id": format!("l{i}"), "source": "prompt", "labels": {"read_only": true}});
+        let agent = json!({"id": format!("a{i}"), "source": "agent"});
+        let skill = json!({"id": format!("k{i}"), "source": "skill"});
+        text.push_str(&format!("{labelled}\n{agent}\n{skill}\n"));
+    }
+    text.push_str("{not json\n");
+    write(&env.install_dir.join("logs/routing.jsonl"), &text);
+}
+
+#[test]
+fn session_start_is_silent_when_all_is_well() {
+    let env = TestEnv::with_mock("[routing]\nenabled = true\n");
+    let (text, _) = session_start(&env);
+    assert_eq!(text, "", "routing on, engine up, nothing pending: silent");
+    let env = TestEnv::with_mock("");
+    assert_eq!(session_start(&env).0, "", "routing off: silent");
+}
+
+#[test]
+fn session_start_reports_a_broken_config() {
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"mock\"\ntimeout_s = \"soon\"\n");
+    let (_, v) = session_start(&env);
+    let ctx = context(&v.expect("a message"));
+    assert!(ctx.contains("config"), "{ctx}");
+    assert!(ctx.contains(&env.config.display().to_string()), "names the file: {ctx}");
+    assert!(ctx.contains("timeout_s"), "names the key: {ctx}");
+    assert!(ctx.contains("/system1:doctor"), "{ctx}");
+}
+
+#[test]
+fn session_start_says_how_to_start_an_engine_that_does_not_answer() {
+    let env = TestEnv::with_mock("[routing]\nenabled = true\n[providers.mock]\ndown = true\n");
+    let (_, v) = session_start(&env);
+    let ctx = context(&v.expect("a message"));
+    assert!(ctx.contains("routing is on") && ctx.contains("mock"), "{ctx}");
+    assert!(ctx.contains("/system1:doctor"), "{ctx}");
+
+    // Routing off: no probe, no message. Paused: no probe either.
+    let env = TestEnv::with_mock("[providers.mock]\ndown = true\n");
+    assert_eq!(session_start(&env).0, "");
+    let env = TestEnv::with_mock("[routing]\nenabled = true\n[providers.mock]\ndown = true\n");
+    write(&env.install_dir.join("paused"), "paused at 2026-01-01T00:00:00Z\n");
+    assert_eq!(session_start(&env).0, "", "paused: routing is off, so no engine message");
+}
+
+#[test]
+fn session_start_reports_a_refused_engine_endpoint() {
+    let port = refused_port();
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"laya\"\ntimeout_s = 5.0\n[routing]\nenabled = true\n[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"
+    ));
+    let started = std::time::Instant::now();
+    let (_, v) = session_start(&env);
+    let elapsed = started.elapsed();
+    let ctx = context(&v.expect("a message"));
+    if ctx.contains("is broken") && ctx.contains("not available in this build") {
+        // The laya adapter has not landed in this build: the message is the broken-config one.
+        return;
+    }
+    assert!(ctx.contains("laya") && ctx.contains("does not answer"), "{ctx}");
+    assert!(ctx.contains("system1 engine start laya"), "says how to start it: {ctx}");
+    assert!(elapsed < std::time::Duration::from_secs(4), "bounded probe, not the 5 s timeout: {elapsed:?}");
+}
+
+#[test]
+fn session_start_suggests_calibrate_from_thirty_pending_prompts() {
+    let env = TestEnv::with_mock("");
+    write_routing_log(&env, 29);
+    assert_eq!(session_start(&env).0, "", "29 pending: silent");
+    write_routing_log(&env, 30);
+    let (_, v) = session_start(&env);
+    let ctx = context(&v.expect("a message"));
+    assert!(ctx.contains("30 logged prompts") && ctx.contains("/system1:calibrate"), "{ctx}");
+}
+
+#[test]
+fn session_start_is_silent_on_bad_input() {
+    let env = TestEnv::with_mock("[gateway]\n");
+    for input in ["", "not json", "[1,2]"] {
+        let out = env.run(&["hook", "session-start"], input);
+        assert_eq!(out.status.code(), Some(0));
+        assert_eq!(stdout(&out), "", "input {input:?}");
+    }
+}
+
+#[test]
+fn toggle_pauses_a_running_server_from_the_next_call() {
+    let env = TestEnv::with_mock("");
+    let mut server = env.mcp();
+    server.initialize("2025-06-18");
+    let ask = json!({"question": "Ship it?"});
+    assert_eq!(server.call("system1_decide", ask.clone())["status"], "decided");
+
+    let out = env.run(&["toggle", "off"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r = server.call("system1_decide", ask.clone());
+    assert_eq!(r["status"], "abstained", "paused with no restart: {r}");
+    assert!(r["rationale"].as_str().unwrap_or("").contains("paused"), "{r}");
+    assert_eq!(r["decision"], Value::Null);
+
+    let status = stdout(&env.run(&["toggle", "status"], ""));
+    assert!(status.contains("paused since"), "{status}");
+    assert!(status.contains("gateway:       off"), "{status}");
+
+    let out = env.run(&["toggle", "on"], "");
+    assert!(out.status.success());
+    assert_eq!(server.call("system1_decide", ask)["status"], "decided", "resumed with no restart");
+    server.close();
+
+    let status = stdout(&env.run(&["toggle", "status"], ""));
+    assert!(status.contains("System-1:      on"), "{status}");
+    assert!(status.contains("gateway:       on (engines: mock)"), "{status}");
+    assert!(status.contains("routing hint:  off"), "{status}");
+    assert!(status.contains("skill picker:  off"), "{status}");
+    assert!(status.contains("engine health: ok (mock up"), "{status}");
+    assert!(status.contains("decisions today: 3 (abstained 1, decided 2)"), "{status}");
+}
+
+#[test]
+fn toggle_status_shows_routing_and_picker_modes() {
+    let env = TestEnv::with_mock("[routing]\nenabled = true\nhint = true\n[skills]\nenabled = true\n");
+    let status = stdout(&env.run(&["toggle"], ""));
+    assert!(status.contains("routing hint:  on (hints)"), "{status}");
+    assert!(status.contains("skill picker:  on (log only, no hints)"), "{status}");
+    assert!(status.contains("decisions today: 0"), "{status}");
+}
+
+#[test]
+fn smoke_checks_the_server_as_a_client_does() {
+    let env = TestEnv::with_mock("");
+    let out = env.run(&["smoke", "--bin", common::BIN, "--question", "Which?", "--options", "red", "green"], "");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    for step in
+        ["ok         initialize: system1", "ok         tools/list: system1_decide", "ok         system1_health: ok"]
+    {
+        assert!(text.contains(step), "{step}: {text}");
+    }
+    assert!(text.contains("ok         system1_decide: \"red\""), "{text}");
+    assert!(text.trim_end().ends_with("smoke: ok"), "{text}");
+}
+
+#[test]
+fn smoke_launches_the_installed_binary_by_default() {
+    let env = TestEnv::with_mock("");
+    let out = env.run(&["smoke"], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL       cannot start"), "{text}");
+    assert!(text.contains("/system1:setup"), "{text}");
+
+    let bin = env.install_dir.join("bin/system1");
+    std::fs::create_dir_all(bin.parent().expect("dir")).expect("mkdir");
+    std::fs::copy(common::BIN, &bin).expect("install");
+    let out = env.run(&["smoke"], "");
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).contains(&format!("launch     {} mcp", bin.display())));
+}
+
+#[cfg(unix)]
+#[test]
+fn smoke_reports_a_broken_server_with_its_stderr() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::with_mock("");
+    let broken = env.root.join("broken");
+    write(&broken, "#!/bin/sh\necho 'Segmentation fault, or some banner' \necho 'boom: cannot load' >&2\nexit 3\n");
+    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = env.run(&["smoke", "--bin", &broken.display().to_string()], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAIL       initialize: not JSON-RPC on stdout"), "{text}");
+    assert!(text.contains("boom: cannot load"), "shows the server's stderr: {text}");
+    assert!(text.contains("smoke: FAILED"), "{text}");
+
+    let silent = env.root.join("silent");
+    write(&silent, "#!/bin/sh\necho 'gone' >&2\nexit 0\n");
+    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let text = stdout(&env.run(&["smoke", "--bin", &silent.display().to_string()], ""));
+    assert!(text.contains("FAIL       initialize: the server closed its output"), "{text}");
+}
+
+#[test]
+fn smoke_fails_when_the_engine_is_down_or_the_decision_errs() {
+    let env = TestEnv::with_mock("[providers.mock]\ndown = true\n");
+    let text = stdout(&env.run(&["smoke", "--bin", common::BIN], ""));
+    assert!(text.contains("FAIL       system1_health: down (mock down"), "{text}");
+    let env = TestEnv::with_mock("[providers.mock]\nfail = \"malformed\"\n");
+    let out = env.run(&["smoke", "--bin", common::BIN, "-q", "Ship?"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("FAIL       system1_decide: error malformed_response"), "{}", stdout(&out));
+}
+
+/// A scratch env where everything doctor checks is in order: installed, registered, plugin found.
+fn healthy_env(extra: &str) -> TestEnv {
+    let mut env = TestEnv::with_mock(extra);
+    let bin = env.install_dir.join("bin/system1");
+    std::fs::create_dir_all(bin.parent().expect("dir")).expect("mkdir");
+    std::fs::copy(common::BIN, &bin).expect("install");
+    let claude_json = json!({"mcpServers": {"system1": {"type": "stdio", "command": bin, "args": ["mcp"], "env": {}}}});
+    write(&env.claude_dir.join(".claude.json"), &claude_json.to_string());
+    env.set_env("CLAUDE_PLUGIN_ROOT", env!("CARGO_MANIFEST_DIR"));
+    env
+}
+
+fn doctor(env: &TestEnv) -> (i32, String) {
+    let out = env.run(&["doctor"], "");
+    (out.status.code().unwrap_or(-1), stdout(&out))
+}
+
+#[test]
+fn doctor_is_all_good_on_a_healthy_install() {
+    let env = healthy_env("");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 0, "{text}");
+    assert!(text.contains("ok    binary 0.1.0 matches the plugin"), "{text}");
+    assert!(text.contains("ok    MCP server registered (user scope)"), "{text}");
+    assert!(text.contains("ok    test decision by mock in"), "{text}");
+    assert!(text.trim_end().ends_with("doctor: all good"), "{text}");
+}
+
+#[test]
+fn doctor_finds_missing_install_registration_and_version_drift() {
+    let env = TestEnv::with_mock("");
+    let root = env.root.join("plugin");
+    write(&root.join(".claude-plugin/plugin.json"), r#"{"name": "system1", "version": "9.9.9"}"#);
+    let mut env = env;
+    env.set_env("CLAUDE_PLUGIN_ROOT", &root.display().to_string());
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("FAIL  the binary is not installed"), "{text}");
+    assert!(text.contains("FAIL  the system1 MCP server is not registered"), "{text}");
+    assert!(text.contains("claude mcp add --scope user --transport stdio system1 -- "), "{text}");
+    assert!(text.contains("warn  binary 0.1.0 differs from the plugin's version 9.9.9"), "{text}");
+}
+
+#[test]
+fn doctor_reads_the_installed_plugin_record() {
+    let env = healthy_env("");
+    let mut env = env;
+    env.env.retain(|(k, _)| k != "CLAUDE_PLUGIN_ROOT");
+    let cache = env.claude_dir.join("plugins/cache/system1-gateway/system1/0.0.9");
+    write(&cache.join(".claude-plugin/plugin.json"), r#"{"name": "system1", "version": "0.0.9"}"#);
+    let records = json!({"version": 2, "plugins": {"system1@system1-gateway": [{"scope": "user", "installPath": cache, "version": "0.0.9"}]}});
+    write(&env.claude_dir.join("plugins/installed_plugins.json"), &records.to_string());
+    let (_, text) = doctor(&env);
+    assert!(text.contains("differs from the plugin's version 0.0.9 (system1@system1-gateway"), "{text}");
+}
+
+#[test]
+fn doctor_reports_a_broken_config_with_its_fix() {
+    let env = healthy_env("");
+    env.write_config("[gateway]\nprovider = \"mock\"\nmin_confidence = 2\n");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("FAIL  config: ") && text.contains("min_confidence"), "{text}");
+    assert!(text.contains("system1 config check"), "{text}");
+}
+
+#[test]
+fn doctor_reports_an_engine_that_is_down_malformed_or_timing_out() {
+    let env = healthy_env("[providers.mock]\ndown = true\nfail = \"error\"\n");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("FAIL  mock engine (primary) is down"), "{text}");
+    assert!(text.contains("FAIL  test decision: mock failed"), "{text}");
+
+    let env = healthy_env("[providers.mock]\nfail = \"malformed\"\n");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1);
+    assert!(text.contains("FAIL  test decision: mock answered malformed"), "{text}");
+    assert!(text.contains("[providers.mock] endpoint and model"), "{text}");
+
+    let mut env = healthy_env("[providers.mock]\nfail = \"timeout\"\n");
+    env.set_env("SYSTEM1_TIMEOUT_S", "0.2");
+    let env_text = doctor(&env).1;
+    assert!(env_text.contains("FAIL  test decision: mock timed out"), "{env_text}");
+    assert!(env_text.contains("timeout_s"), "{env_text}");
+}
+
+#[test]
+fn doctor_reports_a_refused_engine_endpoint() {
+    let port = refused_port();
+    let env = healthy_env("");
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"
+    ));
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1, "{text}");
+    if text.contains("not available in this build") {
+        return; // the laya adapter has not landed in this build: reported as a config error
+    }
+    assert!(text.contains(&format!("FAIL  laya engine (primary) at http://127.0.0.1:{port} is down")), "{text}");
+    assert!(text.contains("system1 engine start laya"), "{text}");
+}
+
+#[test]
+fn doctor_finds_constant_abstention_in_the_tallies() {
+    let env = healthy_env("");
+    let day = chrono_today();
+    let line = json!({"time": "t", "status": "abstained", "provider": "mock", "latency_ms": 1.0}).to_string();
+    write(&env.install_dir.join(format!("logs/decisions-{day}.jsonl")), &format!("{line}\n").repeat(12));
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("FAIL  12 decisions in the last 7 days: 0 decided, 12 abstained, 0 errors: it always abstains"),
+        "{text}"
+    );
+    assert!(text.contains("min_confidence"), "{text}");
+}
+
+#[test]
+fn doctor_warns_when_paused() {
+    let env = healthy_env("");
+    assert!(env.run(&["toggle", "off"], "").status.success());
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 0, "paused on purpose is a warning, not a fault: {text}");
+    assert!(text.contains("warn  System-1 is paused since"), "{text}");
+    assert!(text.contains("fix: `system1 toggle on`"), "{text}");
+}
+
+fn chrono_today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
