@@ -11,10 +11,10 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::commands::smoke::installed_bin;
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::hook::session_start::{pending_labels, start_hint};
+use crate::install::claude;
 use crate::providers::{EngineRequest, Question};
 use crate::{logging, paths, state};
 
@@ -152,7 +152,7 @@ fn read_json(path: &Path) -> Option<Value> {
 }
 
 fn check_versions(r: &mut Report) {
-    let bin = installed_bin();
+    let bin = paths::installed_binary();
     if !bin.exists() {
         r.fail(
             format!("the binary is not installed at {}", bin.display()),
@@ -169,20 +169,12 @@ fn check_versions(r: &mut Report) {
     }
 }
 
-/// Claude Code's user file: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
-fn claude_json() -> PathBuf {
-    match std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
-        Some(d) => PathBuf::from(d).join(".claude.json"),
-        None => paths::home().join(".claude.json"),
-    }
-}
-
 fn register_command() -> String {
-    format!("claude mcp add --scope user --transport stdio system1 -- {} mcp", installed_bin().display())
+    claude::add_command_shell(&paths::installed_binary())
 }
 
 fn check_registration(r: &mut Report) {
-    let file = claude_json();
+    let file = paths::claude_json();
     let json = read_json(&file);
     let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
     let entry = json.as_ref().and_then(|j| {
@@ -214,7 +206,7 @@ fn check_registration(r: &mut Report) {
     let fix = format!("register it again: `claude mcp remove --scope user system1`, then `{}`", register_command());
     if args != ["mcp"] {
         r.fail(format!("the registered command `{shown}` does not run `system1 mcp`"), fix);
-    } else if !Path::new(command).exists() && which(command).is_none() {
+    } else if !Path::new(command).exists() && claude::find_on_path(&[command]).is_none() {
         r.fail(format!("the registered command `{shown}` points to a missing file"), fix);
     } else {
         r.ok(format!("MCP server registered ({scope}): {shown}"));
@@ -223,22 +215,14 @@ fn check_registration(r: &mut Report) {
 
 /// `claude mcp get system1`, when `claude` is on PATH: finds registrations in other scopes.
 fn claude_mcp_get() -> Option<String> {
-    let claude = which("claude")?;
-    let out = std::process::Command::new(claude).args(["mcp", "get", "system1"]).output().ok()?;
+    let cli = claude::find_claude()?;
+    let out = std::process::Command::new(cli).args(["mcp", "get", claude::SERVER]).output().ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    if !out.status.success() || !text.contains("system1") {
+    if !out.status.success() || !text.contains(claude::SERVER) {
         return None;
     }
     let scope = text.lines().find(|l| l.trim_start().starts_with("Scope:")).map(|l| l.trim().to_string());
     Some(scope.unwrap_or_else(|| "reported by `claude mcp get system1`".to_string()))
-}
-
-fn which(name: &str) -> Option<PathBuf> {
-    if name.contains(std::path::MAIN_SEPARATOR) || name.is_empty() {
-        return None;
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| p.is_file())
 }
 
 fn endpoint_of(gateway: &Gateway, name: &str) -> String {
@@ -402,12 +386,6 @@ fn check_labels(r: &mut Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn which_skips_paths_and_empty_names() {
-        assert!(which("").is_none());
-        assert!(which(&format!("a{}b", std::path::MAIN_SEPARATOR)).is_none());
-    }
 
     #[test]
     fn register_command_runs_the_installed_binary() {

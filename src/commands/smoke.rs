@@ -36,13 +36,8 @@ pub struct Args {
 /// The MCP protocol version smoke offers, as Claude Code does.
 const PROTOCOL_VERSION: &str = "2025-06-18";
 
-/// The installed binary, as `system1 install` registers it.
-pub fn installed_bin() -> PathBuf {
-    paths::bin_dir().join(if cfg!(windows) { "system1.exe" } else { "system1" })
-}
-
 pub fn run(args: Args) -> Result<i32> {
-    let bin = args.bin.clone().unwrap_or_else(installed_bin);
+    let bin = args.bin.clone().unwrap_or_else(paths::installed_binary);
     let timeout = Duration::from_secs_f64(args.timeout_s.clamp(0.1, 3600.0));
     println!("launch     {} mcp", bin.display());
     let mut server = match Server::spawn(&bin) {
