@@ -15,6 +15,7 @@ mod hook;
 mod install;
 mod logging;
 mod mcp;
+mod outcomes;
 mod paths;
 mod providers;
 mod report;

@@ -14,7 +14,9 @@
 //! `ece_before`, `ece_after`, `source`, `fitted_at`) are kept and shown by `system1_capabilities`.
 //! Rescaling is p_i^(1/T) / sum_j p_j^(1/T): it never changes which option wins.
 
+pub mod apply;
 pub mod fit;
+pub mod labels;
 pub mod seeds;
 
 use std::path::Path;

@@ -1,0 +1,103 @@
+//! Outcome labels for subagent spawns (`system1 outcomes`): whether the model that ran got the job
+//! done, read from Claude Code's transcripts. `collect` gathers the spawns, `rules` proposes an
+//! outcome for each, and [`apply`] writes the proposals into the routing log's agent entries.
+
+pub mod collect;
+pub mod rules;
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+
+pub use rules::{Outcome, Proposal, Spawn, propose};
+
+/// What writing the proposals into the log did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Agent entries given an outcome (or whose automatic outcome changed).
+    pub written: usize,
+    /// Agent entries left alone because a person labelled their outcome.
+    pub kept_user: usize,
+    /// Proposals whose spawn has no entry in the log (its repo was not in `log_dirs`).
+    pub not_in_log: usize,
+}
+
+/// Writes each proposal into the agent entry with the same `tool_use_id`: `outcome`,
+/// `outcome_reason`, `outcome_tier`, `outcome_source: "auto"`, and `outcome_doubtful` when the
+/// evidence is weak (so that labelling asks about it). An outcome a person labelled
+/// (`outcome_source: "user"`) is never overwritten.
+pub fn apply(entries: &mut [Value], proposals: &[Proposal]) -> Applied {
+    let by_id: HashMap<&str, &Proposal> = proposals.iter().map(|p| (p.tool_use_id.as_str(), p)).collect();
+    let mut applied = Applied::default();
+    let mut matched = std::collections::HashSet::new();
+    for e in entries.iter_mut() {
+        if e.get("source").and_then(Value::as_str) != Some("agent") {
+            continue;
+        }
+        let Some(p) = e.get("tool_use_id").and_then(Value::as_str).and_then(|id| by_id.get(id)).copied() else {
+            continue;
+        };
+        matched.insert(p.tool_use_id.as_str());
+        if e.get("outcome_source").and_then(Value::as_str) == Some("user") {
+            applied.kept_user += 1;
+            continue;
+        }
+        let Value::Object(m) = e else { continue };
+        m.insert("outcome".into(), json!(p.outcome.as_str()));
+        m.insert("outcome_reason".into(), json!(p.reason));
+        m.insert("outcome_tier".into(), json!(p.tier));
+        m.insert("outcome_source".into(), json!("auto"));
+        match &p.doubtful {
+            Some(why) => m.insert("outcome_doubtful".into(), json!(why)),
+            None => m.remove("outcome_doubtful"),
+        };
+        applied.written += 1;
+    }
+    applied.not_in_log = proposals.iter().filter(|p| !matched.contains(p.tool_use_id.as_str())).count();
+    applied
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proposal(id: &str, outcome: Outcome, doubtful: Option<&str>) -> Proposal {
+        Proposal {
+            tool_use_id: id.into(),
+            outcome,
+            reason: "r".into(),
+            tier: Some("sonnet".into()),
+            doubtful: doubtful.map(String::from),
+            timestamp: String::new(),
+            description: String::new(),
+            subagent_type: String::new(),
+        }
+    }
+
+    #[test]
+    fn apply_writes_auto_outcomes_and_keeps_user_ones() {
+        let mut entries = vec![
+            json!({"id": "1", "source": "agent", "tool_use_id": "t1"}),
+            json!({"id": "2", "source": "agent", "tool_use_id": "t2", "outcome": "succeeded", "outcome_source": "user"}),
+            json!({"id": "3", "source": "prompt", "tool_use_id": "t3"}),
+            json!({"id": "4", "source": "agent", "tool_use_id": "t4", "outcome": "failed", "outcome_source": "auto", "outcome_doubtful": "old"}),
+        ];
+        let ps = [
+            proposal("t1", Outcome::Failed, Some("check")),
+            proposal("t2", Outcome::Failed, None),
+            proposal("t3", Outcome::Failed, None),
+            proposal("t4", Outcome::Succeeded, None),
+            proposal("t9", Outcome::Succeeded, None),
+        ];
+        let a = apply(&mut entries, &ps);
+        assert_eq!(a, Applied { written: 2, kept_user: 1, not_in_log: 2 });
+        assert_eq!(entries[0]["outcome"], "failed");
+        assert_eq!(entries[0]["outcome_source"], "auto");
+        assert_eq!(entries[0]["outcome_tier"], "sonnet");
+        assert_eq!(entries[0]["outcome_doubtful"], "check");
+        assert_eq!(entries[1]["outcome"], "succeeded", "a user's label stays");
+        assert!(entries[2].get("outcome").is_none(), "only agent entries get outcomes");
+        assert_eq!(entries[3]["outcome"], "succeeded");
+        assert!(entries[3].get("outcome_doubtful").is_none());
+    }
+}
