@@ -1,10 +1,164 @@
-//! `system1 outcomes`: not built yet (see the open issues).
+//! `system1 outcomes`: proposes an outcome (succeeded or failed) for every subagent spawn in Claude
+//! Code's transcripts, prints the counts and the doubtful cases (locally: descriptions are the
+//! user's text), and with `--apply` writes them into the routing log's agent entries.
 
-use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::json;
+
+use crate::error::{Context, Error, Result};
+use crate::outcomes::{self, Outcome, Proposal};
+use crate::routing::log;
+use crate::transcripts::Scope;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// Write the proposals into the routing log's agent entries (matched by tool use id). An
+    /// outcome a person labelled is never overwritten.
+    #[arg(long)]
+    apply: bool,
+    /// Only spawns from this date on (YYYY-MM-DD, or an RFC 3339 time).
+    #[arg(long, value_name = "DATE")]
+    since: Option<String>,
+    /// The Claude Code projects directory (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Print the proposals as JSON instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 outcomes` is not available in this build yet"))
+/// `2026-10-01` (midnight UTC) or a full RFC 3339 time.
+pub fn parse_since(s: &str) -> Result<DateTime<Utc>> {
+    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
+        .ok()
+        .and_then(|d| d.and_hms_opt(0, 0, 0))
+        .map(|t| t.and_utc())
+        .ok_or_else(|| Error::usage(format!("--since {s:?}: use YYYY-MM-DD or an RFC 3339 time")))
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let scope =
+        Scope { dir: args.dir.clone(), since: args.since.as_deref().map(parse_since).transpose()?, ..Scope::default() };
+    let (spawns, stats) = outcomes::scan::spawns(&scope)?;
+    let proposals = outcomes::propose(&spawns);
+
+    let applied = if args.apply {
+        let path = crate::paths::routing_log();
+        Some(
+            log::rewrite(|entries| outcomes::apply(entries, &proposals))
+                .context(|| format!("cannot update {}", path.display()))?,
+        )
+    } else {
+        None
+    };
+
+    if args.json {
+        let mut out = json!({
+            "spawns": proposals.len(),
+            "failed": proposals.iter().filter(|p| p.outcome == Outcome::Failed).count(),
+            "doubtful": proposals.iter().filter(|p| p.doubtful.is_some()).count(),
+            "proposals": proposals,
+            "transcripts": {"files": stats.files, "malformed_lines": stats.malformed_lines},
+        });
+        if let Some(a) = &applied {
+            out["applied"] = json!({"written": a.written, "kept_user": a.kept_user, "not_in_log": a.not_in_log});
+        }
+        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        return Ok(0);
+    }
+    print!("{}", summary(&proposals));
+    if stats.malformed_lines > 0 || stats.truncated_files > 0 {
+        println!(
+            "\n({} malformed lines and {} truncated files in {} transcripts were skipped)",
+            stats.malformed_lines, stats.truncated_files, stats.files
+        );
+    }
+    match applied {
+        Some(a) => println!(
+            "\nWrote {} outcomes into {} ({} labelled by you kept as they were; {} spawns have no log entry, \
+             because their repo is not in [routing] log_dirs or the agent hook was off).",
+            a.written,
+            crate::paths::routing_log().display(),
+            a.kept_user,
+            a.not_in_log
+        ),
+        None if !proposals.is_empty() => {
+            println!("\nNothing written. `system1 outcomes --apply` records these in the routing log.")
+        }
+        None => {}
+    }
+    Ok(0)
+}
+
+/// The counts, the failures by reason and tier, and the doubtful list.
+pub fn summary(ps: &[Proposal]) -> String {
+    let mut s = String::new();
+    let failed = ps.iter().filter(|p| p.outcome == Outcome::Failed).count();
+    let doubtful: Vec<&Proposal> = ps.iter().filter(|p| p.doubtful.is_some()).collect();
+    s.push_str(&format!(
+        "Subagent spawns: {}  succeeded {}  failed {}  doubtful {}\n",
+        ps.len(),
+        ps.len() - failed,
+        failed,
+        doubtful.len()
+    ));
+    if ps.is_empty() {
+        return s;
+    }
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for p in ps.iter().filter(|p| p.outcome == Outcome::Failed) {
+        // Group "redone by toolu_x (...)" under one heading.
+        let key = if p.reason.starts_with("redone by") { "redone by a later spawn".into() } else { p.reason.clone() };
+        *reasons.entry(key).or_default() += 1;
+    }
+    if !reasons.is_empty() {
+        s.push_str("\nFailures by reason:\n");
+        for (r, n) in &reasons {
+            s.push_str(&format!("  {n:>5}  {r}\n"));
+        }
+    }
+    let mut tiers: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    for p in ps {
+        let t = tiers.entry(p.tier.as_deref().unwrap_or("unknown")).or_default();
+        t.0 += 1;
+        t.1 += usize::from(p.outcome == Outcome::Failed);
+    }
+    s.push_str("\nBy the tier that ran:\n");
+    for (t, (n, f)) in &tiers {
+        s.push_str(&format!("  {t:<8} {n:>5} spawns  {f:>4} failed\n"));
+    }
+    if !doubtful.is_empty() {
+        s.push_str("\nDoubtful (decide these with /system1:calibrate):\n");
+        for p in doubtful {
+            s.push_str(&format!(
+                "  {}  {}  {}  proposed {}: {}\n      why doubtful: {}\n      {:?}\n",
+                p.tool_use_id,
+                p.timestamp.get(..10).unwrap_or(&p.timestamp),
+                p.tier.as_deref().unwrap_or("?"),
+                p.outcome.as_str(),
+                p.reason,
+                p.doubtful.as_deref().unwrap_or(""),
+                p.description,
+            ));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn since_accepts_a_date_or_a_time() {
+        assert_eq!(parse_since("2026-10-01").unwrap().to_rfc3339(), "2026-10-01T00:00:00+00:00");
+        assert_eq!(parse_since("2026-10-01T12:00:00+02:00").unwrap().to_rfc3339(), "2026-10-01T10:00:00+00:00");
+        assert!(parse_since("last week").is_err());
+    }
 }

@@ -150,25 +150,15 @@ impl Collector {
         }
     }
 
-    /// One line of a subagent's own file (`agent-<agent_id>.jsonl`).
-    pub fn subagent_line(&mut self, agent_id: &str, line: &Value) {
+    /// What a subagent's own file (`agent-<agent_id>.jsonl`) showed, and the `toolUseId` of its
+    /// `.meta.json` when there is one.
+    pub fn subagent_file(&mut self, agent_id: &str, tool_use_id: Option<&str>, api_error: bool, model: &str) {
         let f = self.subagents.entry(agent_id.to_string()).or_default();
-        if line.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true) {
-            f.api_error = true;
+        f.api_error |= api_error;
+        if f.model.is_empty() {
+            f.model = model.to_string();
         }
-        if str_of(line, "type") == "assistant"
-            && let Some(m) = line.pointer("/message/model").and_then(Value::as_str)
-            && !m.starts_with('<')
-            && f.model.is_empty()
-        {
-            f.model = m.to_string(); // `<synthetic>` marks lines Claude Code wrote itself
-        }
-    }
-
-    /// A subagent's `.meta.json`.
-    pub fn subagent_meta(&mut self, agent_id: &str, meta: &Value) {
-        let id = str_of(meta, "toolUseId");
-        if !id.is_empty() {
+        if let Some(id) = tool_use_id.filter(|id| !id.is_empty()) {
             self.meta.insert(agent_id.to_string(), id.to_string());
         }
     }
@@ -220,17 +210,12 @@ mod tests {
             "content": [{"type": "text", "text": "all done"}, {"type": "text", "text": "agentId: abc123 <usage>"}]}]},
             "toolUseResult": {"status": "completed", "resolvedModel": "claude-opus-4-8[1m]"}}),
         );
-        c.subagent_meta("abc123", &json!({"toolUseId": "toolu_1"}));
-        c.subagent_line(
-            "abc123",
-            &json!({"type": "assistant", "isApiErrorMessage": true, "message": {"model": "<synthetic>"}}),
-        );
+        c.subagent_file("abc123", Some("toolu_1"), true, "");
         let s = c.finish();
         assert_eq!(s.len(), 1);
         assert_eq!((s[0].agent_id.as_str(), s[0].api_error, s[0].has_result), ("abc123", true, true));
         assert_eq!(s[0].requested_model, "inherit");
         assert_eq!(s[0].parent_model, "claude-opus-4-8");
-        assert_eq!(s[0].subagent_model, "", "synthetic lines name no model");
         assert!(s[0].report.starts_with("all done"));
     }
 

@@ -4,12 +4,13 @@
 
 pub mod collect;
 pub mod rules;
+pub mod scan;
 
 use std::collections::HashMap;
 
 use serde_json::{Value, json};
 
-pub use rules::{Outcome, Proposal, Spawn, propose};
+pub use rules::{Outcome, Proposal, propose};
 
 /// What writing the proposals into the log did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]

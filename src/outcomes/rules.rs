@@ -217,7 +217,7 @@ pub fn propose_one(s: &Spawn, later: &[Spawn]) -> Proposal {
     }
     if p.doubtful.is_none() && tier.is_none() {
         p.doubtful = Some("nothing says which model ran".into());
-    } else if p.doubtful.is_none() && tier_guessed && s.has_result {
+    } else if p.doubtful.is_none() && tier_guessed && s.status == "completed" {
         p.doubtful = Some("no resolvedModel: the tier is the one asked for".into());
     }
     p

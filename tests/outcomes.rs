@@ -1,0 +1,361 @@
+//! `system1 outcomes` on transcripts in Claude Code's real layout (a main session file per session,
+//! `<session>/subagents/agent-<id>.jsonl` with its `.meta.json`), one fixture per rule and per
+//! doubtful case, and `--apply` into a routing log that 20 other processes append to meanwhile.
+
+mod common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use common::{TestEnv, stderr, stdout, write};
+use serde_json::{Value, json};
+
+const PROJECT: &str = "-home-u-w1";
+
+/// Writes one session's transcript, line by line, the way Claude Code 2.1 does.
+struct Session {
+    dir: PathBuf,
+    id: String,
+    lines: Vec<Value>,
+    clock: u32,
+}
+
+impl Session {
+    fn new(env: &TestEnv, id: &str) -> Self {
+        Session { dir: env.claude_dir.join("projects").join(PROJECT), id: id.into(), lines: Vec::new(), clock: 0 }
+    }
+
+    fn ts(&mut self) -> String {
+        self.clock += 1;
+        format!("2026-10-01T10:{:02}:{:02}.000Z", self.clock / 60, self.clock % 60)
+    }
+
+    fn common(&mut self, kind: &str) -> Value {
+        json!({"parentUuid": null, "isSidechain": false, "type": kind, "uuid": format!("u-{}-{}", self.id, self.clock),
+               "timestamp": self.ts(), "userType": "external", "entrypoint": "sdk-cli", "cwd": "/home/u/w1",
+               "sessionId": self.id, "version": "2.1.197", "gitBranch": "main"})
+    }
+
+    /// The orchestrator's Agent tool use.
+    fn spawn(&mut self, id: &str, description: &str, prompt: &str, subagent_type: &str, model: Option<&str>) {
+        let mut input = json!({"description": description, "prompt": prompt, "subagent_type": subagent_type});
+        if let Some(m) = model {
+            input["model"] = json!(m);
+        }
+        let mut l = self.common("assistant");
+        l["requestId"] = json!(format!("req_{id}"));
+        l["message"] = json!({"id": format!("msg_{id}"), "model": "claude-opus-4-8", "role": "assistant",
+            "content": [{"type": "tool_use", "id": id, "name": "Agent", "input": input}],
+            "stop_reason": "tool_use", "usage": {"input_tokens": 1754, "output_tokens": 59}});
+        self.lines.push(l);
+    }
+
+    /// The tool result that comes back to the orchestrator.
+    fn result(&mut self, id: &str, text: &str, is_error: bool, tool_use_result: Value) {
+        let mut block = json!({"tool_use_id": id, "type": "tool_result", "content": [{"type": "text", "text": text}]});
+        if is_error {
+            block["is_error"] = json!(true);
+        }
+        let mut l = self.common("user");
+        l["message"] = json!({"role": "user", "content": [block]});
+        l["toolUseResult"] = tool_use_result;
+        self.lines.push(l);
+    }
+
+    fn completed(&mut self, id: &str, agent: &str, text: &str, resolved: &str) {
+        let tur = json!({"status": "completed", "prompt": "…", "agentId": agent, "agentType": "general-purpose",
+            "content": [{"type": "text", "text": text}], "resolvedModel": resolved, "totalDurationMs": 38,
+            "totalTokens": 1327, "totalToolUseCount": 0});
+        self.result(id, &format!("{text}\nagentId: {agent} <usage>subagent_tokens: 1327</usage>"), false, tur);
+    }
+
+    fn notification(&mut self, agent: &str, status: &str, result: &str) {
+        let mut l = self.common("user");
+        l["message"] = json!({"role": "user", "content": format!(
+            "<task-notification>\n<task-id>{agent}</task-id>\n<status>{status}</status>\n<summary>Agent finished</summary>\n<result>{result}</result>\n</task-notification>")});
+        self.lines.push(l);
+    }
+
+    /// Noise a real transcript has: a typed prompt, a hint attachment, another tool's result.
+    fn noise(&mut self) {
+        let mut l = self.common("user");
+        l["message"] = json!({"role": "user", "content": "please carry on with the plan"});
+        self.lines.push(l);
+        let mut l = self.common("attachment");
+        l["attachment"] = json!({"type": "hook_additional_context", "content": ["System-1 routing hint: use model \"sonnet\""], "hookEvent": "UserPromptSubmit"});
+        self.lines.push(l);
+        let mut l = self.common("user");
+        l["message"] = json!({"role": "user", "content": [{"tool_use_id": "toolu_bash", "type": "tool_result", "content": "BLOCKED by the firewall", "is_error": true}]});
+        self.lines.push(l);
+    }
+
+    /// A subagent's own transcript and meta file.
+    fn subagent(&self, agent: &str, tool_use_id: &str, model: &str, api_error: bool) {
+        let dir = self.dir.join(&self.id).join("subagents");
+        let mut lines = vec![
+            json!({"type": "user", "isSidechain": true, "agentId": agent, "parentUuid": null, "message": {"role": "user", "content": "go"}}),
+            json!({"type": "assistant", "isSidechain": true, "agentId": agent, "message": {"model": model, "content": [{"type": "text", "text": "working"}], "usage": {"input_tokens": 10, "output_tokens": 5}}}),
+        ];
+        if api_error {
+            lines.push(json!({"type": "assistant", "isSidechain": true, "agentId": agent, "isApiErrorMessage": true,
+                "message": {"model": "<synthetic>", "content": [{"type": "text", "text": "API Error: 529 overloaded"}]}}));
+        }
+        write(&dir.join(format!("agent-{agent}.jsonl")), &jsonl(&lines));
+        write(
+            &dir.join(format!("agent-{agent}.meta.json")),
+            &json!({"agentType": "general-purpose", "description": "d", "toolUseId": tool_use_id, "spawnDepth": 1})
+                .to_string(),
+        );
+    }
+
+    fn save(&self) {
+        write(&self.dir.join(format!("{}.jsonl", self.id)), &jsonl(&self.lines));
+    }
+}
+
+fn jsonl(lines: &[Value]) -> String {
+    lines.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Every rule and doubtful case, one spawn each, across two sessions of one project.
+fn fixtures(env: &TestEnv) {
+    let mut s = Session::new(env, "11111111-aaaa");
+    s.noise();
+    // ok: completed, resolved to haiku.
+    s.spawn("toolu_ok", "List the TODOs", "List every TODO in src", "general-purpose", Some("haiku"));
+    s.completed("toolu_ok", "a0k", "Found 12 TODOs.", "claude-haiku-4-5-20251001");
+    s.subagent("a0k", "toolu_ok", "claude-haiku-4-5-20251001", false);
+    // the tool result was an error.
+    s.spawn("toolu_err", "Refactor the parser", "Refactor the parser module", "general-purpose", Some("sonnet"));
+    s.result("toolu_err", "[Request interrupted by user for tool use]", true, json!("Error: interrupted"));
+    // background agents: the notification says failed / stopped.
+    for (id, agent) in [("toolu_bgfail", "abgf"), ("toolu_bgstop", "abgs")] {
+        s.spawn(id, "Run the benchmark", "Run the benchmark suite", "general-purpose", Some("sonnet"));
+        s.result(
+            id,
+            &format!("Async agent launched successfully.\nagentId: {agent}"),
+            false,
+            json!({"status": "async_launched", "agentId": agent, "description": "Run the benchmark"}),
+        );
+    }
+    s.notification("abgf", "failed", "The suite crashed.");
+    s.notification("abgs", "stopped", "");
+    // the report says blocked.
+    s.spawn("toolu_blocked", "Apply the migration", "Apply the DB migration", "general-purpose", Some("sonnet"));
+    s.completed(
+        "toolu_blocked",
+        "ablk",
+        "BLOCKED: I have no credentials for the staging database.",
+        "claude-sonnet-4-6",
+    );
+    // died on an API error: completed in the parent, only the subagent's file shows it.
+    s.spawn("toolu_api", "Summarise the logs", "Summarise the error logs", "general-purpose", Some("haiku"));
+    s.completed("toolu_api", "aapi", "", "claude-haiku-4-5-20251001");
+    s.subagent("aapi", "toolu_api", "claude-haiku-4-5-20251001", true);
+    // redo by task id plus "previous attempt": the first attempt failed, the retry did not.
+    s.spawn("toolu_w4a", "W4-P3: implement the tokenizer", "Implement W4-P3, the tokenizer", "coder", Some("haiku"));
+    s.completed("toolu_w4a", "aw4a", "Implemented the tokenizer.", "claude-haiku-4-5-20251001");
+    s.spawn(
+        "toolu_w4b",
+        "W4-P3 (retry)",
+        "W4-P3 again: the previous attempt left the tests red. Fix it.",
+        "coder",
+        Some("sonnet"),
+    );
+    s.completed("toolu_w4b", "aw4b", "Tokenizer fixed, tests green.", "claude-sonnet-4-6");
+    // doubtful: the same task id, same role, no retry words.
+    s.spawn("toolu_t12a", "Task 12: write the parser tests", "Task 12: write tests for the parser", "tester", None);
+    s.completed("toolu_t12a", "at12a", "Wrote 8 tests.", "claude-sonnet-4-6");
+    s.spawn(
+        "toolu_t12b",
+        "Task 12: parser tests",
+        "Task 12: write tests for the parser, covering errors too",
+        "tester",
+        None,
+    );
+    s.completed("toolu_t12b", "at12b", "Wrote 14 tests.", "claude-sonnet-4-6");
+    // inherit: resolvedModel (with a [1m] suffix) says what ran.
+    s.spawn("toolu_inherit", "Design the cache", "Design the cache layer", "general-purpose", Some("inherit"));
+    s.completed("toolu_inherit", "ainh", "Here is the design.", "claude-opus-4-8[1m]");
+    s.save();
+
+    let mut s = Session::new(env, "22222222-bbbb");
+    // doubtful: the report hedges.
+    s.spawn("toolu_hedge", "Update the docs", "Update the install docs", "general-purpose", Some("haiku"));
+    s.completed(
+        "toolu_hedge",
+        "ahdg",
+        "Updated most pages but could not build the site locally.",
+        "claude-haiku-4-5-20251001",
+    );
+    // doubtful: no resolvedModel, so the tier is the one asked for.
+    s.spawn("toolu_noresolve", "Check the links", "Check the README links", "general-purpose", Some("sonnet"));
+    s.result("toolu_noresolve", "All links fine.", false, json!({"status": "completed"}));
+    // doubtful: no result at all (the session ended).
+    s.spawn("toolu_noresult", "Profile the build", "Profile the build", "general-purpose", Some("opus"));
+    s.save();
+}
+
+fn run_json(env: &TestEnv, args: &[&str]) -> Value {
+    let out = env.run(args, "");
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("not JSON: {e}: {}", stdout(&out)))
+}
+
+fn by_id(v: &Value) -> std::collections::HashMap<String, Value> {
+    v["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["tool_use_id"].as_str().unwrap().to_string(), p.clone()))
+        .collect()
+}
+
+#[test]
+fn one_fixture_per_rule_and_doubtful_case() {
+    let env = TestEnv::new();
+    fixtures(&env);
+    let v = run_json(&env, &["outcomes", "--json"]);
+    let p = by_id(&v);
+    assert_eq!(p.len(), 14, "{:?}", p.keys());
+    let check = |id: &str, outcome: &str, reason: &str, tier: Option<&str>, doubtful: bool| {
+        let x = &p[id];
+        assert_eq!(x["outcome"], outcome, "{id}: {x}");
+        assert!(x["reason"].as_str().unwrap().contains(reason), "{id}: {x}");
+        assert_eq!(x["tier"].as_str(), tier, "{id}: {x}");
+        assert_eq!(!x["doubtful"].is_null(), doubtful, "{id}: {x}");
+    };
+    check("toolu_ok", "succeeded", "no sign", Some("haiku"), false);
+    check("toolu_err", "failed", "tool result was an error", Some("sonnet"), false);
+    check("toolu_bgfail", "failed", "status was failed", Some("sonnet"), false);
+    check("toolu_bgstop", "failed", "status was stopped", Some("sonnet"), false);
+    check("toolu_blocked", "failed", "blocked", Some("sonnet"), false);
+    check("toolu_api", "failed", "API error", Some("haiku"), false);
+    check("toolu_w4a", "failed", "redone by toolu_w4b", Some("haiku"), false);
+    check("toolu_w4b", "succeeded", "no sign", Some("sonnet"), false);
+    check("toolu_t12a", "failed", "redone by toolu_t12b", Some("sonnet"), true);
+    check("toolu_t12b", "succeeded", "no sign", Some("sonnet"), false);
+    check("toolu_inherit", "succeeded", "no sign", Some("opus"), false);
+    check("toolu_hedge", "succeeded", "no sign", Some("haiku"), true);
+    check("toolu_noresolve", "succeeded", "no sign", Some("sonnet"), true);
+    check("toolu_noresult", "succeeded", "no sign", Some("opus"), true);
+    assert_eq!(v["failed"], 7);
+    assert_eq!(v["doubtful"], 4);
+
+    // The summary prints the counts and the doubtful list.
+    let out = env.run(&["outcomes"], "");
+    let text = stdout(&out);
+    assert!(text.contains("Subagent spawns: 14  succeeded 7  failed 7  doubtful 4"), "{text}");
+    assert!(text.contains("toolu_t12a") && text.contains("same-role re-spawn"), "{text}");
+    assert!(text.contains("Nothing written"), "{text}");
+
+    // --since leaves out what came before.
+    let v = run_json(&env, &["outcomes", "--json", "--since", "2030-01-01"]);
+    assert_eq!(v["spawns"], 0);
+}
+
+#[test]
+fn missing_transcripts_are_a_clear_error() {
+    let env = TestEnv::new();
+    let out = env.run(&["outcomes"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("transcripts"), "{}", stderr(&out));
+}
+
+fn log_path(env: &TestEnv) -> PathBuf {
+    env.install_dir.join("logs").join("routing.jsonl")
+}
+
+fn agent_entry(id: &str, tool_use_id: &str) -> Value {
+    json!({"id": id, "time": "2026-10-01T10:00:00Z", "source": "agent", "session_id": "11111111-aaaa",
+           "prompt": "brief", "tool_use_id": tool_use_id, "chosen": "haiku", "subagent_type": "general-purpose"})
+}
+
+/// Appends under the team's lock protocol (exclusive lock on `routing.jsonl.lock`, open in append
+/// mode only then, one whole line), as the hooks do. Used by the child processes below.
+fn locked_append(log: &Path, line: &str) {
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(log.with_file_name("routing.jsonl.lock"))
+        .unwrap();
+    lock.lock().unwrap();
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
+    f.write_all(format!("{line}\n").as_bytes()).unwrap();
+    lock.unlock().unwrap();
+}
+
+/// Child side of the race: a separate process appending prompt entries.
+#[test]
+fn child_appender() {
+    let Ok(log) = std::env::var("SYSTEM1_TEST_OUTCOMES_LOG") else { return };
+    let who = std::env::var("SYSTEM1_TEST_OUTCOMES_WHO").unwrap();
+    for i in 0..10 {
+        let e = json!({"id": format!("c{who}-{i}"), "source": "prompt", "prompt": "y".repeat(6000)});
+        locked_append(Path::new(&log), &e.to_string());
+    }
+}
+
+#[test]
+fn apply_writes_outcomes_and_loses_no_concurrent_append() {
+    let env = TestEnv::new();
+    fixtures(&env);
+    let log = log_path(&env);
+    let mut seed = vec![
+        agent_entry("e-ok", "toolu_ok"),
+        agent_entry("e-api", "toolu_api"),
+        agent_entry("e-t12a", "toolu_t12a"),
+        agent_entry("e-other", "toolu_not_in_transcripts"),
+    ];
+    let mut user = agent_entry("e-user", "toolu_blocked");
+    user["outcome"] = json!("succeeded");
+    user["outcome_source"] = json!("user");
+    seed.push(user);
+    write(&log, &jsonl(&seed));
+
+    let exe = std::env::current_exe().unwrap();
+    let mut children: Vec<_> = (0..20)
+        .map(|k| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "child_appender", "--test-threads=1", "--quiet"])
+                .env("SYSTEM1_TEST_OUTCOMES_LOG", &log)
+                .env("SYSTEM1_TEST_OUTCOMES_WHO", k.to_string())
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut runs = 0;
+    loop {
+        let out = env.run(&["outcomes", "--apply"], "");
+        assert!(out.status.success(), "{}", stderr(&out));
+        runs += 1;
+        if children.iter_mut().all(|c| c.try_wait().unwrap().is_some()) {
+            break;
+        }
+    }
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    let out = env.run(&["outcomes", "--apply"], "");
+    assert!(stdout(&out).contains("Wrote 3 outcomes"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("1 labelled by you kept"), "{}", stdout(&out));
+
+    let text = std::fs::read_to_string(&log).unwrap();
+    let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("every line whole")).collect();
+    assert_eq!(entries.len(), 5 + 20 * 10, "after {runs} concurrent --apply runs");
+    let ids: std::collections::HashSet<&str> = entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), entries.len());
+    let get = |id: &str| entries.iter().find(|e| e["id"] == id).unwrap().clone();
+    let ok = get("e-ok");
+    assert_eq!(
+        (ok["outcome"].as_str(), ok["outcome_tier"].as_str(), ok["outcome_source"].as_str()),
+        (Some("succeeded"), Some("haiku"), Some("auto"))
+    );
+    assert_eq!(get("e-api")["outcome"], "failed");
+    assert!(get("e-api")["outcome_reason"].as_str().unwrap().contains("API error"));
+    assert!(get("e-t12a")["outcome_doubtful"].is_string(), "doubtful cases are marked for labelling");
+    assert_eq!(get("e-user")["outcome"], "succeeded", "a user's label is never overwritten");
+    assert!(get("e-other").get("outcome").is_none());
+}
