@@ -1,0 +1,189 @@
+//! The provider chain through the real server: fallback on each failure kind (error, timeout,
+//! malformed, a provider's own option limit) with every try in `attempts`; never after an
+//! abstention; the per-attempt timeout cut off on the connection against a loopback engine that
+//! accepts and never answers; health probes in parallel, bounded by the timeout. The chain mixes
+//! the mock with the Laya adapter, whose engine is a loopback fake speaking laya-serve's format.
+
+mod common;
+#[path = "common/fake_http.rs"]
+mod fake_http;
+
+use std::time::{Duration, Instant};
+
+use common::{McpClient, TestEnv};
+use fake_http::{FakeServer, Reply, Request};
+use serde_json::{Value, json};
+
+/// laya-serve's answer to `body`: the second option of each question at 0.8.
+fn laya_answer(body: &Value) -> Value {
+    let mut answers = serde_json::Map::new();
+    for (id, q) in body["questions"].as_object().expect("questions") {
+        let labels: Vec<&str> = q["criteria"].as_array().expect("criteria").iter().filter_map(Value::as_str).collect();
+        let rest = 0.2 / (labels.len() - 1) as f64;
+        let probs: serde_json::Map<String, Value> =
+            labels.iter().enumerate().map(|(i, l)| (l.to_string(), json!(if i == 1 { 0.8 } else { rest }))).collect();
+        answers.insert(
+            id.clone(),
+            json!({"type": "choice", "choice": labels[1], "probabilities": probs, "confidence": 0.3, "answer_confidence": 0.8}),
+        );
+    }
+    json!({"model": "laya-rl-agent", "answers": answers,
+           "routing": {"model": "typed-decisions", "reason": "explicit model='typed-decisions'"}})
+}
+
+fn healthy(r: &Request) -> Reply {
+    match r.path.as_str() {
+        "/health" => Reply::json(200, &json!({"status": "ok", "loaded": ["typed-decisions"]})),
+        "/v1/systemone" => Reply::json(200, &laya_answer(&r.json())),
+        _ => Reply::json(404, &json!({"detail": "Not Found"})),
+    }
+}
+
+/// A URL where nothing listens: connections are refused.
+fn refused_url() -> String {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
+    format!("http://127.0.0.1:{port}")
+}
+
+fn env(provider: &str, fallback: &str, laya_url: &str, extra: &str) -> TestEnv {
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"{provider}\"\nfallback = [\"{fallback}\"]\ntimeout_s = 0.5\n\
+         [providers.laya]\nendpoint = \"{laya_url}\"\n{extra}"
+    ));
+    env
+}
+
+fn server(env: &TestEnv) -> McpClient {
+    let mut c = env.mcp();
+    c.initialize("2025-11-25");
+    c
+}
+
+/// The attempts as (provider, outcome) pairs.
+fn tried(s: &Value) -> Vec<(String, String)> {
+    s["attempts"]
+        .as_array()
+        .expect("attempts")
+        .iter()
+        .map(|a| (a["provider"].as_str().unwrap_or("").to_string(), a["outcome"].as_str().unwrap_or("").to_string()))
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter().map(|(p, o)| (p.to_string(), o.to_string())).collect()
+}
+
+#[test]
+fn an_engine_that_is_down_falls_back_to_the_next() {
+    let env = env("laya", "mock", &refused_url(), "");
+    let mut c = server(&env);
+    let s = c.call("system1_decide", json!({"question": "Ship it?"}));
+    assert_eq!(
+        (s["status"].as_str(), s["decision"].as_str(), s["provider"].as_str()),
+        (Some("decided"), Some("yes"), Some("mock")),
+        "{s}"
+    );
+    assert_eq!(tried(&s), pairs(&[("laya", "error"), ("mock", "ok")]));
+    assert!(s["attempts"][0]["detail"].as_str().is_some_and(|d| d.contains("refused")), "{s}");
+    let h = c.call("system1_health", json!({}));
+    assert_eq!(h["status"], "degraded", "primary down, fallback up: {h}");
+    let roles: Vec<(&str, &str, bool)> = h["providers"]
+        .as_array()
+        .expect("providers")
+        .iter()
+        .map(|p| {
+            (p["name"].as_str().unwrap_or(""), p["role"].as_str().unwrap_or(""), p["ok"].as_bool().unwrap_or(true))
+        })
+        .collect();
+    assert_eq!(roles, [("laya", "primary", false), ("mock", "fallback", true)]);
+}
+
+#[test]
+fn an_engine_that_accepts_and_never_answers_is_cut_off_at_the_timeout() {
+    let hangs = FakeServer::start(|_: &Request| Reply::hang());
+    let env = env("laya", "mock", &hangs.url(), "");
+    let mut c = server(&env);
+    let started = Instant::now();
+    let s = c.call("system1_decide", json!({"question": "Ship it?"}));
+    let took = started.elapsed();
+    assert_eq!(tried(&s), pairs(&[("laya", "timeout"), ("mock", "ok")]), "{s}");
+    assert_eq!(s["status"], "decided");
+    let cut = s["attempts"][0]["latency_ms"].as_f64().expect("latency");
+    assert!((450.0..2500.0).contains(&cut), "the attempt was cut off near timeout_s = 0.5: {cut} ms");
+    assert!(took < Duration::from_millis(2500), "the decision took {took:?}");
+    assert_eq!(hangs.requests_to("/v1/systemone").len(), 1, "the engine was asked once");
+
+    // Health too: the probe of a hanging engine is bounded by the timeout, and runs beside the others.
+    let started = Instant::now();
+    let h = c.call("system1_health", json!({}));
+    assert!(started.elapsed() < Duration::from_millis(2500), "health took {:?}", started.elapsed());
+    assert_eq!((h["status"].as_str(), h["providers"][0]["ok"].as_bool()), (Some("degraded"), Some(false)), "{h}");
+}
+
+#[test]
+fn a_malformed_answer_falls_back() {
+    let garbage = FakeServer::start(|r: &Request| match r.path.as_str() {
+        "/v1/systemone" => Reply::json(200, &json!({"answers": "not an object"})),
+        _ => Reply::text(200, "<html>not json</html>"),
+    });
+    let env = env("laya", "mock", &garbage.url(), "");
+    let s = server(&env).call("system1_decide", json!({"question": "Ship it?"}));
+    assert_eq!(tried(&s), pairs(&[("laya", "malformed"), ("mock", "ok")]), "{s}");
+    assert_eq!(s["provider"], "mock");
+}
+
+#[test]
+fn each_failure_of_the_primary_hands_over_to_the_fallback() {
+    let laya = FakeServer::start(healthy);
+    for (fail, outcome) in [("error", "error"), ("timeout", "timeout"), ("malformed", "malformed")] {
+        let env = env("mock", "laya", &laya.url(), &format!("[providers.mock]\nfail = \"{fail}\"\n"));
+        let s = server(&env).call("system1_decide", json!({"question": "Which?", "options": ["a", "b", "c"]}));
+        assert_eq!(tried(&s), pairs(&[("mock", outcome), ("laya", "ok")]), "{fail}: {s}");
+        assert_eq!(
+            (s["status"].as_str(), s["decision"].as_str(), s["provider"].as_str()),
+            (Some("decided"), Some("b"), Some("laya"))
+        );
+        assert_eq!(s["error"], Value::Null);
+    }
+}
+
+#[test]
+fn a_providers_option_limit_hands_over_to_a_fallback_that_takes_more() {
+    let laya = FakeServer::start(healthy);
+    let env = env("mock", "laya", &laya.url(), "[providers.mock]\nmax_options = 3\n");
+    let mut c = server(&env);
+    let s = c.call("system1_decide", json!({"question": "Which?", "options": ["a", "b", "c", "d"]}));
+    assert_eq!(tried(&s), pairs(&[("mock", "error"), ("laya", "ok")]), "{s}");
+    assert!(s["attempts"][0]["detail"].as_str().is_some_and(|d| d.contains("limit of 3")));
+    assert_eq!(s["decision"], "b");
+    // Within the limit, the primary answers and the fallback is never asked.
+    let before = laya.requests_to("/v1/systemone").len();
+    let s = c.call("system1_decide", json!({"question": "Which?", "options": ["a", "b", "c"]}));
+    assert_eq!(tried(&s), pairs(&[("mock", "ok")]));
+    assert_eq!(laya.requests_to("/v1/systemone").len(), before);
+}
+
+#[test]
+fn abstention_never_falls_back() {
+    let laya = FakeServer::start(healthy);
+    for mock in ["fail = \"abstain\"", "confidence = 0.55"] {
+        let env = env("mock", "laya", &laya.url(), &format!("[providers.mock]\n{mock}\n"));
+        let s = server(&env).call("system1_decide", json!({"question": "Ship it?"}));
+        assert_eq!(s["status"], "abstained", "{mock}: {s}");
+        assert_eq!(tried(&s).len(), 1, "{mock}: {s}");
+        assert_eq!(s["provider"], "mock");
+    }
+    assert!(laya.requests_to("/v1/systemone").is_empty(), "the fallback was never asked");
+}
+
+#[test]
+fn when_every_provider_fails_the_last_failure_is_the_error() {
+    let env = env("mock", "laya", &refused_url(), "[providers.mock]\nfail = \"malformed\"\n");
+    let s = server(&env).call("system1_decide", json!({"question": "Ship it?"}));
+    assert_eq!(tried(&s), pairs(&[("mock", "malformed"), ("laya", "error")]), "{s}");
+    assert_eq!((s["status"].as_str(), s["error"]["code"].as_str()), (Some("error"), Some("provider_error")));
+    assert!(s["error"]["message"].as_str().is_some_and(|m| m.starts_with("laya: ")), "{s}");
+    assert_eq!(s["decision"], Value::Null);
+    assert_eq!(s["provider"], Value::Null);
+}
