@@ -3,6 +3,8 @@
 //! on PATH that record their argv (the real Claude Code CLI is exercised in e2e_claude.rs), and
 //! the release download is served from 127.0.0.1.
 
+#![cfg(unix)]
+
 mod common;
 #[path = "support/fakes.rs"]
 mod fakes;

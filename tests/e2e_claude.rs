@@ -1,0 +1,340 @@
+//! End to end with the real Claude Code CLI (npm `@anthropic-ai/claude-code`, installed by
+//! `scripts/test`, path in `SYSTEM1_TEST_CLAUDE`), offline, in one scratch HOME, against a fake
+//! Anthropic API on 127.0.0.1: the plugin validates and installs from this checkout, `system1
+//! install` registers the server through the real CLI, and `claude -p` sessions show the hooks
+//! running, the three tools offered, a `system1_decide` call round-tripping, the Agent hook leaving
+//! the call alone, and `toggle off|on` taking effect without a restart.
+//!
+//! One test, steps in order, so the scratch install is made once (each `claude -p` takes seconds).
+
+#![cfg(unix)]
+
+mod common;
+#[path = "support/fake_anthropic.rs"]
+mod fake_anthropic;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{TestEnv, stderr, stdout};
+use fake_anthropic::{Block, FakeAnthropic, is_subagent, system_messages, texts, tool_names, tool_result};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const TOOLS: [&str; 3] =
+    ["mcp__system1__system1_decide", "mcp__system1__system1_health", "mcp__system1__system1_capabilities"];
+const DECIDE_ID: &str = "toolu_e2e_decide";
+const AGENT_ID: &str = "toolu_e2e_agent";
+/// Longest any one CLI command may take before the test gives up on it.
+const LIMIT: Duration = Duration::from_secs(90);
+
+/// The CLI `scripts/test` installs; required when `CI` is set, skipped loudly otherwise.
+fn claude_cli() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from),
+        Some(Path::new(ROOT).join(".test-deps/claude/node_modules/.bin/claude")),
+    ];
+    if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
+        return Some(found);
+    }
+    assert!(std::env::var_os("CI").is_none(), "the Claude Code CLI is missing (SYSTEM1_TEST_CLAUDE): run scripts/test");
+    eprintln!("SKIPPED e2e_claude: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
+    None
+}
+
+struct E2e {
+    env: TestEnv,
+    claude: PathBuf,
+    api: FakeAnthropic,
+    project: PathBuf,
+    path: String,
+}
+
+impl E2e {
+    /// Environment shared by `claude` and `system1`: the scratch paths, offline switches, the fake
+    /// API, and a PATH that starts with the real CLI. Whatever the caller's session set for
+    /// Claude Code or Anthropic is removed.
+    fn setup(cmd: &mut Command, env: &TestEnv, base_url: &str, path: &str, project: &Path) {
+        for (k, _) in std::env::vars_os() {
+            let k = k.to_string_lossy().to_string();
+            if k.starts_with("ANTHROPIC_")
+                || k.starts_with("CLAUDE")
+                || k.starts_with("SYSTEM1_")
+                || k.to_ascii_lowercase().ends_with("_proxy")
+            {
+                cmd.env_remove(&k);
+            }
+        }
+        cmd.env("HOME", &env.home)
+            .env("USERPROFILE", &env.home)
+            .env("XDG_CONFIG_HOME", env.home.join(".config"))
+            .env("SYSTEM1_INSTALL_DIR", &env.install_dir)
+            .env("SYSTEM1_CONFIG", &env.config)
+            .env("CLAUDE_CONFIG_DIR", &env.claude_dir)
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("ANTHROPIC_API_KEY", "test")
+            .env("ANTHROPIC_BASE_URL", base_url)
+            .env("PATH", path)
+            .current_dir(project)
+            .stdin(Stdio::null());
+    }
+
+    fn claude(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(&self.claude);
+        cmd.args(args);
+        Self::setup(&mut cmd, &self.env, &self.api.base_url(), &self.path, &self.project);
+        run(cmd)
+    }
+
+    /// The installed binary (or the test build when `installed` is false).
+    fn system1(&self, installed: bool, args: &[&str]) -> Output {
+        let bin = if installed { self.env.install_dir.join("bin/system1") } else { PathBuf::from(common::BIN) };
+        let mut cmd = Command::new(bin);
+        cmd.args(args);
+        Self::setup(&mut cmd, &self.env, &self.api.base_url(), &self.path, &self.project);
+        run(cmd)
+    }
+
+    /// `claude -p` with hook events in the stream-json output; returns the parsed events.
+    fn session(&self, prompt: &str) -> Vec<Value> {
+        let out = self.claude(&[
+            "-p",
+            prompt,
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--include-hook-events",
+            "--allowedTools",
+            "mcp__system1",
+            "--no-session-persistence",
+        ]);
+        ok("claude -p", &out);
+        stdout(&out).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+}
+
+/// Runs a command to completion within `LIMIT`.
+fn run(mut cmd: Command) -> Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let started = Instant::now();
+    while child.try_wait().expect("wait").is_none() {
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("collect output");
+            panic!("timed out after {LIMIT:?}: {cmd:?}\nstdout: {}\nstderr: {}", stdout(&out), stderr(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect output")
+}
+
+fn ok(what: &str, out: &Output) {
+    assert!(out.status.success(), "{what} failed ({}):\nstdout: {}\nstderr: {}", out.status, stdout(out), stderr(out));
+}
+
+/// The hook_response events of one hook event (SessionStart, UserPromptSubmit, PreToolUse).
+fn hook_responses<'a>(events: &'a [Value], hook_event: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["subtype"] == "hook_response" && e["hook_event"] == hook_event).collect()
+}
+
+/// The decision JSON a `system1_decide` tool_result carries.
+fn decide_answer(result: &Value) -> Value {
+    let text = match &result["content"] {
+        Value::String(s) => s.clone(),
+        Value::Array(blocks) => blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join(""),
+        other => panic!("unexpected tool_result content: {other}"),
+    };
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("tool_result is not the decision JSON: {result}"))
+}
+
+/// Scripts the model: decide, then spawn a haiku subagent, then finish.
+fn script_decide_then_agent(api: &FakeAnthropic) {
+    api.script(|req| {
+        if is_subagent(req) {
+            return vec![Block::text("E2E-SUBAGENT-DONE")];
+        }
+        if tool_result(req, AGENT_ID).is_some() {
+            return vec![Block::text("E2E-FINAL-ANSWER")];
+        }
+        if tool_result(req, DECIDE_ID).is_some() {
+            let input = json!({"description": "e2e subagent", "prompt": "E2E-SUBAGENT-PROMPT: reply done",
+                "subagent_type": "general-purpose", "model": "haiku"});
+            return vec![Block::ToolUse { id: AGENT_ID.into(), name: "Agent".into(), input }];
+        }
+        if texts(req).iter().any(|t| t.contains("E2E-MAIN-PROMPT")) {
+            let input = json!({"question": "Ship the release today?", "options": ["ship", "wait"]});
+            return vec![Block::ToolUse { id: DECIDE_ID.into(), name: TOOLS[0].into(), input }];
+        }
+        vec![Block::text("ok")]
+    });
+}
+
+/// Scripts the model: one decide call, then finish.
+fn script_decide_only(api: &FakeAnthropic) {
+    api.script(|req| {
+        if tool_result(req, DECIDE_ID).is_some() {
+            return vec![Block::text("E2E-FINAL-ANSWER")];
+        }
+        if texts(req).iter().any(|t| t.contains("E2E-MAIN-PROMPT")) {
+            let input = json!({"question": "Ship the release today?", "options": ["ship", "wait"]});
+            return vec![Block::ToolUse { id: DECIDE_ID.into(), name: TOOLS[0].into(), input }];
+        }
+        vec![Block::text("ok")]
+    });
+}
+
+/// The decide tool_result the main loop sent back, from the requests the fake received.
+fn decide_result(api: &FakeAnthropic) -> Value {
+    let requests = api.requests();
+    let result = requests
+        .iter()
+        .find_map(|r| tool_result(r, DECIDE_ID))
+        .unwrap_or_else(|| panic!("no request carried the system1_decide tool_result; {} requests", requests.len()));
+    decide_answer(result)
+}
+
+#[test]
+fn claude_code_end_to_end() {
+    let Some(claude) = claude_cli() else { return };
+    let env = TestEnv::with_mock("[providers.mock]\nanswer = \"wait\"\nconfidence = 0.8\n");
+    let project = env.root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let cli_dir = env.root.join("cli");
+    std::fs::create_dir_all(&cli_dir).unwrap();
+    std::os::unix::fs::symlink(&claude, cli_dir.join("claude")).unwrap();
+    let path = format!("{}:{}", cli_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let e2e = E2e { env, claude: claude.clone(), api: FakeAnthropic::start(), project, path };
+
+    // 1. The plugin's files pass strict validation: the marketplace, then the plugin with its
+    //    hooks and skills.
+    for target in [PathBuf::from(ROOT), Path::new(ROOT).join(".claude-plugin/plugin.json")] {
+        ok(
+            "claude plugin validate --strict",
+            &e2e.claude(&["plugin", "validate", "--strict", target.to_str().unwrap()]),
+        );
+    }
+
+    // 2. The marketplace and the plugin install from this checkout.
+    ok("plugin marketplace add", &e2e.claude(&["plugin", "marketplace", "add", ROOT]));
+    ok("plugin install", &e2e.claude(&["plugin", "install", "system1@system1-gateway"]));
+    let plugins = e2e.claude(&["plugin", "list", "--json"]);
+    assert!(stdout(&plugins).contains("system1@system1-gateway"), "{}", stdout(&plugins));
+
+    // 3. `system1 install` copies itself and registers through the real CLI; a second run (from
+    //    the installed binary) finds the registration in place.
+    let first = e2e.system1(false, &["install"]);
+    ok("system1 install", &first);
+    assert!(stdout(&first).contains("claude: registered system1"), "{}", stdout(&first));
+    let second = e2e.system1(true, &["install"]);
+    ok("system1 install (again)", &second);
+    assert!(stdout(&second).contains("already registered"), "{}", stdout(&second));
+    let bin = e2e.env.install_dir.join("bin/system1");
+    let get = e2e.claude(&["mcp", "get", "system1"]);
+    assert!(stdout(&get).contains(&bin.display().to_string()), "{}", stdout(&get));
+
+    // 4. `claude mcp list` launches it and connects (its exit code is 0 either way: read the line).
+    let list = e2e.claude(&["mcp", "list"]);
+    let line = stdout(&list).lines().find(|l| l.starts_with("system1:")).map(str::to_string);
+    assert!(line.as_deref().is_some_and(|l| l.contains("Connected")), "mcp list: {}", stdout(&list));
+
+    // 5. A session: hooks run, the tools are offered, a decision round-trips, the Agent hook fires
+    //    and the subagent runs on the model the orchestrator asked for.
+    script_decide_then_agent(&e2e.api);
+    let events = e2e.session("E2E-MAIN-PROMPT: decide whether to ship, then check with a subagent");
+    let requests = e2e.api.requests();
+    let first_main = requests.iter().find(|r| !is_subagent(r)).expect("a main-loop request");
+    for (event, what) in [("SessionStart", "SessionStart"), ("UserPromptSubmit", "UserPromptSubmit")] {
+        let responses = hook_responses(&events, event);
+        assert!(
+            responses.iter().any(|r| r["exit_code"] == 0 && r["outcome"] == "success"),
+            "the {what} hook did not run successfully: {responses:?}"
+        );
+    }
+    let offered = tool_names(first_main);
+    for tool in TOOLS {
+        assert!(offered.iter().any(|t| t == tool), "{tool} not offered; tools: {offered:?}");
+    }
+    let answer = decide_result(&e2e.api);
+    assert_eq!(answer["status"], "decided", "{answer}");
+    assert_eq!(answer["decision"], "wait", "{answer}");
+
+    let agent_hooks = hook_responses(&events, "PreToolUse");
+    assert!(
+        agent_hooks.iter().any(|h| h["hook_name"] == "PreToolUse:Agent" && h["exit_code"] == 0),
+        "the PreToolUse hook did not fire on Agent: {agent_hooks:?}"
+    );
+    for h in &agent_hooks {
+        let out = h["stdout"].as_str().unwrap_or_default();
+        assert!(
+            !out.contains("permissionDecision") && !out.contains("updatedInput"),
+            "the Agent hook changed the call: {out}"
+        );
+    }
+    let sub = requests.iter().find(|r| is_subagent(r)).expect("the subagent's request reached the API");
+    assert!(sub["model"].as_str().unwrap_or_default().contains("haiku"), "subagent model: {}", sub["model"]);
+    assert!(texts(sub).iter().any(|t| t.contains("E2E-SUBAGENT-PROMPT")));
+    let finished =
+        requests.iter().any(|r| tool_result(r, AGENT_ID).is_some_and(|b| b.to_string().contains("E2E-SUBAGENT-DONE")));
+    assert!(finished, "the subagent's answer did not come back to the main loop");
+    let result = events.iter().find(|e| e["type"] == "result").expect("a result event");
+    assert_eq!(result["result"], "E2E-FINAL-ANSWER", "{result}");
+
+    report_overhead(first_main);
+
+    // 6. `toggle off` pauses from the next call, no restart: the same call abstains, saying why.
+    if toggle_available(&e2e) {
+        ok("system1 toggle off", &e2e.system1(true, &["toggle", "off"]));
+        e2e.api.clear();
+        script_decide_only(&e2e.api);
+        e2e.session("E2E-MAIN-PROMPT: decide whether to ship");
+        let paused = decide_result(&e2e.api);
+        assert_eq!(paused["status"], "abstained", "{paused}");
+        assert!(paused["rationale"].as_str().unwrap_or_default().contains("paused"), "{paused}");
+
+        ok("system1 toggle on", &e2e.system1(true, &["toggle", "on"]));
+        e2e.api.clear();
+        e2e.session("E2E-MAIN-PROMPT: decide whether to ship");
+        let resumed = decide_result(&e2e.api);
+        assert_eq!(resumed["status"], "decided", "{resumed}");
+        assert_eq!(resumed["decision"], "wait", "{resumed}");
+    }
+}
+
+/// `system1 toggle` exists in this build (the plugin issue adds it).
+fn toggle_available(e2e: &E2e) -> bool {
+    let out = e2e.system1(true, &["toggle", "status"]);
+    let err = stderr(&out);
+    let missing = err.contains("not available in this build") || err.contains("unexpected argument");
+    if missing {
+        eprintln!("NOTE e2e_claude: `system1 toggle` is not built yet; the pause steps are skipped");
+    }
+    !missing
+}
+
+/// Prints what the plugin adds to every session's context: its entries in the skill listing and
+/// the SessionStart hook's output, in characters and tokens (chars / 4).
+fn report_overhead(first_request: &Value) {
+    let system = system_messages(first_request);
+    let skills: Vec<&str> = system.lines().filter(|l| l.starts_with("- system1:")).collect();
+    let session_start: usize = system
+        .split("SessionStart hook additional context:")
+        .skip(1)
+        .map(|rest| rest.split("\n\n").next().unwrap_or_default().len())
+        .sum();
+    let skill_chars: usize = skills.iter().map(|l| l.len() + 1).sum();
+    let total = skill_chars + session_start;
+    eprintln!(
+        "OVERHEAD e2e_claude: {} skill listing entries, {skill_chars} chars; SessionStart output {session_start} chars; \
+         total {total} chars = about {} tokens per session",
+        skills.len(),
+        total.div_ceil(4)
+    );
+    assert!(
+        total.div_ceil(4) <= 300,
+        "the plugin adds about {} tokens per session (budget: about 250)",
+        total.div_ceil(4)
+    );
+}

@@ -1,0 +1,257 @@
+//! A fake Anthropic Messages API on 127.0.0.1 for driving the real Claude Code CLI offline.
+//!
+//! `POST /v1/messages` is answered as a stream of server-sent events in the order the real API
+//! uses (message_start, ping, per block content_block_start/delta/stop, message_delta,
+//! message_stop); every other request (Claude Code's `HEAD /` preconnect among them) gets 404.
+//! A test scripts the replies with a function of the request body, and reads back every body.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+/// One content block of a scripted reply.
+#[derive(Debug, Clone)]
+pub enum Block {
+    Text(String),
+    ToolUse { id: String, name: String, input: Value },
+}
+
+impl Block {
+    pub fn text(t: &str) -> Block {
+        Block::Text(t.to_string())
+    }
+
+    /// A tool call with a fresh id.
+    pub fn tool(name: &str, input: Value) -> Block {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::SeqCst);
+        Block::ToolUse { id: format!("toolu_e2e_{n:04}"), name: name.to_string(), input }
+    }
+}
+
+type Script = dyn Fn(&Value) -> Vec<Block> + Send + Sync;
+
+pub struct FakeAnthropic {
+    pub port: u16,
+    requests: Arc<Mutex<Vec<Value>>>,
+    script: Arc<Mutex<Arc<Script>>>,
+}
+
+impl FakeAnthropic {
+    pub fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let port = listener.local_addr().expect("addr").port();
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let default: Arc<Script> = Arc::new(|_: &Value| vec![Block::text("ok")]);
+        let script = Arc::new(Mutex::new(default));
+        let (seen, scripted) = (requests.clone(), script.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (seen, scripted) = (seen.clone(), scripted.clone());
+                std::thread::spawn(move || serve(stream, &seen, &scripted));
+            }
+        });
+        FakeAnthropic { port, requests, script }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Replaces the reply script (each reply is computed from the request body).
+    pub fn script(&self, f: impl Fn(&Value) -> Vec<Block> + Send + Sync + 'static) {
+        *self.script.lock().unwrap() = Arc::new(f);
+    }
+
+    /// Every `/v1/messages` body received so far, in order.
+    pub fn requests(&self) -> Vec<Value> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn clear(&self) {
+        self.requests.lock().unwrap().clear();
+    }
+}
+
+/// Serves one connection (keep-alive: several requests may come on it).
+fn serve(stream: TcpStream, seen: &Mutex<Vec<Value>>, script: &Mutex<Arc<Script>>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let mut out = stream;
+    loop {
+        let mut request_line = String::new();
+        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
+            return;
+        }
+        let mut length = 0usize;
+        let mut chunked = false;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            let (name, value) = line.split_once(':').unwrap_or((line, ""));
+            match name.trim().to_ascii_lowercase().as_str() {
+                "content-length" => length = value.trim().parse().unwrap_or(0),
+                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
+                _ => {}
+            }
+        }
+        let body = if chunked { read_chunked(&mut reader) } else { read_exact(&mut reader, length) };
+        let mut parts = request_line.split_whitespace();
+        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
+        if method != "POST" || !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/") {
+            let _ = out
+                .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
+            continue;
+        }
+        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+        seen.lock().unwrap().push(request.clone());
+        let f = script.lock().unwrap().clone();
+        let blocks = f(&request);
+        let sse = events(&request, &blocks);
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nrequest-id: req_e2e\r\nContent-Length: {}\r\n\r\n",
+            sse.len()
+        );
+        if out.write_all(head.as_bytes()).and_then(|()| out.write_all(sse.as_bytes())).is_err() {
+            return;
+        }
+    }
+}
+
+fn read_exact(reader: &mut impl Read, n: usize) -> Vec<u8> {
+    let mut body = vec![0; n];
+    let _ = reader.read_exact(&mut body);
+    body
+}
+
+fn read_chunked(reader: &mut BufReader<TcpStream>) -> Vec<u8> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        if reader.read_line(&mut size).unwrap_or(0) == 0 {
+            return body;
+        }
+        let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
+        body.extend(read_exact(reader, n));
+        let mut crlf = String::new();
+        let _ = reader.read_line(&mut crlf);
+        if n == 0 {
+            return body;
+        }
+    }
+}
+
+/// The SSE stream for one reply.
+fn events(request: &Value, blocks: &[Block]) -> String {
+    static MSG: AtomicUsize = AtomicUsize::new(0);
+    let id = format!("msg_e2e_{:04}", MSG.fetch_add(1, Ordering::SeqCst));
+    let model = request["model"].as_str().unwrap_or("claude-opus-4-8");
+    let mut out = String::new();
+    let mut event = |name: &str, data: Value| out.push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    event(
+        "message_start",
+        json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 100, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}}}),
+    );
+    event("ping", json!({"type": "ping"}));
+    for (index, block) in blocks.iter().enumerate() {
+        match block {
+            Block::Text(text) => {
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
+                );
+            }
+            Block::ToolUse { id, name, input } => {
+                event(
+                    "content_block_start",
+                    json!({"type": "content_block_start", "index": index, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+                );
+                event(
+                    "content_block_delta",
+                    json!({"type": "content_block_delta", "index": index, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}),
+                );
+            }
+        }
+        event("content_block_stop", json!({"type": "content_block_stop", "index": index}));
+    }
+    let stop = if blocks.iter().any(|b| matches!(b, Block::ToolUse { .. })) { "tool_use" } else { "end_turn" };
+    event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}),
+    );
+    event("message_stop", json!({"type": "message_stop"}));
+    out
+}
+
+// ---- reading requests ----
+
+/// Every text in a request's messages (string contents, text blocks, tool_result texts), in order.
+pub fn texts(request: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in request["messages"].as_array().into_iter().flatten() {
+        collect_text(&m["content"], &mut out);
+    }
+    out
+}
+
+fn collect_text(content: &Value, out: &mut Vec<String>) {
+    match content {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(blocks) => {
+            for b in blocks {
+                match b["type"].as_str() {
+                    Some("text") => out.push(b["text"].as_str().unwrap_or_default().to_string()),
+                    Some("tool_result") => collect_text(&b["content"], out),
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The text of the system-role messages (Claude Code's mid-conversation system context).
+pub fn system_messages(request: &Value) -> String {
+    let mut out = Vec::new();
+    for m in request["messages"].as_array().into_iter().flatten().filter(|m| m["role"] == "system") {
+        collect_text(&m["content"], &mut out);
+    }
+    out.join("\n")
+}
+
+/// The tool_result block answering `tool_use_id`, if the request carries it.
+pub fn tool_result<'a>(request: &'a Value, tool_use_id: &str) -> Option<&'a Value> {
+    request["messages"]
+        .as_array()?
+        .iter()
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .find(|b| b["type"] == "tool_result" && b["tool_use_id"] == tool_use_id)
+}
+
+/// The names in a request's `tools[]`.
+pub fn tool_names(request: &Value) -> Vec<String> {
+    request["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
+}
+
+/// Whether a request comes from a subagent (Claude Code marks its billing header so).
+pub fn is_subagent(request: &Value) -> bool {
+    request["system"].to_string().contains("cc_is_subagent=true")
+}
