@@ -176,3 +176,45 @@ fn launcher_runs_the_real_binary() {
     assert!(out.status.success());
     assert_eq!(stdout(&out), "", "all is well: the session-start hook is silent");
 }
+
+/// The skill listing entries Claude Code adds to every session for this plugin: one
+/// `- system1:<name>: <description>` line per skill the model may invoke (user-only skills, with
+/// `disable-model-invocation: true`, are left out of the listing).
+fn skill_listing() -> Vec<String> {
+    let mut lines = Vec::new();
+    let dir = Path::new(ROOT).join("skills");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).expect("skills dir").filter_map(|e| e.ok()).collect();
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
+        let Ok(text) = std::fs::read_to_string(entry.path().join("SKILL.md")) else { continue };
+        let front = text.split("---").nth(1).expect("frontmatter");
+        if front.lines().any(|l| l.trim() == "disable-model-invocation: true") {
+            continue;
+        }
+        let description = front
+            .lines()
+            .find_map(|l| l.strip_prefix("description:"))
+            .map(|d| d.trim().trim_matches('"').to_string())
+            .expect("a description");
+        lines.push(format!("- system1:{}: {description}", entry.file_name().to_string_lossy()));
+    }
+    lines
+}
+
+#[test]
+fn plugin_adds_at_most_about_250_tokens_per_session() {
+    let listing = skill_listing();
+    assert!(listing.iter().any(|l| l.starts_with("- system1:doctor: ")), "doctor is model-invocable: {listing:?}");
+    for user_only in ["setup", "toggle", "choose-model", "add-provider"] {
+        let prefix = format!("- system1:{user_only}:");
+        assert!(!listing.iter().any(|l| l.starts_with(&prefix)), "{user_only} is user-only: {listing:?}");
+    }
+    // SessionStart adds nothing when all is well (tests/plugin_commands.rs), so the listing is it.
+    let chars: usize = listing.iter().map(|l| l.chars().count() + 1).sum();
+    let tokens = chars.div_ceil(4);
+    eprintln!(
+        "OVERHEAD plugin: {} skill listing entries, {chars} chars, about {tokens} tokens (chars / 4)",
+        listing.len()
+    );
+    assert!(tokens <= 250, "the plugin adds about {tokens} tokens per session: {listing:#?}");
+}
