@@ -1,10 +1,145 @@
-//! `system1 engine`: not built yet (see the open issues).
+//! `system1 engine`: install, start, stop and inspect the local engine servers (laya, von), start
+//! them at login, and probe the hardware they would run on. The work is in `crate::engine`.
 
-use crate::error::{Error, Result};
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::engine::autostart::{self, Platform};
+use crate::engine::{self, Spec, probe};
+use crate::error::{Result, exit};
+use crate::providers;
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    #[command(subcommand)]
+    action: Action,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 engine` is not available in this build yet"))
+#[derive(clap::Subcommand)]
+enum Action {
+    /// Create a venv under the install dir's engines/<name>/ with python3, pip-install the engine
+    /// (laya[serve] or von-sdk) and write its launchers (start.sh, start.ps1).
+    Install {
+        /// laya or von.
+        name: String,
+        /// Install this pip requirement instead of the default one (e.g. a pinned version).
+        #[arg(long)]
+        package: Option<String>,
+    },
+    /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).
+    Start { name: String },
+    /// Stop the engine the launcher started.
+    Stop { name: String },
+    /// Show whether each engine is installed, running, healthy and set to start at login.
+    Status {
+        /// One engine (default: both).
+        name: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Start the engine at login (systemd --user unit, LaunchAgent, or Windows Startup .cmd), or stop doing so.
+    Autostart {
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+        name: String,
+        /// Write the file for another platform (linux, macos, windows); for tests and previews.
+        #[arg(long, hide = true)]
+        platform: Option<String>,
+    },
+    /// Report OS, CPU, RAM, GPU and VRAM, and the Python and Ollama on PATH.
+    Probe {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    match args.action {
+        Action::Install { name, package } => {
+            let spec = engine::spec(&name)?;
+            for line in engine::install(spec, package.as_deref())? {
+                println!("{name}: {line}");
+            }
+            println!("{name}: start it with `system1 engine start {name}`");
+            Ok(exit::OK)
+        }
+        Action::Start { name } => {
+            let spec = engine::spec(&name)?;
+            println!("{}", engine::start(spec)?);
+            Ok(exit::OK)
+        }
+        Action::Stop { name } => {
+            println!("{}", engine::stop(engine::spec(&name)?)?);
+            Ok(exit::OK)
+        }
+        Action::Status { name, json } => status(name.as_deref(), json),
+        Action::Autostart { state, name, platform } => {
+            let spec = engine::spec(&name)?;
+            let platform = match platform {
+                Some(p) => Platform::parse(&p)?,
+                None => Platform::current(),
+            };
+            let done =
+                if state == "on" { autostart::enable(spec, platform)? } else { autostart::disable(spec, platform)? };
+            for line in done {
+                println!("{name}: {line}");
+            }
+            Ok(exit::OK)
+        }
+        Action::Probe { json } => {
+            let p = probe::probe();
+            if json {
+                println!("{}", serde_json::to_string_pretty(&p).unwrap_or_default());
+            } else {
+                for line in probe::describe(&p) {
+                    println!("{line}");
+                }
+            }
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
+    let specs: Vec<&Spec> = match name {
+        Some(n) => vec![engine::spec(n)?],
+        None => engine::SPECS.iter().collect(),
+    };
+    let loaded = crate::config::load();
+    let mut report = Vec::new();
+    for spec in specs {
+        let port = spec.port();
+        let settings = loaded.provider_settings(spec.name);
+        let health = providers::build(spec.name, &settings).map(|p| p.health(Duration::from_secs(2)));
+        let pid = std::fs::read_to_string(spec.pid_file()).ok().map(|t| t.trim().to_string());
+        report.push(json!({
+            "engine": spec.name,
+            "installed": spec.is_installed(),
+            "dir": spec.dir().display().to_string(),
+            "port": port,
+            "listening": engine::listening(port),
+            "pid": pid,
+            "healthy": health.as_ref().map(|h| h.ok),
+            "detail": health.and_then(|h| h.detail),
+            "autostart": autostart::is_enabled(spec, Platform::current()),
+            "log": spec.log_file().display().to_string(),
+        }));
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        return Ok(exit::OK);
+    }
+    for r in &report {
+        let yes = |k: &str| if r[k].as_bool() == Some(true) { "yes" } else { "no" };
+        println!("{}:", r["engine"].as_str().unwrap_or(""));
+        println!("  installed:  {} ({})", yes("installed"), r["dir"].as_str().unwrap_or(""));
+        println!("  listening:  {} (127.0.0.1:{})", yes("listening"), r["port"]);
+        if let Some(d) = r["detail"].as_str() {
+            println!("  health:     {d}");
+        }
+        println!("  at login:   {}", if r["autostart"].as_bool() == Some(true) { "on" } else { "off" });
+        println!("  log:        {}", r["log"].as_str().unwrap_or(""));
+    }
+    Ok(exit::OK)
 }

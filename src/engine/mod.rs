@@ -1,1 +1,232 @@
-//! Not built yet (see the open issues).
+//! Local engine servers (laya, von): install into their own venv, start, stop, status, and start
+//! at login. The launchers and start-at-login templates live in `engines/<name>/` and are built
+//! into the binary, so an installed `system1` needs no clone to set an engine up.
+//!
+//! Layout under `paths::engines_dir()/<name>/`: `venv/` (the engine's Python environment),
+//! `start.sh` and `start.ps1` (the launchers), `<server>.log`, `<server>.pid`.
+
+pub mod autostart;
+pub mod probe;
+
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::error::{Context, Error, Result};
+use crate::paths;
+
+/// One engine server System-1 knows how to run.
+pub struct Spec {
+    pub name: &'static str,
+    /// What `pip install` gets.
+    pub package: &'static str,
+    /// The server's program name (its log and pid files are named after it).
+    pub server: &'static str,
+    pub default_port: u16,
+    /// The environment variable the launcher reads the port from.
+    pub port_var: &'static str,
+    pub start_sh: &'static str,
+    pub start_ps1: &'static str,
+    pub systemd_unit: &'static str,
+    pub launch_agent: &'static str,
+    pub startup_cmd: &'static str,
+}
+
+pub const SPECS: [Spec; 2] = [
+    Spec {
+        name: "laya",
+        package: "laya[serve]",
+        server: "laya-serve",
+        default_port: 8765,
+        port_var: "LAYA_PORT",
+        start_sh: include_str!("../../engines/laya/start.sh"),
+        start_ps1: include_str!("../../engines/laya/start.ps1"),
+        systemd_unit: include_str!("../../engines/laya/system1-laya.service"),
+        launch_agent: include_str!("../../engines/laya/com.system1.laya.plist"),
+        startup_cmd: include_str!("../../engines/laya/system1-laya.cmd"),
+    },
+    Spec {
+        name: "von",
+        package: "von-sdk",
+        server: "von-serve",
+        default_port: 8777,
+        port_var: "VON_PORT",
+        start_sh: include_str!("../../engines/von/start.sh"),
+        start_ps1: include_str!("../../engines/von/start.ps1"),
+        systemd_unit: include_str!("../../engines/von/system1-von.service"),
+        launch_agent: include_str!("../../engines/von/com.system1.von.plist"),
+        startup_cmd: include_str!("../../engines/von/system1-von.cmd"),
+    },
+];
+
+pub fn spec(name: &str) -> Result<&'static Spec> {
+    SPECS.iter().find(|s| s.name == name).ok_or_else(|| {
+        Error::usage(format!("unknown engine {name:?}; System-1 runs laya and von (Ollama runs itself)"))
+    })
+}
+
+impl Spec {
+    pub fn dir(&self) -> PathBuf {
+        paths::engines_dir().join(self.name)
+    }
+
+    pub fn venv(&self) -> PathBuf {
+        self.dir().join("venv")
+    }
+
+    pub fn launcher(&self) -> PathBuf {
+        self.dir().join(if cfg!(windows) { "start.ps1" } else { "start.sh" })
+    }
+
+    pub fn log_file(&self) -> PathBuf {
+        self.dir().join(format!("{}.log", self.server))
+    }
+
+    pub fn pid_file(&self) -> PathBuf {
+        self.dir().join(format!("{}.pid", self.server))
+    }
+
+    pub fn is_installed(&self) -> bool {
+        self.venv().join(if cfg!(windows) { "Scripts" } else { "bin" }).is_dir()
+    }
+
+    /// The port the gateway expects the engine on: the configured endpoint's, else the default.
+    pub fn port(&self) -> u16 {
+        let loaded = crate::config::load();
+        let settings = loaded.provider_settings(self.name);
+        let endpoint = settings.string("endpoint", "");
+        port_of(&endpoint).unwrap_or(self.default_port)
+    }
+}
+
+/// The port of an `http://host:port` URL, when it names one.
+pub fn port_of(url: &str) -> Option<u16> {
+    let rest = url.trim().split_once("://").map(|(_, r)| r)?;
+    let authority = rest.split('/').next()?;
+    let (_, port) = authority.rsplit_once(':')?;
+    port.parse().ok()
+}
+
+/// Whether something accepts connections on 127.0.0.1:`port`.
+pub fn listening(port: u16) -> bool {
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    TcpStream::connect_timeout(&addr, Duration::from_millis(300)).is_ok()
+}
+
+/// The Python used to create engine venvs: `SYSTEM1_ENGINE_PYTHON`, else `python3` (`py -3` on Windows).
+fn python() -> (String, Vec<String>) {
+    if let Some(p) = std::env::var_os("SYSTEM1_ENGINE_PYTHON").filter(|p| !p.is_empty()) {
+        return (p.to_string_lossy().to_string(), Vec::new());
+    }
+    if cfg!(windows) { ("py".into(), vec!["-3".into()]) } else { ("python3".into(), Vec::new()) }
+}
+
+fn run(cmd: &mut Command, what: &str) -> Result<()> {
+    let status = cmd.status().context(|| format!("cannot run {what}"))?;
+    if status.success() { Ok(()) } else { Err(Error::failure(format!("{what} failed ({status})"))) }
+}
+
+/// Creates the venv, installs `package` into it, and writes the launchers. Returns what was done.
+pub fn install(spec: &Spec, package: Option<&str>) -> Result<Vec<String>> {
+    let dir = spec.dir();
+    std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
+    let mut done = Vec::new();
+    let venv = spec.venv();
+    if !spec.is_installed() {
+        let (py, mut args) = python();
+        args.extend(["-m".into(), "venv".into(), venv.display().to_string()]);
+        run(Command::new(&py).args(&args), &format!("{py} -m venv"))?;
+        done.push(format!("created the venv {}", venv.display()));
+    }
+    let pip = venv.join(if cfg!(windows) { "Scripts\\pip.exe" } else { "bin/pip" });
+    let package = package.unwrap_or(spec.package);
+    run(
+        Command::new(&pip).args(["install", "--upgrade", "--disable-pip-version-check", package]),
+        &format!("pip install {package}"),
+    )?;
+    done.push(format!("installed {package}"));
+    write_launchers(spec, &dir)?;
+    done.push(format!("wrote the launchers {} and start.ps1", dir.join("start.sh").display()));
+    Ok(done)
+}
+
+fn write_launchers(spec: &Spec, dir: &Path) -> Result<()> {
+    let sh = dir.join("start.sh");
+    std::fs::write(&sh, spec.start_sh).context(|| format!("cannot write {}", sh.display()))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&sh, std::fs::Permissions::from_mode(0o755))
+            .context(|| format!("cannot make {} executable", sh.display()))?;
+    }
+    let ps1 = dir.join("start.ps1");
+    std::fs::write(&ps1, spec.start_ps1).context(|| format!("cannot write {}", ps1.display()))?;
+    Ok(())
+}
+
+/// Runs the launcher (which starts the server in the background and returns). Returns its output.
+pub fn start(spec: &Spec) -> Result<String> {
+    let launcher = spec.launcher();
+    if !launcher.is_file() {
+        return Err(Error::failure(format!("{} is not installed ({} is missing)", spec.name, launcher.display()))
+            .with_hint(format!("run `system1 engine install {}` first", spec.name)));
+    }
+    let port = spec.port();
+    let mut cmd = if cfg!(windows) {
+        let mut c = Command::new("powershell");
+        c.args(["-NoProfile", "-ExecutionPolicy", "Bypass", "-File"]).arg(&launcher);
+        c
+    } else {
+        Command::new(&launcher)
+    };
+    cmd.env(spec.port_var, port.to_string());
+    let out = cmd.output().context(|| format!("cannot run {}", launcher.display()))?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    if !out.status.success() {
+        return Err(Error::failure(format!("{} failed: {}", launcher.display(), text.trim())));
+    }
+    Ok(text.trim().to_string())
+}
+
+/// Stops the server the launcher started (by the pid it recorded). Returns what happened.
+pub fn stop(spec: &Spec) -> Result<String> {
+    let pid_file = spec.pid_file();
+    let Ok(text) = std::fs::read_to_string(&pid_file) else {
+        return Ok(format!("{}: no pid file ({}); nothing started by System-1 to stop", spec.name, pid_file.display()));
+    };
+    let pid: u32 = text.trim().parse().map_err(|_| Error::failure(format!("{} holds no pid", pid_file.display())))?;
+    let status = if cfg!(windows) {
+        Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).status()
+    } else {
+        Command::new("kill").arg(pid.to_string()).status()
+    };
+    let _ = std::fs::remove_file(&pid_file);
+    match status {
+        Ok(s) if s.success() => Ok(format!("{}: stopped {} (pid {pid})", spec.name, spec.server)),
+        _ => Ok(format!("{}: {} (pid {pid}) was not running", spec.name, spec.server)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_from_endpoints() {
+        assert_eq!(port_of("http://127.0.0.1:8765"), Some(8765));
+        assert_eq!(port_of("http://localhost:9000/"), Some(9000));
+        assert_eq!(port_of("http://[::1]:8777/x"), Some(8777));
+        assert_eq!(port_of("http://127.0.0.1"), None);
+    }
+
+    #[test]
+    fn every_template_has_its_placeholders() {
+        for s in &SPECS {
+            assert!(s.systemd_unit.contains("@LAUNCHER@ --foreground"), "{}", s.name);
+            assert!(s.launch_agent.contains("<string>@LAUNCHER@</string>"), "{}", s.name);
+            assert!(s.startup_cmd.contains("@LAUNCHER_PS1@"), "{}", s.name);
+            assert!(s.start_sh.contains("127.0.0.1") && s.start_ps1.contains("127.0.0.1"), "{}", s.name);
+        }
+    }
+}

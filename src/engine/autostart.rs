@@ -1,0 +1,160 @@
+//! Start an engine at login: a `systemd --user` unit on Linux, a LaunchAgent on macOS, a `.cmd`
+//! in the Windows Startup folder. Each file is filled from its template in `engines/<name>/`.
+//! The service manager is told only when its tool (`systemctl`, `launchctl`) is on PATH; the
+//! file alone takes effect at the next login.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::Spec;
+use crate::error::{Context, Error, Result};
+use crate::paths;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    Linux,
+    MacOs,
+    Windows,
+}
+
+impl Platform {
+    pub fn current() -> Self {
+        if cfg!(windows) {
+            Platform::Windows
+        } else if cfg!(target_os = "macos") {
+            Platform::MacOs
+        } else {
+            Platform::Linux
+        }
+    }
+
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "linux" => Ok(Platform::Linux),
+            "macos" => Ok(Platform::MacOs),
+            "windows" => Ok(Platform::Windows),
+            _ => Err(Error::usage(format!("unknown platform {s:?}; use linux, macos or windows"))),
+        }
+    }
+}
+
+/// Where the start-at-login file goes.
+pub fn file(spec: &Spec, platform: Platform) -> PathBuf {
+    let home = paths::home();
+    match platform {
+        Platform::Linux => {
+            let config = std::env::var_os("XDG_CONFIG_HOME")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join(".config"));
+            config.join("systemd").join("user").join(format!("system1-{}.service", spec.name))
+        }
+        Platform::MacOs => home.join("Library").join("LaunchAgents").join(format!("com.system1.{}.plist", spec.name)),
+        Platform::Windows => {
+            let appdata = std::env::var_os("APPDATA")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| home.join("AppData").join("Roaming"));
+            appdata
+                .join("Microsoft")
+                .join("Windows")
+                .join("Start Menu")
+                .join("Programs")
+                .join("Startup")
+                .join(format!("system1-{}.cmd", spec.name))
+        }
+    }
+}
+
+/// The file's text for this machine's engine directory.
+pub fn contents(spec: &Spec, platform: Platform) -> String {
+    let dir = spec.dir();
+    let sh = dir.join("start.sh").display().to_string();
+    let ps1 = dir.join("start.ps1").display().to_string();
+    let template = match platform {
+        Platform::Linux => spec.systemd_unit,
+        Platform::MacOs => spec.launch_agent,
+        Platform::Windows => spec.startup_cmd,
+    };
+    template.replace("@LAUNCHER@", &sh).replace("@LAUNCHER_PS1@", &ps1).replace("@DIR@", &dir.display().to_string())
+}
+
+fn on_path(tool: &str) -> bool {
+    let Some(path) = std::env::var_os("PATH") else { return false };
+    std::env::split_paths(&path).any(|d| d.join(tool).is_file() || d.join(format!("{tool}.exe")).is_file())
+}
+
+/// Runs a service-manager command when the tool exists; returns a line saying what happened.
+fn tell(tool: &str, args: &[&str]) -> Option<String> {
+    if !on_path(tool) {
+        return None;
+    }
+    let line = format!("{tool} {}", args.join(" "));
+    Some(match Command::new(tool).args(args).status() {
+        Ok(s) if s.success() => format!("ran `{line}`"),
+        Ok(s) => format!("`{line}` failed ({s}); the file still takes effect at the next login"),
+        Err(e) => format!("could not run `{line}`: {e}"),
+    })
+}
+
+/// Writes the start-at-login file and tells the service manager. Returns what was done.
+pub fn enable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
+    if !spec.launcher_for(platform).is_file() {
+        return Err(Error::failure(format!("{} is not installed", spec.name))
+            .with_hint(format!("run `system1 engine install {}` first", spec.name)));
+    }
+    let path = file(spec, platform);
+    write(&path, &contents(spec, platform))?;
+    let mut done = vec![format!("wrote {}", path.display())];
+    let p = path.display().to_string();
+    let unit = format!("system1-{}.service", spec.name);
+    let told = match platform {
+        Platform::Linux => tell("systemctl", &["--user", "daemon-reload"])
+            .into_iter()
+            .chain(tell("systemctl", &["--user", "enable", &unit]))
+            .collect(),
+        Platform::MacOs => tell("launchctl", &["load", "-w", &p]).into_iter().collect(),
+        Platform::Windows => Vec::new(),
+    };
+    done.extend(told);
+    Ok(done)
+}
+
+/// Removes the start-at-login file (after telling the service manager). Returns what was done.
+pub fn disable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
+    let path = file(spec, platform);
+    let mut done = Vec::new();
+    if !path.exists() {
+        done.push(format!("{} is not set to start at login ({} does not exist)", spec.name, path.display()));
+        return Ok(done);
+    }
+    let p = path.display().to_string();
+    let unit = format!("system1-{}.service", spec.name);
+    match platform {
+        Platform::Linux => done.extend(tell("systemctl", &["--user", "disable", &unit])),
+        Platform::MacOs => done.extend(tell("launchctl", &["unload", "-w", &p])),
+        Platform::Windows => {}
+    }
+    std::fs::remove_file(&path).context(|| format!("cannot remove {}", path.display()))?;
+    done.push(format!("removed {}", path.display()));
+    if platform == Platform::Linux {
+        done.extend(tell("systemctl", &["--user", "daemon-reload"]));
+    }
+    Ok(done)
+}
+
+pub fn is_enabled(spec: &Spec, platform: Platform) -> bool {
+    file(spec, platform).is_file()
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    paths::ensure_parent(path).context(|| format!("cannot create the folder of {}", path.display()))?;
+    std::fs::write(path, text).context(|| format!("cannot write {}", path.display()))
+}
+
+impl Spec {
+    /// The launcher a platform's start-at-login file runs.
+    pub fn launcher_for(&self, platform: Platform) -> PathBuf {
+        self.dir().join(if platform == Platform::Windows { "start.ps1" } else { "start.sh" })
+    }
+}

@@ -1,0 +1,302 @@
+//! The engine launchers and `system1 engine`, with stand-ins on PATH for the engine servers
+//! (`laya-serve`, `von`), `nvidia-smi`, `systemctl` and the Python that creates venvs. Every file
+//! lands in a scratch HOME; nothing real is installed, started or enabled.
+
+#![cfg(unix)]
+
+mod common;
+
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{TestEnv, stderr, stdout, write};
+
+const REPO: &str = env!("CARGO_MANIFEST_DIR");
+
+fn script(path: &Path, body: &str) {
+    write(path, &format!("#!/bin/sh\n{body}\n"));
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// The real python3 (pyenv shims need the real HOME, which the tests replace).
+fn real_python() -> PathBuf {
+    let out = Command::new("python3").args(["-c", "import sys; print(sys.executable)"]).output().expect("python3");
+    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+}
+
+/// A bin folder with stand-ins: `laya-serve` and `von` record their environment and arguments
+/// into `record`, print a line (which the launcher logs) and then stay up for `stay` seconds.
+fn stand_ins(root: &Path, gpu: bool, stay: u32) -> PathBuf {
+    let bin = root.join("bin");
+    let record = root.join("record");
+    script(
+        &bin.join("laya-serve"),
+        &format!(
+            "echo \"host=$LAYA_HOST port=$LAYA_PORT models=$LAYA_MODELS device=$LAYA_DEVICE args=$*\" > {r}.tmp && mv {r}.tmp {r}\necho stand-in laya-serve up\nexec sleep {stay}",
+            r = record.display()
+        ),
+    );
+    script(
+        &bin.join("von"),
+        &format!(
+            "echo \"args=$*\" > {r}.tmp && mv {r}.tmp {r}\necho stand-in von up\nexec sleep {stay}",
+            r = record.display()
+        ),
+    );
+    script(&bin.join("nvidia-smi"), if gpu { "echo 'GPU 0: Stand-in'; exit 0" } else { "exit 9" });
+    std::os::unix::fs::symlink(real_python(), bin.join("python3")).expect("link python3");
+    bin
+}
+
+fn path_with(bin: &Path) -> String {
+    format!("{}:/usr/bin:/bin", bin.display())
+}
+
+fn wait_for(path: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(t) = std::fs::read_to_string(path) {
+            return t;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Copies a launcher into `dir` (so its log and pid land there) and returns its path.
+fn launcher(dir: &Path, engine: &str) -> PathBuf {
+    let to = dir.join("engine").join("start.sh");
+    write(&to, &std::fs::read_to_string(format!("{REPO}/engines/{engine}/start.sh")).unwrap());
+    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    to
+}
+
+fn kill_recorded(pid_file: &Path) {
+    if let Ok(pid) = std::fs::read_to_string(pid_file) {
+        let _ = Command::new("kill").arg(pid.trim()).status();
+    }
+}
+
+#[test]
+fn the_laya_launcher_binds_loopback_preloads_typed_decisions_and_logs_beside_itself() {
+    let env = TestEnv::new();
+    let bin = stand_ins(&env.root, false, 30);
+    let start = launcher(&env.root, "laya");
+    let port = free_port();
+    let out = Command::new(&start)
+        .env_clear()
+        .env("PATH", path_with(&bin))
+        .env("HOME", &env.home)
+        .env("LAYA_PORT", port.to_string())
+        .output()
+        .expect("run start.sh");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(&format!("started laya-serve on 127.0.0.1:{port}")), "{}", stdout(&out));
+    let record = wait_for(&env.root.join("record"));
+    assert_eq!(record.trim(), format!("host=127.0.0.1 port={port} models=typed-decisions device=cpu args="));
+    let dir = start.parent().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut log = String::new();
+    while Instant::now() < deadline && !log.contains("stand-in laya-serve up") {
+        log = std::fs::read_to_string(dir.join("laya-serve.log")).unwrap_or_default();
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        log.contains(&format!("starting laya-serve on 127.0.0.1:{port}, models typed-decisions, device cpu")),
+        "{log}"
+    );
+    assert!(log.contains("stand-in laya-serve up"), "{log}");
+    kill_recorded(&dir.join("laya-serve.pid"));
+}
+
+#[test]
+fn the_laya_launcher_uses_cuda_when_a_gpu_answers_and_stays_attached_in_the_foreground() {
+    let env = TestEnv::new();
+    let bin = stand_ins(&env.root, true, 0);
+    let start = launcher(&env.root, "laya");
+    let out = Command::new(&start)
+        .arg("--foreground")
+        .env_clear()
+        .env("PATH", path_with(&bin))
+        .env("LAYA_PORT", free_port().to_string())
+        .env("LAYA_MODELS", "english,typed-decisions")
+        .output()
+        .expect("run start.sh");
+    assert!(out.status.success(), "{}", stderr(&out));
+    // In the foreground the launcher returns only when the server does, so the record is there.
+    let record = std::fs::read_to_string(env.root.join("record")).expect("recorded");
+    assert!(record.contains("models=english,typed-decisions device=cuda"), "{record}");
+    assert!(!start.parent().unwrap().join("laya-serve.pid").exists());
+}
+
+#[test]
+fn the_launchers_do_nothing_when_the_port_is_taken() {
+    for engine in ["laya", "von"] {
+        let env = TestEnv::new();
+        let bin = stand_ins(&env.root, false, 0);
+        let start = launcher(&env.root, engine);
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = taken.local_addr().unwrap().port();
+        let out = Command::new(&start)
+            .env_clear()
+            .env("PATH", path_with(&bin))
+            .env("LAYA_PORT", port.to_string())
+            .env("VON_PORT", port.to_string())
+            .output()
+            .expect("run start.sh");
+        assert!(out.status.success());
+        assert!(stdout(&out).contains("already in use; nothing to do"), "{engine}: {}", stdout(&out));
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!env.root.join("record").exists(), "{engine}: the server was not started");
+    }
+}
+
+#[test]
+fn the_von_launcher_passes_host_and_port_flags() {
+    let env = TestEnv::new();
+    let bin = stand_ins(&env.root, false, 0);
+    let start = launcher(&env.root, "von");
+    let port = free_port();
+    let out = Command::new(&start)
+        .arg("--foreground")
+        .env_clear()
+        .env("PATH", path_with(&bin))
+        .env("VON_PORT", port.to_string())
+        .output()
+        .expect("run start.sh");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let record = std::fs::read_to_string(env.root.join("record")).expect("recorded");
+    assert_eq!(record.trim(), format!("args=serve --host 127.0.0.1 --port {port}"));
+    let log = std::fs::read_to_string(start.parent().unwrap().join("von-serve.log")).unwrap();
+    assert!(log.contains("stand-in von up"), "{log}");
+}
+
+/// A stand-in python: `-m venv DIR` makes DIR/bin with a pip that records its arguments.
+fn fake_python(root: &Path) -> PathBuf {
+    let py = root.join("fake-python");
+    script(
+        &py,
+        &format!(
+            "[ \"$1\" = -m ] && [ \"$2\" = venv ] || exit 3\nmkdir -p \"$3/bin\"\nprintf '#!/bin/sh\\necho \"$*\" >> {log}\\n' > \"$3/bin/pip\"\nchmod +x \"$3/bin/pip\"",
+            log = root.join("pip.log").display()
+        ),
+    );
+    py
+}
+
+#[test]
+fn install_start_status_and_stop_through_the_binary() {
+    let mut env = TestEnv::new();
+    let bin = stand_ins(&env.root, false, 30);
+    let port = free_port();
+    env.write_config(&format!("[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"));
+    env.set_env("SYSTEM1_ENGINE_PYTHON", fake_python(&env.root).to_str().unwrap());
+    env.set_env("PATH", &path_with(&bin));
+
+    let out = env.run(&["engine", "install", "laya"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let dir = env.install_dir.join("engines/laya");
+    assert_eq!(
+        std::fs::read_to_string(env.root.join("pip.log")).unwrap().trim(),
+        "install --upgrade --disable-pip-version-check laya[serve]"
+    );
+    let sh = dir.join("start.sh");
+    assert_eq!(
+        std::fs::read_to_string(&sh).unwrap(),
+        std::fs::read_to_string(format!("{REPO}/engines/laya/start.sh")).unwrap()
+    );
+    assert_eq!(std::fs::metadata(&sh).unwrap().permissions().mode() & 0o111, 0o111);
+    assert!(dir.join("start.ps1").is_file());
+
+    let out = env.run(&["engine", "start", "laya"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let record = wait_for(&env.root.join("record"));
+    assert!(record.contains(&format!("host=127.0.0.1 port={port} ")), "the configured port: {record}");
+
+    let out = env.run(&["engine", "status", "laya", "--json"], "");
+    let status: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("status JSON");
+    assert_eq!(status[0]["installed"], true);
+    assert_eq!(status[0]["port"], port);
+    assert_eq!(status[0]["autostart"], false);
+
+    let out = env.run(&["engine", "stop", "laya"], "");
+    assert!(stdout(&out).contains("stopped laya-serve"), "{}", stdout(&out));
+    assert!(!dir.join("laya-serve.pid").exists());
+    let out = env.run(&["engine", "stop", "laya"], "");
+    assert!(stdout(&out).contains("nothing started by System-1"), "{}", stdout(&out));
+}
+
+#[test]
+fn unknown_engines_and_uninstalled_starts_are_clear_errors() {
+    let env = TestEnv::new();
+    let out = env.run(&["engine", "install", "gpt"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown engine \"gpt\""));
+    let out = env.run(&["engine", "start", "von"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("system1 engine install von"), "{}", stderr(&out));
+}
+
+#[test]
+fn autostart_files_for_each_platform_in_a_scratch_home() {
+    let mut env = TestEnv::new();
+    let bin = env.root.join("bin");
+    let calls = env.root.join("systemctl.log");
+    script(&bin.join("systemctl"), &format!("echo \"$*\" >> {}", calls.display()));
+    env.set_env("PATH", bin.to_str().unwrap());
+    let dir = env.install_dir.join("engines/laya");
+    let out = env.run(&["engine", "autostart", "on", "laya"], "");
+    assert_eq!(out.status.code(), Some(1), "not installed yet");
+    write(&dir.join("start.sh"), "#!/bin/sh\n");
+    write(&dir.join("start.ps1"), "");
+
+    let out = env.run(&["engine", "autostart", "on", "laya", "--platform", "linux"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let unit = std::fs::read_to_string(env.home.join(".config/systemd/user/system1-laya.service")).unwrap();
+    assert!(unit.contains(&format!("ExecStart={} --foreground", dir.join("start.sh").display())), "{unit}");
+    assert!(unit.contains("WantedBy=default.target"));
+    assert_eq!(std::fs::read_to_string(&calls).unwrap(), "--user daemon-reload\n--user enable system1-laya.service\n");
+    let out = env.run(&["engine", "autostart", "off", "laya", "--platform", "linux"], "");
+    assert!(out.status.success());
+    assert!(!env.home.join(".config/systemd/user/system1-laya.service").exists());
+    assert!(std::fs::read_to_string(&calls).unwrap().contains("--user disable system1-laya.service"));
+
+    let out = env.run(&["engine", "autostart", "on", "laya", "--platform", "macos"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let plist = std::fs::read_to_string(env.home.join("Library/LaunchAgents/com.system1.laya.plist")).unwrap();
+    assert!(plist.contains(&format!("<string>{}</string>", dir.join("start.sh").display())), "{plist}");
+    assert!(plist.contains("<key>RunAtLoad</key>"));
+
+    let out = env.run(&["engine", "autostart", "on", "laya", "--platform", "windows"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cmd = std::fs::read_to_string(
+        env.home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup/system1-laya.cmd"),
+    )
+    .unwrap();
+    assert!(cmd.contains(&format!("-File \"{}\"", dir.join("start.ps1").display())), "{cmd}");
+    assert!(cmd.contains("\r\n"), "a .cmd file uses CRLF");
+}
+
+#[test]
+fn probe_reports_the_machine() {
+    let env = TestEnv::new();
+    let out = env.run(&["engine", "probe", "--json"], "");
+    assert!(out.status.success());
+    let p: serde_json::Value = serde_json::from_str(&stdout(&out)).expect("probe JSON");
+    assert!(p["os"].as_str().unwrap().contains(std::env::consts::OS));
+    assert!(p["cpu"]["threads"].as_u64().unwrap() >= 1);
+    if cfg!(target_os = "linux") {
+        assert!(p["ram_gb"].as_f64().unwrap() > 0.0);
+    }
+    assert!(p["gpus"].is_array());
+    let out = env.run(&["engine", "probe"], "");
+    assert!(stdout(&out).starts_with("OS:"));
+    assert!(stdout(&out).contains("\nRAM:"));
+}
