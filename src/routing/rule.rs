@@ -76,4 +76,17 @@ mod tests {
         assert_eq!(describe(&rules[0]), "not design");
         assert_eq!(describe(&rules[1]), "always");
     }
+
+    #[test]
+    fn config_example_writes_out_the_default_rule() {
+        let example: toml::Table = include_str!("../../config.example.toml").parse().unwrap();
+        let routing = example["routing"].as_table().unwrap();
+        assert_eq!(crate::config::parse_rules(&routing["rules"]).unwrap(), default_rules());
+        assert_eq!(routing["default_tier"].as_str(), Some("sonnet"));
+        assert_eq!(routing["budget_ms"].as_integer(), Some(1500));
+        assert_eq!(routing["min_confidence"].as_float(), Some(0.6));
+        let skills = example["skills"].as_table().unwrap();
+        assert_eq!(skills["min_confidence"].as_float(), Some(0.8));
+        assert_eq!(skills["enabled"].as_bool(), Some(false));
+    }
 }
