@@ -1,10 +1,146 @@
-//! `system1 report`: not built yet (see the open issues).
+//! `system1 report`: reads the Claude Code transcripts and prints whether System-1 is used and pays
+//! off (the figures are defined in `report/mod.rs` and README "Usage report"). Totals only.
 
-use crate::error::{Error, Result};
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde_json::json;
+
+use crate::error::{Context, Error, Result};
+use crate::report::collect::Collector;
+use crate::report::prices::Prices;
+use crate::report::{Aggregator, Report, render, svg};
+use crate::transcripts::{self, Scope};
 
 #[derive(clap::Args)]
-pub struct Args {}
+pub struct Args {
+    /// The Claude Code projects directory to read (default: ~/.claude/projects, or
+    /// $CLAUDE_CONFIG_DIR/projects).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Only lines from this moment on: a date (2026-11-01, midnight UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN")]
+    since: Option<String>,
+    /// Only lines before this moment: a date counts whole (until 2026-11-30 includes that day).
+    #[arg(long, value_name = "WHEN")]
+    until: Option<String>,
+    /// Only the last N days (instead of --since).
+    #[arg(long, value_name = "N", conflicts_with = "since")]
+    days: Option<u32>,
+    /// Only projects whose directory matches: a path (/home/me/repo) or part of a name.
+    #[arg(long, value_name = "PROJECT")]
+    project: Option<String>,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+    /// Also write the report as an SVG chart to FILE.
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Use this price file instead of the built-in scripts/prices.json.
+    #[arg(long, value_name = "FILE")]
+    prices: Option<PathBuf>,
+    /// Reader threads (default: one per available core).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    threads: usize,
+}
 
-pub fn run(_args: Args) -> Result<i32> {
-    Err(Error::failure("`system1 report` is not available in this build yet"))
+/// A date means its midnight UTC (`end_of_day` moves it to the next midnight); else RFC 3339.
+fn parse_when(s: &str, flag: &str, end_of_day: bool) -> Result<DateTime<Utc>> {
+    if let Ok(d) = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d") {
+        let d = if end_of_day { d.succ_opt().unwrap_or(d) } else { d };
+        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+    }
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| Error::usage(format!("{flag} {s:?}: expected a date (2026-11-01) or an RFC 3339 time")))
+}
+
+pub fn run(args: Args) -> Result<i32> {
+    let prices = Prices::load(args.prices.as_deref())?;
+    let mut since = args.since.as_deref().map(|s| parse_when(s, "--since", false)).transpose()?;
+    if let Some(days) = args.days {
+        since = Some(Utc::now() - chrono::Duration::days(i64::from(days)));
+    }
+    let until = args.until.as_deref().map(|s| parse_when(s, "--until", true)).transpose()?;
+    if let (Some(s), Some(u)) = (since, until)
+        && s >= u
+    {
+        return Err(Error::usage("--since must be before --until"));
+    }
+    let scope = Scope { dir: args.dir.clone(), since, until, project: args.project.clone(), threads: args.threads };
+
+    let started = Instant::now();
+    let files = transcripts::list(&scope)?;
+    let total_bytes: u64 = files.iter().map(|f| f.size).sum();
+    let mut agg = Aggregator::new();
+    let mut progress = Progress::new(total_bytes);
+    let stats = transcripts::read(files, &scope, Collector::new, |info, facts, file_stats| {
+        agg.add(info, facts);
+        progress.advance(file_stats.bytes);
+    });
+    progress.clear();
+    let seconds = started.elapsed().as_secs_f64();
+
+    let mut scope_json = BTreeMap::new();
+    scope_json.insert("dir".to_string(), json!(scope.projects_dir().display().to_string()));
+    scope_json.insert("since".to_string(), json!(since.map(|t| t.to_rfc3339())));
+    scope_json.insert("until".to_string(), json!(until.map(|t| t.to_rfc3339())));
+    scope_json.insert("project".to_string(), json!(args.project));
+    let report = Report::build(&agg, &prices, &stats, seconds, scope_json);
+
+    if let Some(path) = &args.svg {
+        std::fs::write(path, svg::render(&report)).context(|| format!("cannot write {}", path.display()))?;
+    }
+    let text = if args.json {
+        let mut s = serde_json::to_string_pretty(&report).map_err(|e| Error::failure(e.to_string()))?;
+        s.push('\n');
+        s
+    } else {
+        render::table(&report)
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
+        Ok(()) => Ok(0),
+        // A closed pipe (`| head`) is the reader's choice, not a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// A one-line progress meter on stderr, only when stderr is a terminal and the run has lasted a
+/// second: short runs and pipes stay quiet.
+struct Progress {
+    total: u64,
+    done: u64,
+    started: Instant,
+    last: Option<Instant>,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(total: u64) -> Self {
+        Progress { total, done: 0, started: Instant::now(), last: None, enabled: std::io::stderr().is_terminal() }
+    }
+
+    fn advance(&mut self, bytes: u64) {
+        self.done += bytes;
+        if !self.enabled || self.started.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(200)) {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let share = if self.total > 0 { self.done as f64 / self.total as f64 * 100.0 } else { 100.0 };
+        eprint!("\rreading transcripts: {share:3.0}% ({} of {} MB)", self.done / 1_000_000, self.total / 1_000_000);
+    }
+
+    fn clear(&self) {
+        if self.last.is_some() {
+            eprint!("\r{:60}\r", "");
+        }
+    }
 }

@@ -1,1 +1,669 @@
-//! Not built yet (see the open issues).
+//! `system1 report`: is System-1 used, and does it pay off? Built from Claude Code's transcripts in
+//! two steps: [`collect`] reduces each file to compact facts on the reader's threads; [`Aggregator`]
+//! merges them on one thread as files finish (deduplicating API requests on `message.id` +
+//! `requestId` across every file, keeping the copy with the most tokens and, at equal tokens, the one
+//! that is not a sidechain; prompts and hints on their line `uuid`; spawns on their tool use id); then
+//! [`Report::build`] prices and computes the figures. Memory grows with the number of distinct API
+//! requests (a hash and a few counters each), never with the bytes read. Only totals come out: no
+//! prompt, hint or tool text is kept past the line that carried it.
+//!
+//! The figures, defined precisely in README "Usage report":
+//! - reach: prompts whose turn got a routing hint, over all prompts;
+//! - adherence: spawns in a hinted turn whose tier (resolved model, else the subagent's own model,
+//!   else the requested `model`, else the parent's) equals the hinted tier; upgrades and downgrades;
+//! - subagent cost by tier: spawns, requests, tokens and cost of the subagent files' requests;
+//! - realised savings: for each spawn that followed a hint, its tokens priced at the usual tier mix
+//!   (the tiers of spawns without a hint, else of main-thread requests) minus its actual cost;
+//! - missed savings: for each spawn upgraded past a hint, its actual cost minus its tokens priced at
+//!   the hinted tier;
+//! - hint overhead: hint tokens (characters / 4) at the 5-minute cache-write price of the request that
+//!   first carried them, plus at the cache-read price on every later main-thread request;
+//! - net: realised savings minus the hint overhead.
+
+pub mod collect;
+pub mod prices;
+pub mod render;
+pub mod svg;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+
+use crate::transcripts::{FileInfo, Stats, Tokens};
+use collect::{FileFacts, HintRec, SpawnRec};
+use prices::{Prices, Rates, Tier};
+
+const NO_AGENT: u32 = u32::MAX;
+
+#[derive(Debug, Clone)]
+struct Rec {
+    model: u32,
+    tokens: Tokens,
+    sidechain: bool,
+    agent: u32,
+    hint_write: u64,
+    hint_read: u64,
+}
+
+impl Rec {
+    /// The dedup rule: more tokens wins (a finished stream beats its placeholder), then the main thread.
+    fn better_than(&self, other: &Rec) -> bool {
+        let (a, b) = (self.tokens.total(), other.tokens.total());
+        a > b || (a == b && !self.sidechain && other.sidechain)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct AgentInfo {
+    tool_use_id: Option<String>,
+    first_model: Option<String>,
+}
+
+/// Merges per-file facts, deduplicating as it goes.
+#[derive(Default)]
+pub struct Aggregator {
+    models: Vec<String>,
+    model_index: HashMap<String, u32>,
+    usage: HashMap<u128, Rec>,
+    unkeyed: Vec<Rec>,
+    duplicates: u64,
+    prompts: HashMap<u128, bool>,
+    hints: HashMap<u128, HintRec>,
+    spawns: HashMap<String, SpawnRec>,
+    agents: Vec<AgentInfo>,
+    agent_index: HashMap<String, u32>,
+    sessions: HashSet<String>,
+}
+
+impl Aggregator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn model(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.model_index.get(name) {
+            return i;
+        }
+        let i = self.models.len() as u32;
+        self.models.push(name.to_string());
+        self.model_index.insert(name.to_string(), i);
+        i
+    }
+
+    fn agent(&mut self, id: &str) -> u32 {
+        if let Some(&i) = self.agent_index.get(id) {
+            return i;
+        }
+        let i = self.agents.len() as u32;
+        self.agents.push(AgentInfo::default());
+        self.agent_index.insert(id.to_string(), i);
+        i
+    }
+
+    pub fn add(&mut self, info: &FileInfo, facts: FileFacts) {
+        let local: Vec<u32> = facts.models.iter().map(|m| self.model(m)).collect();
+        let agent = match &facts.agent_id {
+            Some(id) => {
+                let i = self.agent(id);
+                let a = &mut self.agents[i as usize];
+                a.tool_use_id = a.tool_use_id.take().or(facts.agent_tool_use_id);
+                a.first_model = a.first_model.take().or(facts.first_model);
+                i
+            }
+            None => {
+                self.sessions.insert(info.session_id.clone());
+                NO_AGENT
+            }
+        };
+        for u in facts.usage {
+            let rec = Rec {
+                model: local[u.model as usize],
+                tokens: u.tokens,
+                sidechain: u.sidechain,
+                agent,
+                hint_write: u.hint_write,
+                hint_read: u.hint_read,
+            };
+            match u.key {
+                None => self.unkeyed.push(rec),
+                Some(k) => match self.usage.get_mut(&k) {
+                    None => {
+                        self.usage.insert(k, rec);
+                    }
+                    Some(old) => {
+                        self.duplicates += 1;
+                        if rec.better_than(old) {
+                            *old = rec;
+                        }
+                    }
+                },
+            }
+        }
+        for (key, hinted) in facts.prompts {
+            *self.prompts.entry(key).or_insert(false) |= hinted;
+        }
+        for h in facts.hints {
+            self.hints.entry(h.key).or_insert(h);
+        }
+        for s in facts.spawns {
+            match self.spawns.get_mut(&s.tool_use_id) {
+                None => {
+                    self.spawns.insert(s.tool_use_id.clone(), s);
+                }
+                Some(old) => {
+                    old.hint = old.hint.or(s.hint);
+                    old.resolved = old.resolved.take().or(s.resolved);
+                    old.agent_id = old.agent_id.take().or(s.agent_id);
+                    old.requested = old.requested.take().or(s.requested);
+                }
+            }
+        }
+    }
+
+    fn records(&self) -> impl Iterator<Item = &Rec> {
+        self.usage.values().chain(self.unkeyed.iter())
+    }
+}
+
+/// Token counts as printed and serialized.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct TokenTotals {
+    pub input: u64,
+    pub output: u64,
+    /// 5-minute plus 1-hour cache writes (what `cache_creation_input_tokens` counts).
+    pub cache_creation: u64,
+    pub cache_write_5m: u64,
+    pub cache_write_1h: u64,
+    pub cache_read: u64,
+    pub total: u64,
+}
+
+impl From<Tokens> for TokenTotals {
+    fn from(t: Tokens) -> Self {
+        TokenTotals {
+            input: t.input,
+            output: t.output,
+            cache_creation: t.cache_write_5m + t.cache_write_1h,
+            cache_write_5m: t.cache_write_5m,
+            cache_write_1h: t.cache_write_1h,
+            cache_read: t.cache_read,
+            total: t.total(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ModelRow {
+    pub model: String,
+    pub tier: Option<Tier>,
+    /// The price entry used, or null when no entry covers this model.
+    pub priced_as: Option<String>,
+    pub requests: u64,
+    pub tokens: TokenTotals,
+    /// Null for an unknown model: never silently zero.
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    pub requests: u64,
+    pub tokens: TokenTotals,
+    /// Cost of the priced requests only; see `unpriced_requests`.
+    pub cost_usd: f64,
+    pub unpriced_requests: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Totals {
+    pub all: Part,
+    pub main: Part,
+    pub subagents: Part,
+    /// Copies of an API request seen more than once across files and dropped.
+    pub duplicate_copies: u64,
+    pub sessions: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Reach {
+    pub prompts: u64,
+    pub hinted_prompts: u64,
+    pub share: Option<f64>,
+    pub routing_hints: u64,
+    pub skill_hints: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Adherence {
+    pub spawns: u64,
+    pub hinted_spawns: u64,
+    pub followed: u64,
+    pub upgraded: u64,
+    pub downgraded: u64,
+    /// Hinted spawns whose hint or model named no tier.
+    pub unknown: u64,
+    /// followed / (followed + upgraded + downgraded).
+    pub share: Option<f64>,
+    /// Hinted spawns where the orchestrator passed a `model` itself.
+    pub with_model_given: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TierRow {
+    /// `haiku`, `sonnet`, `opus`, or `unknown`.
+    pub tier: String,
+    pub spawns: u64,
+    pub requests: u64,
+    pub tokens: TokenTotals,
+    pub cost_usd: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Savings {
+    /// What "usual" means here: `unhinted spawns`, `main thread`, or `none` (no savings computed).
+    pub baseline: String,
+    /// Share of each tier in the baseline.
+    pub mix: BTreeMap<String, f64>,
+    /// The model each tier is priced at when repricing.
+    pub tier_models: BTreeMap<String, String>,
+    pub realised_usd: Option<f64>,
+    pub followed_spawns_priced: u64,
+    pub missed_usd: f64,
+    pub upgraded_spawns_priced: u64,
+    pub hint_tokens: u64,
+    pub hint_overhead_usd: f64,
+    pub net_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Calibrate {
+    pub suggested: bool,
+    pub findings: Vec<String>,
+    /// What to tell `/system1:calibrate` to focus on.
+    pub instructions: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PriceNote {
+    pub note: String,
+    pub source: String,
+    pub as_of: String,
+    pub caveats: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ReadStats {
+    pub files: u64,
+    pub subagent_files: u64,
+    pub bytes: u64,
+    pub lines: u64,
+    pub parsed_lines: u64,
+    pub malformed_lines: u64,
+    pub truncated_files: u64,
+    pub unreadable_files: u64,
+    pub out_of_range_lines: u64,
+    pub seconds: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scope: BTreeMap<String, serde_json::Value>,
+    pub read: ReadStats,
+    pub prices: PriceNote,
+    pub totals: Totals,
+    pub models: Vec<ModelRow>,
+    pub unknown_models: Vec<String>,
+    pub reach: Reach,
+    pub adherence: Adherence,
+    pub subagents_by_tier: Vec<TierRow>,
+    pub savings: Savings,
+    pub calibrate: Calibrate,
+}
+
+fn ratio(a: u64, b: u64) -> Option<f64> {
+    if b == 0 { None } else { Some(a as f64 / b as f64) }
+}
+
+fn part(requests: u64, tokens: Tokens, cost: f64, unpriced: u64) -> Part {
+    Part { requests, tokens: tokens.into(), cost_usd: cost, unpriced_requests: unpriced }
+}
+
+impl Report {
+    pub fn build(
+        agg: &Aggregator,
+        prices: &Prices,
+        stats: &Stats,
+        seconds: f64,
+        scope: BTreeMap<String, serde_json::Value>,
+    ) -> Report {
+        let rates: Vec<Option<(String, Rates)>> =
+            agg.models.iter().map(|m| prices.lookup(m).map(|(n, r)| (n.to_string(), r))).collect();
+        let tiers: Vec<Option<Tier>> = agg.models.iter().map(|m| Tier::of(m)).collect();
+
+        // Totals per model and per thread.
+        let n = agg.models.len();
+        let mut per_model = vec![(0u64, Tokens::default()); n];
+        let (mut main, mut sub) = ((0u64, Tokens::default(), 0.0f64, 0u64), (0u64, Tokens::default(), 0.0f64, 0u64));
+        let mut tier_rows: BTreeMap<String, (u64, u64, Tokens, f64)> = BTreeMap::new();
+        let mut agent_usage: HashMap<u32, Vec<(u32, Tokens)>> = HashMap::new();
+        let mut overhead = 0.0;
+        let mut main_tier_requests = [0u64; 3];
+        let mut tier_model_requests: HashMap<u32, u64> = HashMap::new();
+        for r in agg.records() {
+            let m = r.model as usize;
+            if r.tokens.total() == 0 {
+                continue;
+            }
+            per_model[m].0 += 1;
+            per_model[m].1.add(&r.tokens);
+            let cost = rates[m].as_ref().map(|(_, rt)| rt.cost(&r.tokens));
+            let subagent = r.agent != NO_AGENT || r.sidechain;
+            let bucket = if subagent { &mut sub } else { &mut main };
+            bucket.0 += 1;
+            bucket.1.add(&r.tokens);
+            bucket.2 += cost.unwrap_or(0.0);
+            bucket.3 += u64::from(cost.is_none());
+            if rates[m].is_some() {
+                *tier_model_requests.entry(r.model).or_default() += 1;
+            }
+            if subagent {
+                let tier = tiers[m].map(|t| t.name()).unwrap_or("unknown").to_string();
+                let row = tier_rows.entry(tier).or_default();
+                row.1 += 1;
+                row.2.add(&r.tokens);
+                row.3 += cost.unwrap_or(0.0);
+                if r.agent != NO_AGENT {
+                    agent_usage.entry(r.agent).or_default().push((r.model, r.tokens));
+                }
+            } else {
+                if let Some(t) = tiers[m] {
+                    main_tier_requests[t.index()] += 1;
+                }
+                if let Some((_, rt)) = &rates[m] {
+                    overhead += (r.hint_write as f64 * rt.cache_write_5m + r.hint_read as f64 * rt.cache_read) / 1e6;
+                }
+            }
+        }
+
+        let mut models: Vec<ModelRow> = (0..n)
+            .filter(|&m| per_model[m].1.total() > 0)
+            .map(|m| ModelRow {
+                model: agg.models[m].clone(),
+                tier: tiers[m],
+                priced_as: rates[m].as_ref().map(|(name, _)| name.clone()),
+                requests: per_model[m].0,
+                tokens: per_model[m].1.into(),
+                cost_usd: rates[m].as_ref().map(|(_, rt)| rt.cost(&per_model[m].1)),
+            })
+            .collect();
+        models.sort_by(|a, b| b.tokens.total.cmp(&a.tokens.total).then_with(|| a.model.cmp(&b.model)));
+        let unknown_models: Vec<String> =
+            models.iter().filter(|m| m.priced_as.is_none()).map(|m| m.model.clone()).collect();
+        let mut all_tokens = main.1;
+        all_tokens.add(&sub.1);
+
+        // Reach.
+        let hinted_prompts = agg.prompts.values().filter(|h| **h).count() as u64;
+        let prompts = agg.prompts.len() as u64;
+        let routing_hints = agg.hints.values().filter(|h| h.routing).count() as u64;
+        let skill_hints = agg.hints.len() as u64 - routing_hints;
+        let hint_tokens: u64 = agg.hints.values().map(|h| h.tokens).sum();
+
+        // Spawns: their tier, their agent's usage.
+        let by_tool_use: HashMap<&str, u32> = agg
+            .agents
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.tool_use_id.as_deref().map(|t| (t, i as u32)))
+            .collect();
+        let spawn_agent = |s: &SpawnRec| -> Option<u32> {
+            s.agent_id
+                .as_deref()
+                .and_then(|id| agg.agent_index.get(id).copied())
+                .or_else(|| by_tool_use.get(s.tool_use_id.as_str()).copied())
+        };
+        let spawn_tier = |s: &SpawnRec, agent: Option<u32>| -> Option<Tier> {
+            s.resolved
+                .as_deref()
+                .and_then(Tier::of)
+                .or_else(|| agent.and_then(|a| agg.agents[a as usize].first_model.as_deref()).and_then(Tier::of))
+                .or_else(|| s.requested.as_deref().and_then(Tier::of))
+                .or_else(|| s.parent_model.as_deref().and_then(Tier::of))
+        };
+
+        let mut adherence = Adherence {
+            spawns: agg.spawns.len() as u64,
+            hinted_spawns: 0,
+            followed: 0,
+            upgraded: 0,
+            downgraded: 0,
+            unknown: 0,
+            share: None,
+            with_model_given: 0,
+        };
+        let mut unhinted_mix = [0u64; 3];
+        let mut spawns_per_tier: BTreeMap<String, u64> = BTreeMap::new();
+        // (agent, tier actually run, hinted tier, followed?)
+        let mut followed: Vec<Option<u32>> = Vec::new();
+        let mut upgraded: Vec<(Option<u32>, Tier)> = Vec::new();
+        for s in agg.spawns.values() {
+            let agent = spawn_agent(s);
+            let tier = spawn_tier(s, agent);
+            *spawns_per_tier.entry(tier.map(|t| t.name()).unwrap_or("unknown").to_string()).or_default() += 1;
+            match s.hint {
+                None => {
+                    if let Some(t) = tier {
+                        unhinted_mix[t.index()] += 1;
+                    }
+                }
+                Some(hint) => {
+                    adherence.hinted_spawns += 1;
+                    if s.requested.as_deref().is_some_and(|m| m != "inherit") {
+                        adherence.with_model_given += 1;
+                    }
+                    match (hint, tier) {
+                        (Some(h), Some(t)) if t == h => {
+                            adherence.followed += 1;
+                            followed.push(agent);
+                        }
+                        (Some(h), Some(t)) if t > h => {
+                            adherence.upgraded += 1;
+                            upgraded.push((agent, h));
+                        }
+                        (Some(_), Some(_)) => adherence.downgraded += 1,
+                        _ => adherence.unknown += 1,
+                    }
+                }
+            }
+        }
+        adherence.share = ratio(adherence.followed, adherence.followed + adherence.upgraded + adherence.downgraded);
+
+        let mut subagents_by_tier: Vec<TierRow> = Vec::new();
+        let mut names: Vec<String> = Tier::ALL.iter().map(|t| t.name().to_string()).collect();
+        names.push("unknown".into());
+        for name in names {
+            let row = tier_rows.get(&name).cloned().unwrap_or_default();
+            let spawns = spawns_per_tier.get(&name).copied().unwrap_or(0);
+            if name == "unknown" && spawns == 0 && row.1 == 0 {
+                continue;
+            }
+            subagents_by_tier.push(TierRow {
+                tier: name,
+                spawns,
+                requests: row.1,
+                tokens: row.2.into(),
+                cost_usd: row.3,
+            });
+        }
+
+        // The usual tier mix, and the model each tier is repriced at.
+        let (baseline, mix_counts) = if unhinted_mix.iter().sum::<u64>() > 0 {
+            ("unhinted spawns", unhinted_mix)
+        } else if main_tier_requests.iter().sum::<u64>() > 0 {
+            ("main thread", main_tier_requests)
+        } else {
+            ("none", [0; 3])
+        };
+        let mix_total: u64 = mix_counts.iter().sum();
+        let mut tier_models: BTreeMap<String, String> = BTreeMap::new();
+        let mut tier_rates: [Option<Rates>; 3] = [None; 3];
+        for t in Tier::ALL {
+            let most_used = tier_model_requests
+                .iter()
+                .filter(|(m, _)| tiers[**m as usize] == Some(t))
+                .max_by(|a, b| a.1.cmp(b.1).then_with(|| agg.models[*b.0 as usize].cmp(&agg.models[*a.0 as usize])))
+                .map(|(m, _)| agg.models[*m as usize].clone());
+            let model = most_used.or_else(|| prices.tier_default(t).map(str::to_string));
+            if let Some(model) = model
+                && let Some((_, rt)) = prices.lookup(&model)
+            {
+                tier_rates[t.index()] = Some(rt);
+                tier_models.insert(t.name().to_string(), model);
+            }
+        }
+        let mix: BTreeMap<String, f64> = Tier::ALL
+            .iter()
+            .filter(|t| mix_total > 0 && mix_counts[t.index()] > 0)
+            .map(|t| (t.name().to_string(), mix_counts[t.index()] as f64 / mix_total as f64))
+            .collect();
+
+        // An agent's tokens (all models summed) and actual cost; None when a model is unpriced.
+        let agent_cost = |agent: Option<u32>| -> Option<(Tokens, f64)> {
+            let mut tokens = Tokens::default();
+            let mut cost = 0.0;
+            for (m, t) in agent.and_then(|a| agent_usage.get(&a)).map(Vec::as_slice).unwrap_or(&[]) {
+                tokens.add(t);
+                cost += rates[*m as usize].as_ref()?.1.cost(t);
+            }
+            Some((tokens, cost))
+        };
+        let mut realised = 0.0;
+        let mut followed_priced = 0;
+        let mix_ok =
+            mix_total > 0 && Tier::ALL.iter().all(|t| mix_counts[t.index()] == 0 || tier_rates[t.index()].is_some());
+        if mix_ok {
+            for agent in &followed {
+                let Some((tokens, actual)) = agent_cost(*agent) else { continue };
+                if tokens.total() == 0 {
+                    continue;
+                }
+                let usual: f64 = Tier::ALL
+                    .iter()
+                    .filter_map(|t| {
+                        let w = mix_counts[t.index()] as f64 / mix_total as f64;
+                        tier_rates[t.index()].map(|rt| w * rt.cost(&tokens))
+                    })
+                    .sum();
+                realised += usual - actual;
+                followed_priced += 1;
+            }
+        }
+        let mut missed = 0.0;
+        let mut upgraded_priced = 0;
+        for (agent, hint) in &upgraded {
+            let (Some((tokens, actual)), Some(rt)) = (agent_cost(*agent), tier_rates[hint.index()]) else { continue };
+            if tokens.total() == 0 {
+                continue;
+            }
+            missed += actual - rt.cost(&tokens);
+            upgraded_priced += 1;
+        }
+        let realised_usd = mix_ok.then_some(realised);
+        let savings = Savings {
+            baseline: baseline.to_string(),
+            mix,
+            tier_models,
+            realised_usd,
+            followed_spawns_priced: followed_priced,
+            missed_usd: missed,
+            upgraded_spawns_priced: upgraded_priced,
+            hint_tokens,
+            hint_overhead_usd: overhead,
+            net_usd: realised_usd.map(|r| r - overhead),
+        };
+        let reach =
+            Reach { prompts, hinted_prompts, share: ratio(hinted_prompts, prompts), routing_hints, skill_hints };
+        let calibrate = advise(&reach, &adherence, &savings);
+
+        Report {
+            scope,
+            read: ReadStats {
+                files: stats.files,
+                subagent_files: stats.subagent_files,
+                bytes: stats.bytes,
+                lines: stats.lines,
+                parsed_lines: stats.parsed,
+                malformed_lines: stats.malformed_lines,
+                truncated_files: stats.truncated_files,
+                unreadable_files: stats.unreadable_files,
+                out_of_range_lines: stats.out_of_range,
+                seconds,
+            },
+            prices: PriceNote {
+                note: prices.file.note.clone(),
+                source: prices.file.source.clone(),
+                as_of: prices.file.as_of.clone(),
+                caveats: prices.file.caveats.clone(),
+            },
+            totals: Totals {
+                all: part(main.0 + sub.0, all_tokens, main.2 + sub.2, main.3 + sub.3),
+                main: part(main.0, main.1, main.2, main.3),
+                subagents: part(sub.0, sub.1, sub.2, sub.3),
+                duplicate_copies: agg.duplicates,
+                sessions: agg.sessions.len() as u64,
+            },
+            models,
+            unknown_models,
+            reach,
+            adherence,
+            subagents_by_tier,
+            savings,
+            calibrate,
+        }
+    }
+}
+
+/// What the figures suggest, and what to ask `/system1:calibrate` to look at.
+fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate {
+    let mut findings = Vec::new();
+    let mut focus = Vec::new();
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    if reach.prompts > 0 && reach.routing_hints == 0 {
+        findings.push("no routing hint appeared in these transcripts".to_string());
+        focus.push(
+            "first check that routing is on and the engine answers (`system1 doctor`); then label the routing log to see \
+             why every prompt fell below the confidence threshold"
+                .to_string(),
+        );
+    } else if let Some(share) = reach.share.filter(|s| *s < 0.3) {
+        findings.push(format!("hints reached only {} of prompts", pct(share)));
+        focus.push(
+            "the engine is rarely confident enough: refit the temperature and check whether `min_confidence` is set too high"
+                .to_string(),
+        );
+    }
+    let decided = adherence.followed + adherence.upgraded + adherence.downgraded;
+    if let Some(share) = adherence.share.filter(|s| *s < 0.6 && decided >= 5) {
+        findings.push(format!("Claude followed {} of hinted spawns", pct(share)));
+        focus.push(
+            "label the prompts whose hints Claude overrode: if Claude's choice was right, the rule or the engine's features are wrong"
+                .to_string(),
+        );
+    }
+    if decided >= 5 && adherence.upgraded * 5 >= decided && adherence.upgraded > adherence.downgraded {
+        findings.push(format!("{} of {} hinted spawns were upgraded past the hint", adherence.upgraded, decided));
+        focus.push("look hardest at prompts hinted to a cheaper tier than Claude chose (hints too low)".to_string());
+    } else if decided >= 5 && adherence.downgraded * 5 >= decided && adherence.downgraded > adherence.upgraded {
+        findings.push(format!("{} of {} hinted spawns ran below the hinted tier", adherence.downgraded, decided));
+        focus.push("look hardest at prompts hinted to a dearer tier than Claude chose (hints too high)".to_string());
+    }
+    if let Some(net) = savings.net_usd.filter(|n| *n < 0.0) {
+        findings.push(format!("the hints cost ${:.2} more than they saved", -net));
+    }
+    let suggested = !focus.is_empty();
+    let instructions = if suggested {
+        focus.join("; ")
+    } else {
+        "nothing stands out; a calibrate run on recent prompts keeps the fit current".to_string()
+    };
+    Calibrate { suggested, findings, instructions }
+}

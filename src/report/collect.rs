@@ -1,0 +1,363 @@
+//! The report's per-file pass: what one transcript says, as compact facts (usage per API request,
+//! prompts, hints, spawns), ready to be merged across files. Nothing here keeps prompt text.
+//!
+//! Turns: a main-thread prompt opens a turn that lasts until the next prompt. A routing hint belongs
+//! to the turn of the prompt it answers: the attachment's `parentUuid` names that prompt when Claude
+//! Code writes it after the prompt; a hint written before its prompt (no assistant reply since the
+//! last prompt is the tell) waits for the next prompt. Agent spawns in a hinted turn are "after a hint".
+//!
+//! Hint overhead rides on the usage records: each main-thread request carries how many hint tokens it
+//! wrote to the prompt cache for the first time (hints since the previous request) and how many it
+//! read back from earlier hints, so deduplication across forked files dedupes the overhead too.
+
+use std::collections::HashMap;
+
+use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
+
+use super::prices::Tier;
+
+pub const ROUTING_HINT: &str = "System-1 routing hint:";
+pub const SKILL_HINT: &str = "System-1 skill hint:";
+
+/// One API request's usage as this file has it (the largest copy within the file).
+#[derive(Debug, Clone)]
+pub struct UsageRec {
+    /// Hash of `message.id` + `requestId`; `None` when either is missing (counted as unique).
+    pub key: Option<u128>,
+    /// Index into [`FileFacts::models`].
+    pub model: u32,
+    pub tokens: Tokens,
+    pub sidechain: bool,
+    pub hint_write: u64,
+    pub hint_read: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct HintRec {
+    pub key: u128,
+    pub routing: bool,
+    pub tier: Option<Tier>,
+    pub tokens: u64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SpawnRec {
+    pub tool_use_id: String,
+    /// Set when the spawn came in a turn with a routing hint; the inner value is the hinted tier.
+    pub hint: Option<Option<Tier>>,
+    /// The `model` the orchestrator passed, if any (`haiku`, `sonnet`, `opus`, `inherit`, an id).
+    pub requested: Option<String>,
+    /// From the tool result (`resolvedModel`).
+    pub resolved: Option<String>,
+    pub agent_id: Option<String>,
+    /// The model of the assistant reply that spawned it (what `inherit` means).
+    pub parent_model: Option<String>,
+}
+
+/// Everything the report needs from one file.
+#[derive(Debug, Default)]
+pub struct FileFacts {
+    pub session_id: String,
+    pub agent_id: Option<String>,
+    /// The spawning tool use, from the subagent's `.meta.json`.
+    pub agent_tool_use_id: Option<String>,
+    pub models: Vec<String>,
+    pub usage: Vec<UsageRec>,
+    /// (hash of the prompt line's uuid, whether its turn got a routing hint).
+    pub prompts: Vec<(u128, bool)>,
+    pub hints: Vec<HintRec>,
+    pub spawns: Vec<SpawnRec>,
+    /// The first model the subagent's own replies name.
+    pub first_model: Option<String>,
+}
+
+/// 128-bit FNV-1a: ids are hashed rather than kept, so memory per request stays small.
+pub fn hash(parts: &[&str]) -> u128 {
+    const PRIME: u128 = 0x0000000001000000000000000000013B;
+    let mut h: u128 = 0x6c62272e07bb014262b821756295c58d;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            h ^= 0xff;
+            h = h.wrapping_mul(PRIME);
+        }
+        for b in p.bytes() {
+            h ^= u128::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    h
+}
+
+/// The tier a hint names: `model "haiku"` and the like.
+pub fn hinted_tier(text: &str) -> Option<Tier> {
+    ["haiku", "sonnet", "opus"].iter().find(|t| text.contains(&format!("model \"{t}\""))).and_then(|t| Tier::of(t))
+}
+
+/// About four characters per token: the usual rule of thumb for English text and code.
+pub fn approx_tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+pub struct Collector {
+    subagent_file: bool,
+    facts: FileFacts,
+    model_index: HashMap<String, u32>,
+    usage_index: HashMap<u128, usize>,
+    spawn_index: HashMap<String, usize>,
+    // Turn state (main-thread lines only).
+    turn_open: bool,
+    turn_hint: Option<Option<Tier>>,
+    turn_has_reply: bool,
+    turn_prompt: Option<(String, usize)>,
+    pending_hint: Option<Option<Tier>>,
+    hint_ctx: u64,
+    hint_new: u64,
+    needles: &'static Needles,
+}
+
+/// Built once: the pre-filter's substring searchers.
+static NEEDLES: std::sync::LazyLock<Needles> = std::sync::LazyLock::new(Needles::new);
+
+struct Needles {
+    usage: Needle,
+    hook_context: Needle,
+    agent_id: Needle,
+    user: Needle,
+    tool_use_id: Needle,
+    compact: Needle,
+}
+
+impl Needles {
+    fn new() -> Self {
+        Needles {
+            usage: Needle::new("\"usage\""),
+            hook_context: Needle::new("\"hook_additional_context\""),
+            agent_id: Needle::new("\"agentId\""),
+            user: Needle::new("\"user\""),
+            tool_use_id: Needle::new("\"tool_use_id\""),
+            compact: Needle::new("\"isCompactSummary\""),
+        }
+    }
+}
+
+impl Collector {
+    pub fn new(info: &FileInfo) -> Self {
+        let agent = info.agent.as_ref();
+        Collector {
+            subagent_file: info.is_subagent(),
+            facts: FileFacts {
+                session_id: info.session_id.clone(),
+                agent_id: agent.map(|a| a.agent_id.clone()),
+                agent_tool_use_id: agent.and_then(|a| a.meta.as_ref()).and_then(|m| m.tool_use_id.clone()),
+                ..FileFacts::default()
+            },
+            model_index: HashMap::new(),
+            usage_index: HashMap::new(),
+            spawn_index: HashMap::new(),
+            turn_open: false,
+            turn_hint: None,
+            turn_has_reply: false,
+            turn_prompt: None,
+            pending_hint: None,
+            hint_ctx: 0,
+            hint_new: 0,
+            needles: &NEEDLES,
+        }
+    }
+
+    fn model(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.model_index.get(name) {
+            return i;
+        }
+        let i = self.facts.models.len() as u32;
+        self.facts.models.push(name.to_string());
+        self.model_index.insert(name.to_string(), i);
+        i
+    }
+
+    fn assistant(&mut self, line: &Line<'_>) {
+        let Some(msg) = &line.message else { return };
+        let main_thread = !self.subagent_file && !line.sidechain();
+        if main_thread {
+            self.turn_has_reply = true;
+        }
+        let model = msg.model.as_deref().unwrap_or("unknown");
+        if self.subagent_file && self.facts.first_model.is_none() && model != "<synthetic>" && model != "unknown" {
+            self.facts.first_model = Some(model.to_string());
+        }
+        if let Some(usage) = &msg.usage {
+            let tokens = usage.tokens();
+            let key = match (msg.id.as_deref(), line.request_id.as_deref()) {
+                (Some(id), Some(req)) => Some(hash(&[id, req])),
+                _ => None,
+            };
+            let sidechain = self.subagent_file || line.sidechain();
+            match key.and_then(|k| self.usage_index.get(&k).copied()) {
+                Some(i) => {
+                    // Another content block of the same reply: keep the fullest copy.
+                    let rec = &mut self.facts.usage[i];
+                    if tokens.total() > rec.tokens.total() {
+                        rec.tokens = tokens;
+                    }
+                }
+                None => {
+                    let model = self.model(model);
+                    let (hint_write, hint_read) = if main_thread { (self.hint_new, self.hint_ctx) } else { (0, 0) };
+                    if main_thread {
+                        self.hint_ctx += self.hint_new;
+                        self.hint_new = 0;
+                    }
+                    if let Some(k) = key {
+                        self.usage_index.insert(k, self.facts.usage.len());
+                    }
+                    self.facts.usage.push(UsageRec { key, model, tokens, sidechain, hint_write, hint_read });
+                }
+            }
+        }
+        for block in line.blocks() {
+            if !block.is_agent_spawn() {
+                continue;
+            }
+            let Some(id) = block.id.as_deref() else { continue };
+            if self.spawn_index.contains_key(id) {
+                continue;
+            }
+            let input = block.agent_input();
+            let hint = if main_thread { self.turn_hint } else { None };
+            self.spawn_index.insert(id.to_string(), self.facts.spawns.len());
+            self.facts.spawns.push(SpawnRec {
+                tool_use_id: id.to_string(),
+                hint,
+                requested: input.model,
+                parent_model: msg.model.as_deref().map(str::to_string),
+                ..SpawnRec::default()
+            });
+        }
+    }
+
+    fn user(&mut self, line: &Line<'_>) {
+        if line.is_compact_summary == Some(true) {
+            // The summary replaces the history, hints included.
+            self.hint_ctx = 0;
+            self.hint_new = 0;
+        }
+        if !self.subagent_file && line.is_user_prompt() {
+            self.turn_open = true;
+            self.turn_hint = self.pending_hint.take();
+            self.turn_has_reply = false;
+            let uuid = line.uuid.as_deref().unwrap_or_default();
+            // Forks copy lines with their uuid, which makes it the key; a line without one is unique.
+            let n = self.facts.prompts.len().to_string();
+            let key =
+                if uuid.is_empty() { hash(&["prompt", &self.facts.session_id, &n]) } else { hash(&["prompt", uuid]) };
+            self.turn_prompt = Some((uuid.to_string(), self.facts.prompts.len()));
+            self.facts.prompts.push((key, self.turn_hint.is_some()));
+            return;
+        }
+        if self.spawn_index.is_empty() {
+            return;
+        }
+        for block in line.blocks() {
+            if !block.is("tool_result") {
+                continue;
+            }
+            let Some(&i) = block.tool_use_id.as_deref().and_then(|id| self.spawn_index.get(id)) else { continue };
+            if let Some(result) = line.agent_result() {
+                let spawn = &mut self.facts.spawns[i];
+                spawn.resolved = result.resolved_model.or(spawn.resolved.take());
+                spawn.agent_id = result.agent_id.or(spawn.agent_id.take());
+            }
+        }
+    }
+
+    fn attachment(&mut self, line: &Line<'_>) {
+        let Some(att) = &line.attachment else { return };
+        if att.kind.as_deref() != Some("hook_additional_context")
+            || att.hook_event.as_deref() != Some("UserPromptSubmit")
+        {
+            return;
+        }
+        for text in att.contexts() {
+            let text = text.trim_start();
+            let routing = text.starts_with(ROUTING_HINT);
+            if !routing && !text.starts_with(SKILL_HINT) {
+                continue;
+            }
+            let tokens = approx_tokens(text);
+            let tier = if routing { hinted_tier(text) } else { None };
+            let uuid = line.uuid.as_deref().unwrap_or_default();
+            self.facts.hints.push(HintRec { key: hash(&["hint", uuid, text]), routing, tier, tokens });
+            self.hint_new += tokens;
+            if !routing {
+                continue;
+            }
+            let names_current = match (&self.turn_prompt, line.parent_uuid.as_deref()) {
+                (Some((prompt, _)), Some(parent)) => prompt == parent,
+                _ => false,
+            };
+            if names_current || (self.turn_open && !self.turn_has_reply && self.turn_hint.is_none()) {
+                self.turn_hint = Some(tier);
+                if let Some((_, i)) = &self.turn_prompt {
+                    self.facts.prompts[*i].1 = true;
+                }
+            } else {
+                self.pending_hint = Some(tier);
+            }
+        }
+    }
+}
+
+impl FileVisitor for Collector {
+    type Output = FileFacts;
+
+    fn wants(&mut self, raw: &[u8]) -> bool {
+        let n = self.needles;
+        if n.usage.is_in(raw) {
+            return true;
+        }
+        if self.subagent_file {
+            return false;
+        }
+        n.hook_context.is_in(raw)
+            || n.agent_id.is_in(raw)
+            || n.compact.is_in(raw)
+            || (n.user.is_in(raw) && !n.tool_use_id.is_in(raw))
+    }
+
+    fn line(&mut self, line: &Line<'_>, _raw: &[u8]) {
+        match line.kind.as_deref() {
+            Some("assistant") => self.assistant(line),
+            Some("user") => self.user(line),
+            Some("attachment") if !self.subagent_file => self.attachment(line),
+            _ => {}
+        }
+    }
+
+    fn finish(self, _stats: &Stats) -> FileFacts {
+        self.facts
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hints_name_their_tier_and_tokens_are_a_quarter_of_the_characters() {
+        assert_eq!(
+            hinted_tier("System-1 routing hint: spawn subagents with model \"haiku\" (read-only)"),
+            Some(Tier::Haiku)
+        );
+        assert_eq!(hinted_tier("System-1 routing hint: use model \"opus\""), Some(Tier::Opus));
+        assert_eq!(hinted_tier("System-1 routing hint: nothing"), None);
+        assert_eq!(approx_tokens("abcd"), 1);
+        assert_eq!(approx_tokens("abcde"), 2);
+        assert_eq!(approx_tokens(""), 0);
+    }
+
+    #[test]
+    fn hash_separates_parts() {
+        assert_ne!(hash(&["ab", "c"]), hash(&["a", "bc"]));
+        assert_eq!(hash(&["m", "r"]), hash(&["m", "r"]));
+    }
+}

@@ -1,0 +1,230 @@
+//! The report as a terminal table: the System-1 figures first (what the user asked), then usage by
+//! model, then the price note and the calibrate offer. Plain text, no colour, fits 100 columns.
+
+use std::fmt::Write;
+
+use super::{Part, Report, TokenTotals};
+
+/// `1234567` → `1.2M`; small counts stay exact.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=999_999 => format!("{:.1}k", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1}M", n as f64 / 1e6),
+        _ => format!("{:.2}B", n as f64 / 1e9),
+    }
+}
+
+pub fn money(x: f64) -> String {
+    let sign = if x < 0.0 { "-" } else { "" };
+    let x = x.abs();
+    if x >= 1000.0 {
+        let whole = x.round() as u64;
+        let s = whole.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        format!("{sign}${out}")
+    } else if x >= 1.0 || x == 0.0 {
+        format!("{sign}${x:.2}")
+    } else {
+        // Small histories and the hint overhead live in fractions of a cent.
+        format!("{sign}${x:.4}")
+    }
+}
+
+fn signed_money(x: f64) -> String {
+    if x > 0.0 { format!("+{}", money(x)) } else { money(x) }
+}
+
+pub fn pct(x: Option<f64>) -> String {
+    x.map(|v| format!("{:.0}%", v * 100.0)).unwrap_or_else(|| "n/a".to_string())
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        0..=999_999 => format!("{:.1} kB", n as f64 / 1e3),
+        1_000_000..=999_999_999 => format!("{:.1} MB", n as f64 / 1e6),
+        _ => format!("{:.2} GB", n as f64 / 1e9),
+    }
+}
+
+fn part_line(out: &mut String, name: &str, p: &Part) {
+    let _ = writeln!(
+        out,
+        "  {name:<22} {:>9} {:>9} {:>9} {:>10}",
+        p.requests,
+        tokens(p.tokens.total),
+        money(p.cost_usd),
+        if p.unpriced_requests > 0 { format!("{} unpriced", p.unpriced_requests) } else { String::new() }
+    );
+}
+
+fn token_cells(t: &TokenTotals) -> String {
+    format!(
+        "{:>8} {:>8} {:>8} {:>8} {:>9}",
+        tokens(t.input),
+        tokens(t.output),
+        tokens(t.cache_write_5m),
+        tokens(t.cache_write_1h),
+        tokens(t.cache_read)
+    )
+}
+
+pub fn table(r: &Report) -> String {
+    let mut out = String::new();
+    let period = match (r.scope.get("since").and_then(|v| v.as_str()), r.scope.get("until").and_then(|v| v.as_str())) {
+        (None, None) => "all history".to_string(),
+        (Some(s), None) => format!("since {s}"),
+        (None, Some(u)) => format!("until {u}"),
+        (Some(s), Some(u)) => format!("{s} to {u}"),
+    };
+    let _ = writeln!(out, "System-1 usage report: {period}, {} sessions", r.totals.sessions);
+    let rd = &r.read;
+    let _ = write!(
+        out,
+        "read {} in {} files ({} subagent) in {:.1} s",
+        bytes(rd.bytes),
+        rd.files,
+        rd.subagent_files,
+        rd.seconds
+    );
+    if rd.malformed_lines + rd.truncated_files + rd.unreadable_files > 0 {
+        let _ = write!(
+            out,
+            "; skipped {} malformed lines, {} truncated files, {} unreadable files",
+            rd.malformed_lines, rd.truncated_files, rd.unreadable_files
+        );
+    }
+    let _ = writeln!(out, "\n");
+
+    let reach = &r.reach;
+    let _ = writeln!(
+        out,
+        "Reach       {} of prompts got a routing hint ({} of {}; {} skill hints)",
+        pct(reach.share),
+        reach.hinted_prompts,
+        reach.prompts,
+        reach.skill_hints
+    );
+    let a = &r.adherence;
+    let _ = writeln!(
+        out,
+        "Adherence   {} of hinted spawns ran on the hinted tier ({} of {}: {} upgraded, {} downgraded{})",
+        pct(a.share),
+        a.followed,
+        a.hinted_spawns,
+        a.upgraded,
+        a.downgraded,
+        if a.unknown > 0 { format!(", {} unknown", a.unknown) } else { String::new() }
+    );
+    let _ = writeln!(out, "\nSubagents by tier          spawns  requests    tokens       cost");
+    for t in &r.subagents_by_tier {
+        let _ = writeln!(
+            out,
+            "  {:<22} {:>8} {:>9} {:>9} {:>10}",
+            t.tier,
+            t.spawns,
+            t.requests,
+            tokens(t.tokens.total),
+            money(t.cost_usd)
+        );
+    }
+
+    let s = &r.savings;
+    let _ = writeln!(out, "\nSavings at API list prices");
+    let mix: Vec<String> = s.mix.iter().map(|(t, w)| format!("{t} {:.0}%", w * 100.0)).collect();
+    match s.realised_usd {
+        Some(v) => {
+            let _ = writeln!(
+                out,
+                "  realised   {:>10}   {} spawns that followed a hint, against the usual mix ({}: {})",
+                signed_money(v),
+                s.followed_spawns_priced,
+                s.baseline,
+                mix.join(", ")
+            );
+        }
+        None => {
+            let _ = writeln!(out, "  realised   {:>10}   no usual tier mix to compare with", "n/a");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "  missed     {:>10}   {} spawns upgraded past a hint",
+        money(s.missed_usd),
+        s.upgraded_spawns_priced
+    );
+    let _ = writeln!(
+        out,
+        "  overhead   {:>10}   {} hint tokens, written once and re-read from the cache",
+        signed_money(-s.hint_overhead_usd),
+        tokens(s.hint_tokens)
+    );
+    let _ = writeln!(
+        out,
+        "  net        {:>10}   realised minus overhead",
+        s.net_usd.map(signed_money).unwrap_or_else(|| "n/a".to_string())
+    );
+
+    let _ = writeln!(out, "\nAll usage                 requests    tokens       cost");
+    part_line(&mut out, "main threads", &r.totals.main);
+    part_line(&mut out, "subagents", &r.totals.subagents);
+    part_line(&mut out, "total", &r.totals.all);
+    let _ = writeln!(
+        out,
+        "\n{:<34} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10}",
+        "By model", "requests", "input", "output", "cw 5m", "cw 1h", "cache rd", "cost"
+    );
+    for m in &r.models {
+        let _ = writeln!(
+            out,
+            "  {:<32} {:>8} {} {:>10}",
+            m.model,
+            m.requests,
+            token_cells(&m.tokens),
+            m.cost_usd.map(money).unwrap_or_else(|| "unpriced".to_string())
+        );
+    }
+    if !r.unknown_models.is_empty() {
+        let _ = writeln!(
+            out,
+            "  not priced (no entry in prices.json, left out of every cost): {}",
+            r.unknown_models.join(", ")
+        );
+    }
+    let _ =
+        writeln!(out, "\nPrices: API list prices as of {} ({}). {}", r.prices.as_of, r.prices.source, r.prices.note);
+
+    let c = &r.calibrate;
+    out.push('\n');
+    for f in &c.findings {
+        let _ = writeln!(out, "Finding: {f}.");
+    }
+    let _ = writeln!(out, "Next: run /system1:calibrate and ask it to: {}.", c.instructions);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_easily() {
+        assert_eq!(tokens(999), "999");
+        assert_eq!(tokens(12_345), "12.3k");
+        assert_eq!(tokens(2_500_000), "2.5M");
+        assert_eq!(money(3.456), "$3.46");
+        assert_eq!(money(-0.5), "-$0.5000");
+        assert_eq!(money(0.00046), "$0.0005");
+        assert_eq!(money(0.0), "$0.00");
+        assert_eq!(money(1234567.0), "$1,234,567");
+        assert_eq!(signed_money(2.0), "+$2.00");
+        assert_eq!(pct(Some(0.625)), "62%");
+        assert_eq!(pct(None), "n/a");
+    }
+}

@@ -1,0 +1,210 @@
+//! `--svg FILE`: the report as one hand-written SVG picture. Three headline figures across the top
+//! (reach, adherence, net), subagent cost by tier as bars on the left, and the savings as a small
+//! waterfall on the right (realised, minus the overhead, gives the net; missed drawn as an outline
+//! beside it, money left on the table). Self-contained: no scripts, no external fonts or images.
+
+use std::fmt::Write;
+
+use super::Report;
+use super::render::{money, pct, tokens};
+
+const W: f64 = 880.0;
+const H: f64 = 500.0;
+const INK: &str = "#1d2330";
+const MUTED: &str = "#6b7280";
+const GRID: &str = "#e5e7eb";
+const GOOD: &str = "#2a9d8f";
+const BAD: &str = "#e76f51";
+const NET: &str = "#264653";
+
+fn tier_colour(tier: &str) -> &'static str {
+    match tier {
+        "haiku" => "#8ecae6",
+        "sonnet" => "#219ebc",
+        "opus" => "#023047",
+        _ => "#adb5bd",
+    }
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn text(out: &mut String, (x, y): (f64, f64), size: f64, fill: &str, anchor: &str, weight: u32, s: &str) {
+    let _ = writeln!(
+        out,
+        r##"<text x="{x:.1}" y="{y:.1}" font-size="{size}" fill="{fill}" text-anchor="{anchor}" font-weight="{weight}">{}</text>"##,
+        esc(s)
+    );
+}
+
+fn signed(x: f64) -> String {
+    if x > 0.0 { format!("+{}", money(x)) } else { money(x) }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="Inter, Segoe UI, Helvetica, Arial, sans-serif">"##
+    );
+    let _ = writeln!(o, r##"<rect width="{W}" height="{H}" rx="14" fill="#fbfbfd"/>"##);
+    text(&mut o, (32.0, 46.0), 24.0, INK, "start", 700, "Is System-1 worth it?");
+    let period = match (r.scope.get("since").and_then(|v| v.as_str()), r.scope.get("until").and_then(|v| v.as_str())) {
+        (None, None) => "all history".to_string(),
+        (Some(s), None) => format!("since {s}"),
+        (None, Some(u)) => format!("until {u}"),
+        (Some(s), Some(u)) => format!("{s} to {u}"),
+    };
+    text(
+        &mut o,
+        (32.0, 70.0),
+        13.0,
+        MUTED,
+        "start",
+        400,
+        &format!(
+            "{period} · {} sessions · {} prompts · {} subagent spawns",
+            r.totals.sessions, r.reach.prompts, r.adherence.spawns
+        ),
+    );
+
+    // Headline cards.
+    let net = r.savings.net_usd;
+    let cards = [
+        ("reach", pct(r.reach.share), format!("{} of {} prompts hinted", r.reach.hinted_prompts, r.reach.prompts), INK),
+        (
+            "adherence",
+            pct(r.adherence.share),
+            format!("{} of {} hinted spawns followed", r.adherence.followed, r.adherence.hinted_spawns),
+            INK,
+        ),
+        (
+            "net",
+            net.map(signed).unwrap_or_else(|| "n/a".into()),
+            "realised savings minus hint overhead".to_string(),
+            match net {
+                Some(n) if n < 0.0 => BAD,
+                Some(_) => GOOD,
+                None => MUTED,
+            },
+        ),
+    ];
+    for (i, (label, big, small, colour)) in cards.iter().enumerate() {
+        let x = 32.0 + i as f64 * 276.0;
+        let _ = writeln!(o, r##"<rect x="{x}" y="90" width="260" height="86" rx="10" fill="white" stroke="{GRID}"/>"##);
+        text(&mut o, (x + 16.0, 112.0), 12.0, MUTED, "start", 600, &label.to_uppercase());
+        text(&mut o, (x + 16.0, 148.0), 30.0, colour, "start", 700, big);
+        text(&mut o, (x + 16.0, 166.0), 11.5, MUTED, "start", 400, small);
+    }
+
+    // Left: subagent cost by tier.
+    let (lx, ly) = (32.0, 214.0);
+    text(&mut o, (lx, ly), 15.0, INK, "start", 700, "Subagent cost by tier");
+    let rows: Vec<_> = r.subagents_by_tier.iter().collect();
+    let max_cost = rows.iter().map(|t| t.cost_usd).fold(0.0, f64::max);
+    let bar_w = 250.0;
+    for (i, t) in rows.iter().enumerate() {
+        let y = ly + 22.0 + i as f64 * 50.0;
+        text(&mut o, (lx, y + 17.0), 13.0, INK, "start", 600, &t.tier);
+        let w = if max_cost > 0.0 { (t.cost_usd / max_cost * bar_w).max(2.0) } else { 2.0 };
+        let _ = writeln!(
+            o,
+            r##"<rect x="{:.1}" y="{y:.1}" width="{bar_w}" height="24" rx="5" fill="{GRID}" opacity="0.5"/>"##,
+            lx + 64.0
+        );
+        let _ = writeln!(
+            o,
+            r##"<rect x="{:.1}" y="{y:.1}" width="{w:.1}" height="24" rx="5" fill="{}"/>"##,
+            lx + 64.0,
+            tier_colour(&t.tier)
+        );
+        text(&mut o, (lx + 64.0 + bar_w + 10.0, y + 17.0), 13.0, INK, "start", 700, &money(t.cost_usd));
+        text(
+            &mut o,
+            (lx + 64.0, y + 38.0),
+            11.0,
+            MUTED,
+            "start",
+            400,
+            &format!("{} spawns · {} requests · {} tokens", t.spawns, t.requests, tokens(t.tokens.total)),
+        );
+    }
+
+    // Right: the savings waterfall.
+    let s = &r.savings;
+    let (rx, ry) = (470.0, 214.0);
+    text(&mut o, (rx, ry), 15.0, INK, "start", 700, "Savings at API list prices");
+    let realised = s.realised_usd.unwrap_or(0.0);
+    let after = realised - s.hint_overhead_usd;
+    let levels = [0.0, realised, after, s.missed_usd];
+    let hi = levels.iter().copied().fold(0.0, f64::max);
+    let lo = levels.iter().copied().fold(0.0, f64::min);
+    let span = if hi - lo > 0.0 { hi - lo } else { 1.0 };
+    let (top, height) = (ry + 40.0, 150.0);
+    let y_of = |v: f64| top + (hi - v) / span * height;
+    let zero = y_of(0.0);
+    let _ = writeln!(
+        o,
+        r##"<line x1="{rx}" x2="{:.1}" y1="{zero:.1}" y2="{zero:.1}" stroke="{MUTED}" stroke-width="1"/>"##,
+        rx + 370.0
+    );
+    let col_w = 64.0;
+    let bars = [
+        ("realised", 0.0, realised, GOOD, false),
+        ("overhead", realised, after, BAD, false),
+        ("net", 0.0, after, NET, false),
+        ("missed", 0.0, s.missed_usd, BAD, true),
+    ];
+    for (i, (label, from, to, colour, outline)) in bars.iter().enumerate() {
+        let x = rx + 10.0 + i as f64 * 90.0;
+        let (y1, y2) = (y_of(from.max(*to)), y_of(from.min(*to)));
+        let h = (y2 - y1).max(1.5);
+        if *outline {
+            let _ = writeln!(
+                o,
+                r##"<rect x="{x:.1}" y="{y1:.1}" width="{col_w}" height="{h:.1}" rx="4" fill="none" stroke="{colour}" stroke-width="2" stroke-dasharray="5 4"/>"##
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                r##"<rect x="{x:.1}" y="{y1:.1}" width="{col_w}" height="{h:.1}" rx="4" fill="{colour}"/>"##
+            );
+        }
+        let value = match *label {
+            "realised" => s.realised_usd.map(signed).unwrap_or_else(|| "n/a".into()),
+            "overhead" => signed(-s.hint_overhead_usd),
+            "net" => s.net_usd.map(signed).unwrap_or_else(|| "n/a".into()),
+            _ => money(s.missed_usd),
+        };
+        text(&mut o, (x + col_w / 2.0, y1 - 6.0), 12.0, INK, "middle", 700, &value);
+        text(&mut o, (x + col_w / 2.0, top + height + 22.0), 12.0, MUTED, "middle", 600, label);
+    }
+    if s.realised_usd.is_some() {
+        let mix: Vec<String> = s.mix.iter().map(|(t, w)| format!("{t} {:.0}%", w * 100.0)).collect();
+        text(
+            &mut o,
+            (rx, top + height + 44.0),
+            11.0,
+            MUTED,
+            "start",
+            400,
+            &format!("usual mix ({}): {}", s.baseline, mix.join(", ")),
+        );
+    }
+
+    text(
+        &mut o,
+        (32.0, H - 18.0),
+        10.5,
+        MUTED,
+        "start",
+        400,
+        &format!(
+            "API list prices as of {}; a Claude Code subscription does not pay these. Totals only, no prompt text.",
+            r.prices.as_of
+        ),
+    );
+    o.push_str("</svg>\n");
+    o
+}

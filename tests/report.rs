@@ -1,0 +1,389 @@
+//! `system1 report` on fixture transcripts in the real Claude Code layout (main files, subagent files
+//! with `.meta.json`, a forked session, streaming duplicates with placeholder output counts, an
+//! old-style sidechain line, hook attachments with the hint marker, Agent tool uses with a `model`,
+//! tool results with `resolvedModel` including a `[1m]` suffix, malformed lines, a truncated file).
+//! Every figure is checked against the value worked out by hand in the comments.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{TestEnv, stdout};
+use serde_json::{Value, json};
+
+const OPUS: &str = "claude-opus-4-8";
+const SONNET: &str = "claude-sonnet-4-5-20250929";
+const HAIKU: &str = "claude-haiku-4-5-20251001";
+const PROMPT_TEXT: &str = "SECRET-PROMPT-TEXT refactor the parser";
+
+/// A routing hint of exactly 80 characters (20 tokens at four characters a token).
+fn routing_hint(tier: &str) -> String {
+    let h = format!("System-1 routing hint: spawn subagents with model \"{tier}\"");
+    format!("{h:.<80}")
+}
+
+/// A skill hint of exactly 40 characters (10 tokens).
+fn skill_hint() -> String {
+    format!("{:.<40}", "System-1 skill hint: consider `pdf`")
+}
+
+struct File {
+    lines: Vec<String>,
+    session: String,
+    ts: String,
+}
+
+impl File {
+    fn new(session: &str, ts: &str) -> Self {
+        File { lines: Vec::new(), session: session.into(), ts: ts.into() }
+    }
+
+    fn push(&mut self, mut v: Value) {
+        let obj = v.as_object_mut().unwrap();
+        obj.insert("sessionId".into(), json!(self.session));
+        obj.insert("timestamp".into(), json!(self.ts));
+        obj.entry("isSidechain").or_insert(json!(false));
+        obj.insert("userType".into(), json!("external"));
+        self.lines.push(serde_json::to_string(&v).unwrap());
+    }
+
+    fn raw(&mut self, s: &str) {
+        self.lines.push(s.to_string());
+    }
+
+    fn prompt(&mut self, uuid: &str) {
+        self.push(json!({"type":"user","uuid":uuid,"parentUuid":null,"promptId":"p",
+            "message":{"role":"user","content":format!("{PROMPT_TEXT} {uuid}")}}));
+    }
+
+    fn hint(&mut self, uuid: &str, parent: &str, text: &str) {
+        self.push(json!({"type":"attachment","uuid":uuid,"parentUuid":parent,
+            "attachment":{"type":"hook_additional_context","content":[text],"hookName":"UserPromptSubmit",
+                          "toolUseID":"UserPromptSubmit","hookEvent":"UserPromptSubmit"}}));
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn reply(&mut self, uuid: &str, id: &str, req: &str, model: &str, usage: Value, content: Value, sidechain: bool) {
+        self.push(json!({"type":"assistant","uuid":uuid,"isSidechain":sidechain,"requestId":req,
+            "message":{"id":id,"model":model,"role":"assistant","content":content,"stop_reason":null,"usage":usage}}));
+    }
+
+    fn agent_result(&mut self, tool_use: &str, agent: &str, resolved: &str) {
+        // The parent's copy of the subagent's usage must never be counted: huge numbers make it obvious.
+        self.push(json!({"type":"user","uuid":format!("r-{tool_use}"),
+            "message":{"role":"user","content":[{"tool_use_id":tool_use,"type":"tool_result",
+                "content":[{"type":"text","text":"done"}]}]},
+            "toolUseResult":{"status":"completed","agentId":agent,"agentType":"general-purpose","resolvedModel":resolved,
+                "totalTokens":999999,"usage":{"input_tokens":900000,"output_tokens":90000}}}));
+    }
+
+    fn write(&self, path: &Path, trailing_newline: bool) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let mut text = self.lines.join("\n");
+        if trailing_newline {
+            text.push('\n');
+        }
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+fn usage(input: u64, output: u64, w5: u64, w1: u64, read: u64) -> Value {
+    json!({"input_tokens":input,"output_tokens":output,"cache_creation_input_tokens":w5 + w1,
+           "cache_read_input_tokens":read,"cache_creation":{"ephemeral_5m_input_tokens":w5,"ephemeral_1h_input_tokens":w1},
+           "service_tier":"standard"})
+}
+
+fn spawn(id: &str, model: Option<&str>) -> Value {
+    let mut input =
+        json!({"description":"look around","prompt":"SECRET-SUBAGENT-PROMPT","subagent_type":"general-purpose"});
+    if let Some(m) = model {
+        input["model"] = json!(m);
+    }
+    json!([{"type":"tool_use","id":id,"name":"Agent","input":input}])
+}
+
+fn text_block() -> Value {
+    json!([{"type":"text","text":"working on it\nnow"}])
+}
+
+fn subagent(dir: &Path, session: &str, agent: &str, tool_use: &str, f: &File, complete: bool) {
+    let sub = dir.join(session).join("subagents");
+    f.write(&sub.join(format!("agent-{agent}.jsonl")), complete);
+    std::fs::write(
+        sub.join(format!("agent-{agent}.meta.json")),
+        json!({"agentType":"general-purpose","description":"look around","toolUseId":tool_use,"spawnDepth":1})
+            .to_string(),
+    )
+    .unwrap();
+}
+
+/// Writes the fixture history under `<claude_dir>/projects` and returns that dir.
+fn fixtures(claude_dir: &Path) -> PathBuf {
+    let projects = claude_dir.join("projects");
+    let w1 = projects.join("-home-u-w1");
+    let other = projects.join("-home-u-other");
+    let t_ab = "2026-11-10T12:00:00.000Z";
+
+    // Session A.
+    let mut a = File::new("sA", t_ab);
+    a.push(json!({"type":"attachment","uuid":"ss","attachment":{"type":"hook_additional_context",
+        "content":["System-1 is ready"],"hookName":"SessionStart","hookEvent":"SessionStart"}}));
+    a.prompt("p1");
+    a.hint("h1", "p1", &routing_hint("haiku"));
+    // One reply, two content blocks: the first copy carries a placeholder output count.
+    a.reply("a1a", "m1", "r1", OPUS, usage(100, 2, 1000, 0, 0), text_block(), false);
+    a.reply("a1b", "m1", "r1", OPUS, usage(100, 50, 1000, 0, 0), spawn("tu1", Some("haiku")), false);
+    a.agent_result("tu1", "a1", HAIKU);
+    a.reply("a2", "m2", "r2", OPUS, usage(10, 20, 0, 0, 2000), text_block(), false);
+    let fork_prefix = a.lines[1..a.lines.len()].to_vec();
+    a.prompt("p2");
+    a.reply("a3", "m3", "r3", OPUS, usage(5, 5, 0, 0, 0), spawn("tu2", None), false);
+    a.agent_result("tu2", "a2", "claude-opus-4-8[1m]");
+    a.prompt("p3");
+    a.hint("h3", "p3", &routing_hint("sonnet"));
+    a.reply("a4", "m4", "r4", OPUS, usage(1, 1, 0, 0, 0), spawn("tu3", Some("opus")), false);
+    a.agent_result("tu3", "a3", OPUS);
+    a.push(json!({"type":"queue-operation","operation":"enqueue","content":"SECRET queued prompt"}));
+    a.push(json!({"type":"last-prompt","lastPrompt":"SECRET last prompt"}));
+    a.push(json!({"type":"user","uuid":"meta","isMeta":true,"message":{"role":"user","content":"Caveat: generated"}}));
+    a.raw(r#"{"type":"assistant","message":{"id":"broken""#);
+    a.raw(r#"{"type":"user","message":{"content":"x"}, oops}"#);
+    a.write(&w1.join("sA.jsonl"), true);
+
+    let mut s1 = File::new("sA", t_ab);
+    s1.push(json!({"type":"user","uuid":"s1u","isSidechain":true,"agentId":"a1","message":{"role":"user","content":"SECRET-SUBAGENT-PROMPT"}}));
+    s1.reply("s1a", "s1", "rs1", HAIKU, usage(1000, 1, 0, 4000, 10000), text_block(), true);
+    s1.reply("s1b", "s1", "rs1", HAIKU, usage(1000, 200, 0, 4000, 10000), text_block(), true);
+    subagent(&w1, "sA", "a1", "tu1", &s1, true);
+    let mut s2 = File::new("sA", t_ab);
+    s2.reply("s2a", "s2", "rs2", OPUS, usage(100, 100, 0, 0, 0), text_block(), true);
+    subagent(&w1, "sA", "a2", "tu2", &s2, true);
+    let mut s3 = File::new("sA", t_ab);
+    s3.reply("s3a", "s3", "rs3", OPUS, usage(1000, 1000, 0, 0, 0), text_block(), true);
+    s3.raw(r#"{"type":"assistant","isSidechain":true,"message":{"id":"s3b","usage":{"input_tok"#);
+    subagent(&w1, "sA", "a3", "tu3", &s3, false);
+
+    // Session B: a fork of A (same lines, new sessionId), then its own turn, whose hint was written
+    // before its prompt.
+    let mut b = File::new("sB", t_ab);
+    for l in &fork_prefix {
+        let mut v: Value = serde_json::from_str(l).unwrap();
+        v["sessionId"] = json!("sB");
+        b.lines.push(v.to_string());
+    }
+    b.hint("h4", "a2", &routing_hint("haiku"));
+    b.prompt("p4");
+    b.reply("a5", "m5", "r5", OPUS, usage(7, 3, 0, 0, 0), spawn("tu4", Some("haiku")), false);
+    b.agent_result("tu4", "a4", HAIKU);
+    // An old-layout subagent line inside the main file.
+    b.reply("x1", "x1", "rx1", HAIKU, usage(40, 4, 0, 0, 0), text_block(), true);
+    b.reply("mx", "mx", "rmx", "claude-mystery-1", usage(9, 1, 0, 0, 0), text_block(), false);
+    b.reply("sy", "sy", "rsy", "<synthetic>", usage(0, 0, 0, 0, 0), text_block(), false);
+    b.write(&w1.join("sB.jsonl"), true);
+    let mut s4 = File::new("sB", t_ab);
+    s4.reply("s4a", "s4", "rs4", HAIKU, usage(500, 50, 0, 0, 0), text_block(), true);
+    subagent(&w1, "sB", "a4", "tu4", &s4, true);
+
+    // Session C, another project, ten days later: no routing hint, one skill hint, one spawn.
+    let t_c = "2026-11-20T12:00:00.000Z";
+    let mut c = File::new("sC", t_c);
+    c.prompt("p5");
+    c.hint("h5", "p5", &skill_hint());
+    c.reply("a6", "m6", "r6", SONNET, usage(20, 10, 0, 0, 0), spawn("tu5", Some("sonnet")), false);
+    c.agent_result("tu5", "a5", SONNET);
+    c.write(&other.join("sC.jsonl"), true);
+    let mut s5 = File::new("sC", t_c);
+    s5.reply("s5a", "s5", "rs5", SONNET, usage(2000, 100, 0, 0, 0), text_block(), true);
+    subagent(&other, "sC", "a5", "tu5", &s5, true);
+    projects
+}
+
+fn report_json(env: &TestEnv, args: &[&str]) -> Value {
+    let mut all = vec!["report", "--json"];
+    all.extend_from_slice(args);
+    let out = env.run(&all, "");
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(!text.contains("SECRET"), "prompt text leaked into the report");
+    serde_json::from_str(&text).unwrap()
+}
+
+fn close(v: &Value, expected: f64) {
+    let got = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
+    assert!((got - expected).abs() < 1e-9, "got {got}, expected {expected}");
+}
+
+#[test]
+fn every_figure_matches_the_hand_computed_value() {
+    let env = TestEnv::new();
+    fixtures(&env.claude_dir);
+    let r = report_json(&env, &[]);
+
+    // Read counts: 2 malformed lines in sA, 1 torn line in agent-a3, which is the one truncated file.
+    assert_eq!(r["read"]["files"], 8);
+    assert_eq!(r["read"]["subagent_files"], 5);
+    assert_eq!(r["read"]["malformed_lines"], 3);
+    assert_eq!(r["read"]["truncated_files"], 1);
+
+    // Prompts p1..p5 (p1's fork copy is the same prompt); p1, p3, p4 got routing hints.
+    assert_eq!(r["reach"]["prompts"], 5);
+    assert_eq!(r["reach"]["hinted_prompts"], 3);
+    close(&r["reach"]["share"], 0.6);
+    assert_eq!(r["reach"]["routing_hints"], 3);
+    assert_eq!(r["reach"]["skill_hints"], 1);
+
+    // tu1 haiku→haiku and tu4 haiku→haiku followed; tu3 sonnet→opus upgraded; tu2, tu5 unhinted.
+    let a = &r["adherence"];
+    assert_eq!(a["spawns"], 5);
+    assert_eq!(a["hinted_spawns"], 3);
+    assert_eq!(a["followed"], 2);
+    assert_eq!(a["upgraded"], 1);
+    assert_eq!(a["downgraded"], 0);
+    assert_eq!(a["with_model_given"], 3);
+    close(&a["share"], 2.0 / 3.0);
+
+    // Main thread: m1 (100 in, 50 out, 1000 5m writes), m2, m3, m4, m5, the mystery model and m6.
+    // Costs in millionths of a dollar: m1 8000, m2 1550, m3 150, m4 30, m5 110, m6 210.
+    let t = &r["totals"];
+    assert_eq!(t["main"]["requests"], 7);
+    assert_eq!(t["main"]["tokens"]["total"], 3242);
+    assert_eq!(t["main"]["unpriced_requests"], 1);
+    close(&t["main"]["cost_usd"], 0.01005);
+    // Subagents: s1 11000, s2 3000, s3 30000, s4 750, x1 60, s5 7500; the toolUseResult copies never count.
+    assert_eq!(t["subagents"]["requests"], 6);
+    assert_eq!(t["subagents"]["tokens"]["total"], 20094);
+    close(&t["subagents"]["cost_usd"], 0.05231);
+    assert_eq!(t["all"]["tokens"]["cache_write_1h"], 4000);
+    assert_eq!(t["all"]["tokens"]["cache_write_5m"], 1000);
+    assert_eq!(t["all"]["tokens"]["cache_read"], 12000);
+    assert_eq!(t["duplicate_copies"], 2);
+    assert_eq!(t["sessions"], 3);
+
+    let tiers: Vec<&Value> = r["subagents_by_tier"].as_array().unwrap().iter().collect();
+    let tier = |name: &str| *tiers.iter().find(|t| t["tier"] == name).unwrap();
+    assert_eq!(tier("haiku")["spawns"], 2);
+    assert_eq!(tier("haiku")["requests"], 3);
+    assert_eq!(tier("haiku")["tokens"]["total"], 15794);
+    close(&tier("haiku")["cost_usd"], 0.01181);
+    assert_eq!(tier("sonnet")["spawns"], 1);
+    close(&tier("sonnet")["cost_usd"], 0.0075);
+    assert_eq!(tier("opus")["spawns"], 2);
+    assert_eq!(tier("opus")["tokens"]["total"], 2200);
+    close(&tier("opus")["cost_usd"], 0.033);
+
+    // Usual mix: the unhinted spawns, tu2 (opus) and tu5 (sonnet), half each.
+    // tu1 at that mix: (33000 sonnet + 55000 opus) / 2 = 44000, ran for 11000: saved 33000.
+    // tu4: (2250 + 3750) / 2 = 3000, ran for 750: saved 2250. Realised 35250.
+    // tu3 hinted sonnet (18000) ran on opus (30000): missed 12000.
+    // Overhead: m1 20×6.25, m2 20×0.5, m3 20×0.5, m4 20×6.25+20×0.5, m5 the same, m6 10×3.75 = 452.5.
+    let s = &r["savings"];
+    assert_eq!(s["baseline"], "unhinted spawns");
+    close(&s["mix"]["opus"], 0.5);
+    close(&s["mix"]["sonnet"], 0.5);
+    assert_eq!(s["tier_models"]["haiku"], HAIKU);
+    close(&s["realised_usd"], 0.03525);
+    assert_eq!(s["followed_spawns_priced"], 2);
+    close(&s["missed_usd"], 0.012);
+    assert_eq!(s["hint_tokens"], 70);
+    close(&s["hint_overhead_usd"], 0.0004525);
+    close(&s["net_usd"], 0.03525 - 0.0004525);
+
+    assert_eq!(r["unknown_models"], json!(["claude-mystery-1"]));
+    let models = r["models"].as_array().unwrap();
+    let mystery = models.iter().find(|m| m["model"] == "claude-mystery-1").unwrap();
+    assert!(mystery["cost_usd"].is_null());
+    assert!(models.iter().all(|m| m["model"] != "<synthetic>"));
+    let opus = models.iter().find(|m| m["model"] == OPUS).unwrap();
+    // m1..m5 main plus s2, s3.
+    assert_eq!(opus["requests"], 7);
+    assert_eq!(opus["tokens"]["input"], 100 + 10 + 5 + 1 + 7 + 100 + 1000);
+    assert_eq!(opus["tokens"]["cache_creation"], 1000);
+    assert!(r["prices"]["note"].as_str().unwrap().contains("subscription"));
+    assert_eq!(r["calibrate"]["suggested"], false);
+}
+
+#[test]
+fn project_and_time_filters_narrow_the_history() {
+    let env = TestEnv::new();
+    fixtures(&env.claude_dir);
+    let only_c = report_json(&env, &["--project", "other"]);
+    assert_eq!(only_c["reach"]["prompts"], 1);
+    assert_eq!(only_c["adherence"]["spawns"], 1);
+    assert_eq!(only_c["read"]["files"], 2);
+    // With no unhinted... tu5 is unhinted, so the baseline is still spawns, and nothing was followed.
+    close(&only_c["savings"]["realised_usd"], 0.0);
+
+    let path = report_json(&env, &["--project", "/home/u/w1"]);
+    assert_eq!(path["reach"]["prompts"], 4);
+
+    let late = report_json(&env, &["--since", "2026-11-15"]);
+    assert_eq!(late["reach"]["prompts"], 1);
+    assert_eq!(late["totals"]["subagents"]["requests"], 1);
+    let early = report_json(&env, &["--until", "2026-11-10"]);
+    assert_eq!(early["reach"]["prompts"], 4);
+    assert_eq!(early["reach"]["hinted_prompts"], 3);
+    let none = report_json(&env, &["--until", "2026-11-09"]);
+    assert_eq!(none["reach"]["prompts"], 0);
+    assert!(none["reach"]["share"].is_null());
+}
+
+#[test]
+fn dir_option_and_table_and_svg_output() {
+    let env = TestEnv::new();
+    let projects = fixtures(&env.root.join("elsewhere"));
+    let svg = env.root.join("report.svg");
+    let out = env.run(&["report", "--dir", projects.to_str().unwrap(), "--svg", svg.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(0));
+    let text = stdout(&out);
+    assert!(text.contains("Reach       60% of prompts got a routing hint (3 of 5"), "{text}");
+    assert!(text.contains("Adherence   67% of hinted spawns"), "{text}");
+    assert!(text.contains("claude-mystery-1"), "{text}");
+    assert!(text.contains("/system1:calibrate"), "{text}");
+    assert!(!text.contains("SECRET"));
+    // Progress goes to stderr only on a terminal: a test's stderr is a pipe.
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.starts_with("<svg"));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert!(svg.contains("Is System-1 worth it?"));
+    assert!(svg.contains("60%"));
+    assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
+    assert!(!svg.contains("SECRET"));
+}
+
+#[test]
+fn missing_dir_and_bad_dates_are_clear_errors() {
+    let env = TestEnv::new();
+    let out = env.run(&["report"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(common::stderr(&out).contains("projects"));
+    fixtures(&env.claude_dir);
+    let out = env.run(&["report", "--since", "last tuesday"], "");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(common::stderr(&out).contains("--since"));
+    let out = env.run(&["report", "--since", "2026-11-20", "--until", "2026-11-01"], "");
+    assert_eq!(out.status.code(), Some(2));
+    let prices = env.root.join("prices.json");
+    std::fs::write(&prices, "{not json").unwrap();
+    let out = env.run(&["report", "--prices", prices.to_str().unwrap()], "");
+    assert_ne!(out.status.code(), Some(0));
+    assert!(common::stderr(&out).contains("prices.json"));
+}
+
+#[test]
+fn a_price_override_reprices_everything() {
+    let env = TestEnv::new();
+    fixtures(&env.claude_dir);
+    // Every model at $1 per million tokens of every kind; mystery stays unknown.
+    let flat = |family: &str| {
+        json!({"name":format!("{family} flat"),"family":family,"from":"0","input":1.0,"output":1.0,
+               "cache_write_5m":1.0,"cache_write_1h":1.0,"cache_read":1.0})
+    };
+    let prices = env.root.join("flat.json");
+    std::fs::write(&prices, json!({"as_of":"test","models":[flat("opus"),flat("sonnet"),flat("haiku")]}).to_string())
+        .unwrap();
+    let r = report_json(&env, &["--prices", prices.to_str().unwrap()]);
+    // All priced tokens: 3242 + 20094 - 10 (mystery) = 23326.
+    close(&r["totals"]["all"]["cost_usd"], 23326.0 / 1e6);
+    assert_eq!(r["prices"]["as_of"], "test");
+}
