@@ -16,8 +16,7 @@ use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
 use super::prices::Tier;
 
-pub const ROUTING_HINT: &str = "System-1 routing hint:";
-pub const SKILL_HINT: &str = "System-1 skill hint:";
+use crate::routing::{HINT_MARKER as ROUTING_HINT, SKILL_HINT_MARKER as SKILL_HINT};
 
 /// One API request's usage as this file has it (the largest copy within the file).
 #[derive(Debug, Clone)]
@@ -350,6 +349,12 @@ mod tests {
         );
         assert_eq!(hinted_tier("System-1 routing hint: use model \"opus\""), Some(Tier::Opus));
         assert_eq!(hinted_tier("System-1 routing hint: nothing"), None);
+        // The hook's own wording, whatever it becomes, must stay readable here.
+        for tier in ["haiku", "sonnet", "opus"] {
+            let text = crate::routing::hint_text(tier);
+            assert!(text.starts_with(ROUTING_HINT));
+            assert_eq!(hinted_tier(&text).map(|t| t.name()), Some(tier));
+        }
         assert_eq!(approx_tokens("abcd"), 1);
         assert_eq!(approx_tokens("abcde"), 2);
         assert_eq!(approx_tokens(""), 0);
