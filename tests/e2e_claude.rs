@@ -26,6 +26,8 @@ const TOOLS: [&str; 3] =
     ["mcp__system1__system1_decide", "mcp__system1__system1_health", "mcp__system1__system1_capabilities"];
 const DECIDE_ID: &str = "toolu_e2e_decide";
 const AGENT_ID: &str = "toolu_e2e_agent";
+/// Long enough for the routing hook (it is silent under 10 words).
+const PROMPT: &str = "E2E-MAIN-PROMPT: decide whether we should ship the release today, then check it with a subagent";
 /// Longest any one CLI command may take before the test gives up on it.
 const LIMIT: Duration = Duration::from_secs(90);
 
@@ -199,7 +201,13 @@ fn decide_result(api: &FakeAnthropic) -> Value {
 #[test]
 fn claude_code_end_to_end() {
     let Some(claude) = claude_cli() else { return };
-    let env = TestEnv::with_mock("[providers.mock]\nanswer = \"wait\"\nconfidence = 0.8\n");
+    // The mock answers the decide question "wait", and the routing features so that the default rule
+    // gives haiku (read-only and specified); routing adds its hint.
+    let env = TestEnv::with_mock(
+        "[providers.mock]\nanswer = \"wait\"\nconfidence = 0.8\n\
+         answers = { read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\" }\n\
+         [routing]\nenabled = true\nhint = true\n",
+    );
     let project = env.root.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let cli_dir = env.root.join("cli");
@@ -243,8 +251,9 @@ fn claude_code_end_to_end() {
     // 5. A session: hooks run, the tools are offered, a decision round-trips, the Agent hook fires
     //    and the subagent runs on the model the orchestrator asked for.
     script_decide_then_agent(&e2e.api);
-    let events = e2e.session("E2E-MAIN-PROMPT: decide whether to ship, then check with a subagent");
+    let events = e2e.session(PROMPT);
     let requests = e2e.api.requests();
+    dump(&requests);
     let first_main = requests.iter().find(|r| !is_subagent(r)).expect("a main-loop request");
     for (event, what) in [("SessionStart", "SessionStart"), ("UserPromptSubmit", "UserPromptSubmit")] {
         let responses = hook_responses(&events, event);
@@ -257,6 +266,15 @@ fn claude_code_end_to_end() {
     for tool in TOOLS {
         assert!(offered.iter().any(|t| t == tool), "{tool} not offered; tools: {offered:?}");
     }
+    // The routing hint (UserPromptSubmit additionalContext) reaches the model.
+    let context = system_messages(first_main);
+    let hint = context
+        .lines()
+        .find(|l| l.contains("System-1 routing hint:"))
+        .unwrap_or_else(|| panic!("no routing hint in the request's context:\n{context}"));
+    assert!(hint.starts_with("UserPromptSubmit hook additional context: System-1 routing hint:"), "{hint}");
+    assert!(hint.contains("model \"haiku\""), "{hint}");
+
     let answer = decide_result(&e2e.api);
     assert_eq!(answer["status"], "decided", "{answer}");
     assert_eq!(answer["decision"], "wait", "{answer}");
@@ -289,17 +307,26 @@ fn claude_code_end_to_end() {
         ok("system1 toggle off", &e2e.system1(true, &["toggle", "off"]));
         e2e.api.clear();
         script_decide_only(&e2e.api);
-        e2e.session("E2E-MAIN-PROMPT: decide whether to ship");
+        e2e.session(PROMPT);
         let paused = decide_result(&e2e.api);
+        let first = &e2e.api.requests()[0];
+        assert!(!system_messages(first).contains("System-1 routing hint:"), "a routing hint while paused");
         assert_eq!(paused["status"], "abstained", "{paused}");
         assert!(paused["rationale"].as_str().unwrap_or_default().contains("paused"), "{paused}");
 
         ok("system1 toggle on", &e2e.system1(true, &["toggle", "on"]));
         e2e.api.clear();
-        e2e.session("E2E-MAIN-PROMPT: decide whether to ship");
+        e2e.session(PROMPT);
         let resumed = decide_result(&e2e.api);
         assert_eq!(resumed["status"], "decided", "{resumed}");
         assert_eq!(resumed["decision"], "wait", "{resumed}");
+    }
+}
+
+/// With `SYSTEM1_E2E_DUMP=<file>`, writes the requests the fake API received, for debugging.
+fn dump(requests: &[Value]) {
+    if let Some(path) = std::env::var_os("SYSTEM1_E2E_DUMP") {
+        let _ = std::fs::write(path, serde_json::to_string_pretty(requests).unwrap_or_default());
     }
 }
 
@@ -315,7 +342,8 @@ fn toggle_available(e2e: &E2e) -> bool {
 }
 
 /// Prints what the plugin adds to every session's context: its entries in the skill listing and
-/// the SessionStart hook's output, in characters and tokens (chars / 4).
+/// the SessionStart hook's output, in characters and tokens (chars / 4); and, for comparison, the
+/// size of the three MCP tool definitions and of the routing hint (per prompt, when routing is on).
 fn report_overhead(first_request: &Value) {
     let system = system_messages(first_request);
     let skills: Vec<&str> = system.lines().filter(|l| l.starts_with("- system1:")).collect();
@@ -326,11 +354,22 @@ fn report_overhead(first_request: &Value) {
         .sum();
     let skill_chars: usize = skills.iter().map(|l| l.len() + 1).sum();
     let total = skill_chars + session_start;
+    let tools: usize = first_request["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|t| TOOLS.contains(&t["name"].as_str().unwrap_or_default()))
+        .map(|t| t.to_string().len())
+        .sum();
+    let hint: usize = system.lines().filter(|l| l.contains("System-1 routing hint:")).map(str::len).sum();
     eprintln!(
-        "OVERHEAD e2e_claude: {} skill listing entries, {skill_chars} chars; SessionStart output {session_start} chars; \
-         total {total} chars = about {} tokens per session",
+        "OVERHEAD e2e_claude: plugin: {} skill listing entries, {skill_chars} chars; SessionStart output \
+         {session_start} chars; total {total} chars = about {} tokens per session. MCP tool definitions: \
+         {tools} chars = about {} tokens. Routing hint: {hint} chars = about {} tokens per prompt.",
         skills.len(),
-        total.div_ceil(4)
+        total.div_ceil(4),
+        tools.div_ceil(4),
+        hint.div_ceil(4)
     );
     assert!(
         total.div_ceil(4) <= 300,
