@@ -90,21 +90,6 @@ pub fn claude_json() -> PathBuf {
     env_path("CLAUDE_CONFIG_DIR").unwrap_or_else(home).join(".claude.json")
 }
 
-/// systemd user units (`$XDG_CONFIG_HOME/systemd/user`, default `~/.config/systemd/user`).
-pub fn systemd_user_dir() -> PathBuf {
-    env_path("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config")).join("systemd").join("user")
-}
-
-/// macOS per-user LaunchAgents.
-pub fn launch_agents_dir() -> PathBuf {
-    home().join("Library").join("LaunchAgents")
-}
-
-/// The Windows per-user Startup folder, when `APPDATA` is set.
-pub fn windows_startup_dir() -> Option<PathBuf> {
-    env_path("APPDATA").map(|a| a.join("Microsoft").join("Windows").join("Start Menu").join("Programs").join("Startup"))
-}
-
 /// Where Claude Code keeps its transcripts.
 pub fn claude_projects_dir() -> PathBuf {
     claude_dir().join("projects")

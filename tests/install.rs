@@ -188,24 +188,14 @@ fn install_with_no_register_prints_instead_of_registering() {
     assert!(s.claude_log().is_empty());
 }
 
-/// Start-at-login entries as `system1 engine` writes them, plus neighbours that are not ours.
+/// Start-at-login entries as `system1 engine autostart` writes them on Linux, plus a neighbour
+/// that is not ours.
 fn plant_autostart(s: &Scratch) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let home = &s.env.home;
-    let units = home.join(".config/systemd/user");
-    let ours = vec![
-        units.join("system1-laya.service"),
-        units.join("system1-von.service"),
-        units.join("default.target.wants/system1-laya.service"),
-        home.join("Library/LaunchAgents/dev.system1.laya.plist"),
-        home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup/system1-laya.cmd"),
-    ];
-    let theirs = vec![
-        units.join("other.service"),
-        home.join("Library/LaunchAgents/com.example.plist"),
-        home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup/other.cmd"),
-    ];
+    let units = s.env.home.join(".config/systemd/user");
+    let ours = vec![units.join("system1-laya.service"), units.join("system1-von.service")];
+    let theirs = vec![units.join("other.service")];
     for p in ours.iter().chain(&theirs) {
-        common::write(p, "x");
+        common::write(p, "[Unit]\n");
     }
     (ours, theirs)
 }
@@ -231,7 +221,8 @@ fn uninstall_unregisters_removes_the_binary_and_start_at_login_entries_and_keeps
         assert!(p.exists(), "{} removed but is not ours", p.display());
     }
     let systemctl = log_lines(&s.logs, "systemctl");
-    assert!(systemctl.contains(&"--user disable --now system1-laya.service".to_string()), "{systemctl:?}");
+    assert!(systemctl.contains(&"--user disable system1-laya.service".to_string()), "{systemctl:?}");
+    assert!(systemctl.contains(&"--user disable system1-von.service".to_string()), "{systemctl:?}");
     assert!(systemctl.contains(&"--user daemon-reload".to_string()), "{systemctl:?}");
     // Kept without --purge.
     assert!(s.env.config.exists());

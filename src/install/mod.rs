@@ -1,13 +1,13 @@
 //! `system1 install` and `system1 uninstall`: the binary in `<install>/bin`, the first config, the
 //! Claude Code registration, and on the way out the start-at-login entries. Each step reports what
 //! it did as one line, so the command's output (and the setup skill) can show it as is. Every path
-//! comes from `paths`.
+//! comes from `paths`; the start-at-login entries are the engine module's to name and remove.
 
-pub mod autostart;
 pub mod binary;
 pub mod claude;
 pub mod config_file;
 
+use crate::engine::{self, autostart};
 use crate::error::{Context, Error, Result};
 use crate::paths;
 
@@ -76,9 +76,15 @@ pub fn uninstall(purge: bool) -> Result<Vec<String>> {
         }
     }
 
-    let (removed, failed) = autostart::remove_all();
-    for p in &removed {
-        report.push(format!("removed start-at-login entry {}", p.display()));
+    // Start-at-login entries go whether or not the engines stay: nothing should start an engine
+    // for a System-1 that is gone.
+    let platform = autostart::Platform::current();
+    let mut failed = Vec::new();
+    for spec in engine::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
+        match autostart::disable(spec, platform) {
+            Ok(done) => report.extend(done.into_iter().map(|d| format!("{} start at login: {d}", spec.name))),
+            Err(e) => failed.push(format!("{}: {e}", spec.name)),
+        }
     }
 
     let bin = paths::installed_binary();
