@@ -15,8 +15,11 @@
 //! Rescaling is p_i^(1/T) / sum_j p_j^(1/T): it never changes which option wins.
 
 pub mod apply;
+pub mod data;
 pub mod fit;
 pub mod labels;
+pub mod plot;
+pub mod report;
 pub mod seeds;
 
 use std::path::Path;
