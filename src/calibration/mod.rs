@@ -16,6 +16,7 @@
 
 pub mod apply;
 pub mod data;
+pub mod evaluate;
 pub mod fit;
 pub mod labels;
 pub mod plot;

@@ -1,0 +1,253 @@
+//! `system1 calibrate` and `system1 evaluate` through the real binary, with the mock engine (whose
+//! per-question answers and fixed confidence make every figure computable by hand here).
+
+mod common;
+
+use common::{TestEnv, stderr, stdout, write};
+use serde_json::{Value, json};
+
+fn log_path(env: &TestEnv) -> std::path::PathBuf {
+    env.install_dir.join("logs").join("routing.jsonl")
+}
+
+fn write_log(env: &TestEnv, entries: &[Value]) {
+    write(&log_path(env), &entries.iter().map(|e| format!("{e}\n")).collect::<String>());
+}
+
+fn read_log(env: &TestEnv) -> Vec<Value> {
+    std::fs::read_to_string(log_path(env)).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+fn json_out(env: &TestEnv, args: &[&str]) -> Value {
+    let out = env.run(args, "");
+    assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+}
+
+const PROMPT: &str = "Refactor the order service so payment and shipping are separate modules with clear interfaces";
+
+fn labels(ro: bool, de: bool, rv: bool, sp: bool) -> Value {
+    json!({"read_only": ro, "design": de, "review": rv, "specified": sp})
+}
+
+#[test]
+fn pending_then_label_through_the_log() {
+    let env = TestEnv::with_mock("");
+    write_log(
+        &env,
+        &[
+            json!({"id": "p1", "source": "prompt", "prompt": PROMPT, "features": {"design": {"answer": true, "confidence": 0.8}}, "rule_tier": "opus"}),
+            json!({"id": "a1", "source": "agent", "prompt": "brief", "tool_use_id": "t1", "outcome": "failed", "outcome_source": "auto", "outcome_doubtful": "same-role re-spawn", "labels": labels(false, false, false, true), "label_tier": "sonnet"}),
+            json!({"id": "s1", "source": "skill", "prompt": PROMPT}),
+        ],
+    );
+    let v = json_out(&env, &["calibrate", "pending"]);
+    let ids: Vec<&str> = v["entries"].as_array().unwrap().iter().map(|e| e["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec!["p1", "a1"]);
+    assert_eq!(v["entries"][0]["needs"], json!(["labels", "tier"]));
+    assert_eq!(v["entries"][0]["prompt"], PROMPT);
+    assert_eq!(v["entries"][1]["needs"], json!(["outcome"]));
+    assert_eq!(v["tally"]["pending"], 2);
+
+    let args = ["calibrate", "label", "--id", "p1", "--feature", "read_only=false", "--feature", "design=true"];
+    let out = env.run(
+        &[&args[..], &["--feature", "review=false", "--feature", "specified=false", "--tier", "opus"]].concat(),
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = env.run(&["calibrate", "label", "--id", "a1", "--outcome", "succeeded"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = read_log(&env);
+    assert_eq!(log[0]["labels"], labels(false, true, false, false));
+    assert_eq!((log[0]["label_tier"].as_str(), log[0]["labelled_by"].as_str()), (Some("opus"), Some("user")));
+    assert_eq!((log[1]["outcome"].as_str(), log[1]["outcome_source"].as_str()), (Some("succeeded"), Some("user")));
+    assert!(log[1].get("outcome_doubtful").is_none());
+    assert_eq!(log[2], json!({"id": "s1", "source": "skill", "prompt": PROMPT}), "other entries untouched");
+    assert_eq!(json_out(&env, &["calibrate", "pending"])["tally"]["pending"], 0);
+
+    // Bad labels are usage errors and change nothing.
+    let before = std::fs::read_to_string(log_path(&env)).unwrap();
+    for bad in [
+        vec!["calibrate", "label", "--id", "p1", "--feature", "vibes=true"],
+        vec!["calibrate", "label", "--id", "p1", "--tier", "gpt"],
+        vec!["calibrate", "label", "--id", "p1", "--outcome", "failed"],
+        vec!["calibrate", "label", "--id", "nope", "--tier", "haiku"],
+    ] {
+        let out = env.run(&bad, "");
+        assert!(!out.status.success(), "{bad:?} should fail");
+        assert!(!stderr(&out).is_empty());
+    }
+    assert_eq!(std::fs::read_to_string(log_path(&env)).unwrap(), before);
+}
+
+/// The seed set's share of prompts whose label for `feature` equals `answer`, read here from the file.
+fn seed_share(feature: &str, answer: bool) -> f64 {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/routing.jsonl")).unwrap();
+    let seeds: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    seeds.iter().filter(|s| s["labels"][feature] == answer).count() as f64 / seeds.len() as f64
+}
+
+/// With one fixed confidence c and a share a of right answers, the NLL-optimal temperature solves
+/// sigmoid(logit(c) / T) = a, so T = logit(c) / logit(a).
+fn optimal_t(c: f64, a: f64) -> f64 {
+    let logit = |p: f64| (p / (1.0 - p)).ln();
+    logit(c) / logit(a)
+}
+
+const MOCK: &str = "[providers.mock]\nconfidence = 0.7\nanswers = { read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\", decision = \"yes\" }\n";
+
+#[test]
+fn fit_on_the_seed_sets_matches_temperatures_computed_here() {
+    let env = TestEnv::with_mock(MOCK);
+    let svg = env.root.join("reliability.svg");
+    let out = env.run(&["calibrate", "fit", "--apply", "--plot", svg.to_str().unwrap()], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("design  [mock/mock]  n=50 (0 log + 50 seed)"), "{text}");
+
+    let cal: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.install_dir.join("calibration.json")).unwrap()).unwrap();
+    assert_eq!(cal["format"], "system1-calibration");
+    let t = |q: &str| {
+        cal["fits"].as_array().unwrap().iter().find(|f| f["question"] == q).map(|f| f["temperature"].as_f64().unwrap())
+    };
+    // design: the mock says "no"; right on every prompt not labelled design.
+    let want = optimal_t(0.7, seed_share("design", false));
+    assert!((t("design").unwrap() - want).abs() < 1e-3, "{:?} vs {want}", t("design"));
+    let want = optimal_t(0.7, seed_share("review", false));
+    assert!((t("review").unwrap() - want).abs() < 1e-3);
+    let fit = cal["fits"].as_array().unwrap().iter().find(|f| f["question"] == "design").unwrap();
+    assert_eq!(fit["provider"], "mock");
+    assert_eq!(fit["n"], 50);
+    // The option-count fallback is written too.
+    assert!(cal["fits"].as_array().unwrap().iter().any(|f| f["options"] == 2 && f.get("question").is_none()));
+    // No threshold makes every feature 85% right with these answers: the config is not touched.
+    assert!(text.contains("no threshold up to 0.90"), "{text}");
+    assert!(!std::fs::read_to_string(&env.config).unwrap().contains("min_confidence"));
+    let doc = std::fs::read_to_string(&svg).unwrap();
+    assert!(doc.starts_with("<svg") && doc.contains("design") && doc.contains("circle"));
+
+    // The gateway now uses the local fit: the destructive question comes back calibrated, at
+    // sigmoid(logit(0.7) / T) with the T just written.
+    let t_d = t("Is this shell command destructive?").unwrap();
+    // (It abstains: the calibrated confidence is below the gateway's 0.6; exit code 4 says so.)
+    let out = env.run(&["decide", "--question", "Is this shell command destructive?", "--json"], "");
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(v["calibrated"], true, "{v}");
+    let want = 1.0 / (1.0 + (-(0.7f64 / 0.3).ln() / t_d).exp());
+    assert!((v["confidence"].as_f64().unwrap() - want).abs() < 1e-5, "{v} vs {want}");
+}
+
+#[test]
+fn fit_from_the_log_sets_the_threshold_and_keeps_the_config() {
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        "# my settings\n[gateway]\nprovider = \"mock\"\n\n[routing]\nenabled = true   # keep me\nmin_confidence = 0.6\nhint = false\n\n{MOCK}"
+    ));
+    // 20 labelled prompts; the mock is right on 18 of them for every feature.
+    let entries: Vec<Value> = (0..20)
+        .map(|i| {
+            let right = i >= 2;
+            json!({"id": format!("p{i}"), "source": "prompt", "prompt": format!("{PROMPT} number {i}"),
+                   "labels": labels(right, !right, !right, right)})
+        })
+        .collect();
+    write_log(&env, &entries);
+    // Asking for 95% accuracy: impossible at 90% right, nothing changes.
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply", "--target-accuracy", "0.95"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("min_confidence stays 0.60"), "{}", stdout(&out));
+    assert!(std::fs::read_to_string(&env.config).unwrap().contains("min_confidence = 0.6\n"));
+    // 85%: every feature is 90% right at any covered threshold, so the lowest, 0.50, is chosen.
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cfg = std::fs::read_to_string(&env.config).unwrap();
+    assert!(cfg.contains("[routing]\nenabled = true   # keep me\nmin_confidence = 0.5\nhint = false\n"), "{cfg}");
+    assert!(cfg.starts_with("# my settings\n"));
+    let cal: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.install_dir.join("calibration.json")).unwrap()).unwrap();
+    let want = optimal_t(0.7, 0.9);
+    for f in ["read_only", "design", "review", "specified"] {
+        let fit = cal["fits"].as_array().unwrap().iter().find(|x| x["question"] == f).unwrap();
+        assert!((fit["temperature"].as_f64().unwrap() - want).abs() < 1e-3, "{f}: {fit}");
+    }
+    // The config still loads cleanly, with the new threshold.
+    let out = env.run(&["config", "check"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
+const EVAL_MOCK: &str = "[providers.mock]\nconfidence = 0.9\nanswers = { read_only = \"no\", design = \"yes\", review = \"no\", specified = \"no\" }\n";
+
+fn spawn(id: &str, l: Value, outcome: &str, tier: &str) -> Value {
+    json!({"id": id, "source": "agent", "prompt": format!("{PROMPT} ({id})"), "tool_use_id": format!("t-{id}"),
+           "labels": l, "outcome": outcome, "outcome_tier": tier, "outcome_source": "auto"})
+}
+
+fn evaluate(env: &TestEnv, flags: &[&str]) -> Value {
+    json_out(env, &[&["evaluate", "--provider", "mock", "--json"][..], flags].concat())
+}
+
+#[test]
+fn evaluate_metrics_and_verdict_with_a_fake_engine() {
+    let env = TestEnv::with_mock(EVAL_MOCK);
+    // The engine always says design (rule: opus) at 0.9, which matches these labels.
+    let design = labels(false, true, false, false);
+    let mut log = vec![
+        spawn("f1", design.clone(), "failed", "sonnet"),
+        spawn("f2", design.clone(), "failed", "haiku"),
+        spawn("f3", design.clone(), "failed", "sonnet"),
+        spawn("s1", design.clone(), "succeeded", "opus"),
+        json!({"id": "p0", "source": "prompt", "prompt": PROMPT}),
+    ];
+    write_log(&env, &log);
+    let v = evaluate(&env, &["--min-failures", "3"]);
+    assert_eq!(v["verdict"], "READY", "{v}");
+    let r = &v["report"];
+    assert_eq!(r["rows"], 4, "the unlabelled prompt is not evaluated");
+    let design_f = r["features"].as_array().unwrap().iter().find(|f| f["feature"] == "design").unwrap();
+    assert_eq!((design_f["accuracy"].as_f64(), design_f["accuracy_at_threshold"].as_f64()), (Some(1.0), Some(1.0)));
+    assert_eq!(design_f["coverage_at_threshold"], 1.0);
+    assert_eq!(r["rule_engine"]["safety"], 1.0);
+    assert_eq!((r["rule_engine"]["agreement"].as_f64(), r["rule_engine"]["savings"].as_f64()), (Some(1.0), Some(0.0)));
+    assert_eq!(v["bars"]["min_failures"], 3);
+    // The failures bar: 3 labelled, 4 asked for.
+    assert_eq!(evaluate(&env, &["--min-failures", "4"])["verdict"], "NOT READY");
+
+    // A fourth failure that ran on opus: the rule's opus is not higher. Safety 3/4.
+    log.push(spawn("f4", design.clone(), "failed", "opus"));
+    write_log(&env, &log);
+    let v = evaluate(&env, &["--min-failures", "3"]);
+    assert_eq!(v["report"]["rule_engine"]["safety"], 0.75);
+    assert_eq!(v["verdict"], "NOT READY");
+    assert_eq!(evaluate(&env, &["--min-failures", "3", "--min-safety", "0.75"])["verdict"], "READY");
+
+    // A prompt labelled not-design: design is 5 of 6 right (83.3%) at 0.9.
+    log.push(json!({"id": "p1", "source": "prompt", "prompt": format!("{PROMPT} again"), "labels": labels(false, false, false, false)}));
+    write_log(&env, &log);
+    let v = evaluate(&env, &["--min-failures", "3", "--min-safety", "0.75"]);
+    let design_f =
+        v["report"]["features"].as_array().unwrap().iter().find(|f| f["feature"] == "design").unwrap().clone();
+    assert!((design_f["accuracy_at_threshold"].as_f64().unwrap() - 5.0 / 6.0).abs() < 1e-12);
+    assert_eq!(v["verdict"], "NOT READY");
+    assert_eq!(
+        evaluate(&env, &["--min-failures", "3", "--min-safety", "0.75", "--min-feature-accuracy", "0.83"])["verdict"],
+        "READY"
+    );
+
+    // The text report names the bars as flags and the teacher's ceiling.
+    let out = env.run(&["evaluate", "--provider", "mock"], "");
+    let text = stdout(&out);
+    assert!(text.contains("Verdict: NOT READY"), "{text}");
+    assert!(text.contains("--min-feature-accuracy 0.85 --min-safety 0.95 --min-failures 30"), "{text}");
+    assert!(text.contains("teacher labels (ceiling)"), "{text}");
+}
+
+#[test]
+fn evaluate_without_labels_or_engine_is_a_clear_error() {
+    let env = TestEnv::with_mock(EVAL_MOCK);
+    let out = env.run(&["evaluate", "--provider", "mock"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains("no routing-log entry"), "{}", stderr(&out));
+    let out = env.run(&["evaluate", "--provider", "nonsense"], "");
+    assert_eq!(out.status.code(), Some(2));
+}
