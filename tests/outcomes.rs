@@ -271,35 +271,35 @@ fn agent_entry(id: &str, tool_use_id: &str) -> Value {
            "prompt": "brief", "tool_use_id": tool_use_id, "chosen": "haiku", "subagent_type": "general-purpose"})
 }
 
-/// Appends under the team's lock protocol (exclusive lock on `routing.jsonl.lock`, open in append
-/// mode only then, one whole line), as the hooks do. Used by the child processes below.
-fn locked_append(log: &Path, line: &str) {
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(log.with_file_name("routing.jsonl.lock"))
+/// Starts the real agent hook, which logs the spawn (routing on, mock engine, cwd in `log_dirs`).
+fn agent_hook(env: &TestEnv, cwd: &Path, k: usize) -> std::process::Child {
+    let payload = json!({"session_id": "33333333-cccc", "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Agent",
+        "tool_use_id": format!("toolu_race_{k}"),
+        "tool_input": {"description": "race", "prompt": format!("Write the unit tests for module {k} of the parser, covering errors and edge cases"),
+                       "subagent_type": "general-purpose", "model": "haiku"}});
+    let mut child = env
+        .command(&["hook", "agent"])
+        .current_dir(cwd)
+        // The engine's answer is delayed a different time per hook, spreading the appends out.
+        .env("SYSTEM1_MOCK_DELAY_MS", (k * 50).to_string())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
         .unwrap();
-    lock.lock().unwrap();
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(log).unwrap();
-    f.write_all(format!("{line}\n").as_bytes()).unwrap();
-    lock.unlock().unwrap();
-}
-
-/// Child side of the race: a separate process appending prompt entries.
-#[test]
-fn child_appender() {
-    let Ok(log) = std::env::var("SYSTEM1_TEST_OUTCOMES_LOG") else { return };
-    let who = std::env::var("SYSTEM1_TEST_OUTCOMES_WHO").unwrap();
-    for i in 0..10 {
-        let e = json!({"id": format!("c{who}-{i}"), "source": "prompt", "prompt": "y".repeat(6000)});
-        locked_append(Path::new(&log), &e.to_string());
-    }
+    child.stdin.take().unwrap().write_all(payload.to_string().as_bytes()).unwrap();
+    child
 }
 
 #[test]
 fn apply_writes_outcomes_and_loses_no_concurrent_append() {
     let env = TestEnv::new();
+    let repo = env.home.join("w1");
+    std::fs::create_dir_all(&repo).unwrap();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nlog_dirs = [{:?}]\n",
+        repo.display().to_string()
+    ));
     fixtures(&env);
     let log = log_path(&env);
     let mut seed = vec![
@@ -314,37 +314,45 @@ fn apply_writes_outcomes_and_loses_no_concurrent_append() {
     seed.push(user);
     write(&log, &jsonl(&seed));
 
-    let exe = std::env::current_exe().unwrap();
-    let mut children: Vec<_> = (0..20)
-        .map(|k| {
-            std::process::Command::new(&exe)
-                .args(["--exact", "child_appender", "--test-threads=1", "--quiet"])
-                .env("SYSTEM1_TEST_OUTCOMES_LOG", &log)
-                .env("SYSTEM1_TEST_OUTCOMES_WHO", k.to_string())
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let mut runs = 0;
-    loop {
-        let out = env.run(&["outcomes", "--apply"], "");
-        assert!(out.status.success(), "{}", stderr(&out));
-        runs += 1;
-        if children.iter_mut().all(|c| c.try_wait().unwrap().is_some()) {
-            break;
+    // Rewrites run back to back on one thread while the 20 hooks start one after another, so that
+    // appends land between, before and during rewrites.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (runs, lines_seen) = std::thread::scope(|s| {
+        let applier = s.spawn(|| {
+            let mut runs = 0;
+            let mut lines_seen = std::collections::BTreeSet::new();
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || runs == 0 {
+                let out = env.run(&["outcomes", "--apply"], "");
+                assert!(out.status.success(), "{}", stderr(&out));
+                runs += 1;
+                lines_seen.insert(std::fs::read_to_string(&log).map(|t| t.lines().count()).unwrap_or(0));
+            }
+            (runs, lines_seen)
+        });
+        let mut children = Vec::new();
+        for k in 0..20 {
+            children.push(agent_hook(&env, &repo, k));
         }
-    }
-    for mut c in children {
-        assert!(c.wait().unwrap().success());
-    }
+        for mut c in children {
+            assert!(c.wait().unwrap().success());
+        }
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        applier.join().unwrap()
+    });
+    // A rewrite that saw only some of the hooks' lines proves the two overlapped.
+    assert!(lines_seen.iter().any(|&n| n < 5 + 20), "no rewrite ran during the appends: {lines_seen:?}");
     let out = env.run(&["outcomes", "--apply"], "");
     assert!(stdout(&out).contains("Wrote 3 outcomes"), "{}", stdout(&out));
     assert!(stdout(&out).contains("1 labelled by you kept"), "{}", stdout(&out));
 
     let text = std::fs::read_to_string(&log).unwrap();
     let entries: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("every line whole")).collect();
-    assert_eq!(entries.len(), 5 + 20 * 10, "after {runs} concurrent --apply runs");
+    assert_eq!(entries.len(), 5 + 20, "after {runs} concurrent --apply runs");
+    let raced: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["source"] == "agent" && e["tool_use_id"].as_str().unwrap().starts_with("toolu_race_"))
+        .collect();
+    assert_eq!(raced.len(), 20, "every hook's entry survived the rewrites");
     let ids: std::collections::HashSet<&str> = entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
     assert_eq!(ids.len(), entries.len());
     let get = |id: &str| entries.iter().find(|e| e["id"] == id).unwrap().clone();
