@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 fn laya_answer(body: &Value, top: f64, routed: &str) -> Value {
     let mut answers = serde_json::Map::new();
     for (id, q) in body["questions"].as_object().expect("questions") {
-        let labels: Vec<&str> = q["criteria"].as_array().expect("list").iter().filter_map(Value::as_str).collect();
+        let labels: Vec<&str> =
+            q["criteria"].as_object().expect("criteria object").keys().map(String::as_str).collect();
         let rest = (1.0 - top) / (labels.len() - 1) as f64;
         let probs: serde_json::Map<String, Value> = labels
             .iter()

@@ -18,7 +18,11 @@ use serde_json::{Value, json};
 fn laya_answer(body: &Value) -> Value {
     let mut answers = serde_json::Map::new();
     for (id, q) in body["questions"].as_object().expect("questions") {
-        let labels: Vec<&str> = q["criteria"].as_array().expect("criteria").iter().filter_map(Value::as_str).collect();
+        // laya-serve takes the criteria as a list of labels or as an object keyed by label.
+        let labels: Vec<&str> = match &q["criteria"] {
+            Value::Object(m) => m.keys().map(String::as_str).collect(),
+            other => other.as_array().expect("criteria").iter().filter_map(Value::as_str).collect(),
+        };
         let rest = 0.2 / (labels.len() - 1) as f64;
         let probs: serde_json::Map<String, Value> =
             labels.iter().enumerate().map(|(i, l)| (l.to_string(), json!(if i == 1 { 0.8 } else { rest }))).collect();

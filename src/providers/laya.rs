@@ -2,7 +2,7 @@
 //!
 //! | gateway | laya |
 //! |---|---|
-//! | question | a `choice` question: `instructions` = the question, `criteria` = the options (list form) |
+//! | question | a `choice` question: `instructions` = the question, `criteria` = the options (`{option: null}`) |
 //! | yes/no (options `yes`, `no`) | the same two-option choice, never `noul` (Laya's `noul` follows its labels) |
 //! | `context` | `state` (without context, the question text, so it is read in the full window) |
 //! | several questions | one request, answered in one forward pass |
@@ -232,7 +232,9 @@ impl Provider for Laya {
                 results[i] = Some(json!({"abstain": true, "rationale": why}));
                 continue;
             }
-            questions.insert(ids[i].clone(), json!({"type": "choice", "instructions": q.text, "criteria": q.options}));
+            // `{option: null}`: the criteria form both laya-serve 0.4.15 and the old 0.2.1 accept.
+            let criteria: Map<String, Value> = q.options.iter().map(|o| (o.clone(), Value::Null)).collect();
+            questions.insert(ids[i].clone(), json!({"type": "choice", "instructions": q.text, "criteria": criteria}));
         }
         if questions.is_empty() {
             return Ok(results.into_iter().flatten().collect());

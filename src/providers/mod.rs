@@ -3,7 +3,7 @@
 //! An adapter translates the gateway's questions into its engine's wire format and the engine's
 //! answer back into plain JSON answers. It does not judge them: the gateway validates every answer
 //! (shape, confidence range, decision among the options), applies calibration and the threshold,
-//! and runs the fallback chain. Adding an engine is one file here plus one line in [`build`].
+//! and runs the fallback chain. Adding an engine is one file here plus one line in [`REGISTRY`].
 
 pub mod answers;
 #[cfg(test)]
@@ -21,8 +21,29 @@ use serde_json::Value;
 
 use crate::config::Settings;
 
-/// Every provider name the registry can build, in the order they are documented.
-pub const NAMES: &[&str] = &["laya", "von", "ollama", "mock"];
+type Constructor = fn(&Settings) -> Box<dyn Provider>;
+
+/// The registry: every provider this build has, in the order they are documented. Adding an
+/// engine adds one line here.
+pub const REGISTRY: &[(&str, Constructor)] = &[
+    ("laya", |s| Box::new(laya::Laya::new(s))),
+    ("von", |s| Box::new(von::Von::new(s))),
+    ("ollama", |s| Box::new(ollama::Ollama::new(s))),
+    ("mock", |s| Box::new(mock::Mock::new(s))),
+];
+
+/// Every provider name the registry can build, in the registry's order.
+pub const NAMES: &[&str] = &registry_names::<{ REGISTRY.len() }>();
+
+const fn registry_names<const N: usize>() -> [&'static str; N] {
+    let mut names = [""; N];
+    let mut i = 0;
+    while i < N {
+        names[i] = REGISTRY[i].0;
+        i += 1;
+    }
+    names
+}
 
 /// One question put to an engine. `options` always has at least two entries: the gateway turns
 /// a yes/no question into the options `yes` and `no` before any adapter sees it.
@@ -94,12 +115,9 @@ pub trait Provider: Send + Sync {
 /// Builds the named provider from its settings. Problems with the settings are recorded in
 /// `settings.errors` (and make this return `None` when the provider is unusable).
 pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
-    let provider: Option<Box<dyn Provider>> = match name {
-        "laya" => Some(Box::new(laya::Laya::new(settings))),
-        "von" => Some(Box::new(von::Von::new(settings))),
-        "ollama" => Some(Box::new(ollama::Ollama::new(settings))),
-        "mock" => Some(Box::new(mock::Mock::new(settings))),
-        _ => {
+    let provider = match REGISTRY.iter().find(|(n, _)| *n == name) {
+        Some((_, construct)) => Some(construct(settings)),
+        None => {
             settings.error(format!("provider {name:?} is not available in this build"));
             None
         }

@@ -40,12 +40,8 @@ const T: Duration = Duration::from_secs(3);
 pub fn laya_answer(body: &Value, top: f64, routed: Option<&str>) -> Value {
     let mut answers = serde_json::Map::new();
     for (id, question) in body["questions"].as_object().expect("questions object") {
-        let labels: Vec<String> = question["criteria"]
-            .as_array()
-            .expect("criteria as a list")
-            .iter()
-            .map(|v| v.as_str().expect("label").to_string())
-            .collect();
+        let labels: Vec<String> =
+            question["criteria"].as_object().expect("criteria as an object").keys().cloned().collect();
         let rest = (1.0 - top) / (labels.len() - 1) as f64;
         let probs: serde_json::Map<String, Value> = labels
             .iter()
@@ -90,7 +86,8 @@ fn maps_a_question_to_a_choice_and_back() {
     assert_eq!(sent["model"], "typed-decisions");
     assert_eq!(
         sent["questions"]["decision"],
-        json!({"type": "choice", "instructions": "What next?", "criteria": ["block the merge", "rerun the pipeline"]})
+        json!({"type": "choice", "instructions": "What next?",
+               "criteria": {"block the merge": null, "rerun the pipeline": null}})
     );
     assert_eq!(out.len(), 1);
     assert_eq!(out[0]["decision"], "block the merge");
@@ -106,7 +103,7 @@ fn yes_no_is_a_two_option_choice_and_the_question_is_the_state_without_context()
     l.decide(&req(None, vec![q("decision", "Is `rm -rf /` destructive?", &["yes", "no"])]), T).expect("answer");
     let sent = server.requests()[0].json();
     assert_eq!(sent["questions"]["decision"]["type"], "choice");
-    assert_eq!(sent["questions"]["decision"]["criteria"], json!(["yes", "no"]));
+    assert_eq!(sent["questions"]["decision"]["criteria"], json!({"yes": null, "no": null}));
     assert_eq!(sent["state"], "Is `rm -rf /` destructive?");
 }
 
