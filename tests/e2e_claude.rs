@@ -228,25 +228,34 @@ fn claude_code_end_to_end() {
     // 2. The marketplace and the plugin install from this checkout.
     ok("plugin marketplace add", &e2e.claude(&["plugin", "marketplace", "add", ROOT]));
     ok("plugin install", &e2e.claude(&["plugin", "install", "system1@system1-gateway"]));
-    let plugins = e2e.claude(&["plugin", "list", "--json"]);
-    assert!(stdout(&plugins).contains("system1@system1-gateway"), "{}", stdout(&plugins));
+    let installed =
+        std::fs::read_to_string(e2e.env.claude_dir.join("plugins/installed_plugins.json")).unwrap_or_default();
+    assert!(installed.contains("system1@system1-gateway"), "installed_plugins.json: {installed}");
 
     // 3. `system1 install` copies itself and registers through the real CLI; a second run (from
     //    the installed binary) finds the registration in place.
+    //    A registration left by something else (an old install) is replaced.
+    ok(
+        "claude mcp add (stale)",
+        &e2e.claude(&["mcp", "add", "--scope", "user", "--transport", "stdio", "system1", "--", "/bin/false", "mcp"]),
+    );
     let first = e2e.system1(false, &["install"]);
     ok("system1 install", &first);
-    assert!(stdout(&first).contains("claude: registered system1"), "{}", stdout(&first));
+    assert!(stdout(&first).contains("re-registered system1 (user scope), was: /bin/false mcp"), "{}", stdout(&first));
     let second = e2e.system1(true, &["install"]);
     ok("system1 install (again)", &second);
     assert!(stdout(&second).contains("already registered"), "{}", stdout(&second));
     let bin = e2e.env.install_dir.join("bin/system1");
-    let get = e2e.claude(&["mcp", "get", "system1"]);
-    assert!(stdout(&get).contains(&bin.display().to_string()), "{}", stdout(&get));
 
     // 4. `claude mcp list` launches it and connects (its exit code is 0 either way: read the line).
     let list = e2e.claude(&["mcp", "list"]);
     let line = stdout(&list).lines().find(|l| l.starts_with("system1:")).map(str::to_string);
-    assert!(line.as_deref().is_some_and(|l| l.contains("Connected")), "mcp list: {}", stdout(&list));
+    let expected = format!("system1: {} mcp - ", bin.display());
+    assert!(
+        line.as_deref().is_some_and(|l| l.starts_with(&expected) && l.contains("Connected")),
+        "mcp list: {}",
+        stdout(&list)
+    );
 
     // 5. A session: hooks run, the tools are offered, a decision round-trips, the Agent hook fires
     //    and the subagent runs on the model the orchestrator asked for.
@@ -321,6 +330,15 @@ fn claude_code_end_to_end() {
         assert_eq!(resumed["status"], "decided", "{resumed}");
         assert_eq!(resumed["decision"], "wait", "{resumed}");
     }
+
+    // 7. `system1 uninstall` removes the registration through the real CLI, and the binary.
+    let gone = e2e.system1(true, &["uninstall"]);
+    ok("system1 uninstall", &gone);
+    assert!(stdout(&gone).contains("removed the system1 registration"), "{}", stdout(&gone));
+    assert!(!bin.exists());
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(e2e.env.claude_dir.join(".claude.json")).unwrap()).unwrap();
+    assert!(settings["mcpServers"].get("system1").is_none(), "still registered: {}", settings["mcpServers"]);
 }
 
 /// With `SYSTEM1_E2E_DUMP=<file>`, writes the requests the fake API received, for debugging.
