@@ -19,8 +19,9 @@ const TASK: &str = "Read src/main.rs and explain how the command line arguments 
 fn laya_answer(body: &Value) -> Value {
     let mut answers = serde_json::Map::new();
     for (id, q) in body["questions"].as_object().expect("questions") {
+        // The adapter sends the criteria as an object keyed by label (`{"yes": null, "no": null}`).
         let labels: Vec<&str> =
-            q["criteria"].as_array().expect("criteria list").iter().filter_map(Value::as_str).collect();
+            q["criteria"].as_object().expect("criteria object").keys().map(String::as_str).collect();
         let pick = if id == "design" || id == "review" { "no" } else { labels[0] };
         let probs: serde_json::Map<String, Value> =
             labels.iter().map(|l| (l.to_string(), json!(if *l == pick { 0.8 } else { 0.2 }))).collect();
@@ -69,7 +70,7 @@ fn four_features_in_one_engine_request() {
     assert_eq!(body["state"], TASK);
     let ids: Vec<&str> = body["questions"].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(ids, ["read_only", "design", "review", "specified"]);
-    assert_eq!(body["questions"]["design"]["criteria"], json!(["yes", "no"]));
+    assert_eq!(body["questions"]["design"]["criteria"], json!({"yes": null, "no": null}));
 }
 
 #[test]
