@@ -194,6 +194,12 @@ fn fixtures(env: &TestEnv) {
     // doubtful: no result at all (the session ended).
     s.spawn("toolu_noresult", "Profile the build", "Profile the build", "general-purpose", Some("opus"));
     s.save();
+
+    // `--fork-session` copies a whole history into a new file with only `sessionId` changed: the
+    // spawns in it are the same spawns, not new ones.
+    let dir = env.claude_dir.join("projects").join(PROJECT);
+    let original = std::fs::read_to_string(dir.join("11111111-aaaa.jsonl")).unwrap();
+    write(&dir.join("99999999-fork.jsonl"), &original.replace("11111111-aaaa", "99999999-fork"));
 }
 
 fn run_json(env: &TestEnv, args: &[&str]) -> Value {

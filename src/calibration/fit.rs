@@ -166,8 +166,19 @@ pub fn bins(points: &[Point], binning: Binning, k: usize) -> Vec<Bin> {
         Binning::EqualMass => {
             let n = sorted.len();
             let k = k.clamp(1, n.max(1));
-            // Bin i takes [i*n/k, (i+1)*n/k): sizes differ by at most one.
-            (0..k).map(|i| &sorted[i * n / k..(i + 1) * n / k]).filter(|g| !g.is_empty()).collect()
+            // Bin i takes [i*n/k, (i+1)*n/k), so sizes differ by at most one; then each cut moves
+            // past answers with the same confidence, which must share a bin (an engine that
+            // always says 0.7 has one bin, not k bins that differ only by chance).
+            let mut cuts: Vec<usize> = (0..=k).map(|i| i * n / k).collect();
+            for c in cuts.iter_mut().take(k).skip(1) {
+                while *c < n && *c > 0 && sorted[*c].confidence == sorted[*c - 1].confidence {
+                    *c += 1;
+                }
+            }
+            for i in 1..cuts.len() {
+                cuts[i] = cuts[i].max(cuts[i - 1]);
+            }
+            cuts.windows(2).map(|w| &sorted[w[0]..w[1]]).filter(|g| !g.is_empty()).collect()
         }
         Binning::EqualWidth => {
             let k = k.max(1);
@@ -396,6 +407,14 @@ mod tests {
         let seven: Vec<Point> = (0..7).map(|i| pt(0.5 + i as f64 * 0.05, true)).collect();
         let sizes: Vec<usize> = bins(&seven, Binning::EqualMass, 3).iter().map(|b| b.n).collect();
         assert_eq!(sizes, vec![2, 2, 3]);
+        // Ties share a bin: 0.6 0.7 0.7 0.7 | 0.8 0.9 cut at 3 would split the 0.7s.
+        let tied = [pt(0.6, true), pt(0.7, true), pt(0.7, false), pt(0.7, true), pt(0.8, true), pt(0.9, false)];
+        let sizes: Vec<usize> = bins(&tied, Binning::EqualMass, 2).iter().map(|b| b.n).collect();
+        assert_eq!(sizes, vec![4, 2]);
+        let same: Vec<Point> = (0..30).map(|i| pt(0.7, i % 3 == 0)).collect();
+        let b = bins(&same, Binning::EqualMass, 3);
+        assert_eq!(b.len(), 1);
+        assert!((ece(&b) - (0.7 - 1.0 / 3.0)).abs() < 1e-12);
     }
 
     #[test]

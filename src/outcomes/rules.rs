@@ -141,9 +141,9 @@ fn says_retry(s: &Spawn) -> bool {
 
 /// Which later spawn redid this one, if any, and whether that is doubtful. `later` holds the spawns
 /// of the same project that started after it, in order.
-fn redone_by<'a>(s: &Spawn, later: &'a [Spawn]) -> Option<(&'a Spawn, bool, &'static str)> {
+fn redone_by<'a>(s: &Spawn, later: &[&'a Spawn]) -> Option<(&'a Spawn, bool, &'static str)> {
     let id = primary_task_id(s);
-    for l in later {
+    for &l in later {
         if let Some(id) = &id
             && primary_task_id(l).as_ref() == Some(id)
         {
@@ -163,24 +163,42 @@ fn redone_by<'a>(s: &Spawn, later: &'a [Spawn]) -> Option<(&'a Spawn, bool, &'st
     None
 }
 
+/// How long after a spawn a redo is looked for: a plan's "Task 12" a week later is another task.
+pub const REDO_WINDOW_HOURS: i64 = 24;
+
+fn time_of(s: &Spawn) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    chrono::DateTime::parse_from_rfc3339(&s.timestamp).ok()
+}
+
 /// Proposes an outcome for every spawn. `spawns` may come in any order; redos are looked for among
-/// later spawns of the same project.
+/// the spawns of the same project that started after it, within [`REDO_WINDOW_HOURS`].
 pub fn propose(spawns: &[Spawn]) -> Vec<Proposal> {
-    let mut order: Vec<&Spawn> = spawns.iter().collect();
-    order.sort_by(|a, b| (&a.project, &a.timestamp).cmp(&(&b.project, &b.timestamp)));
-    let ordered: Vec<Spawn> = order.into_iter().cloned().collect();
+    let mut ordered: Vec<&Spawn> = spawns.iter().collect();
+    ordered.sort_by(|a, b| (&a.project, &a.timestamp).cmp(&(&b.project, &b.timestamp)));
+    let window = chrono::Duration::hours(REDO_WINDOW_HOURS);
     ordered
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let later: Vec<Spawn> = ordered[i + 1..].iter().take_while(|l| l.project == s.project).cloned().collect();
+            let start = time_of(s);
+            let later: Vec<&Spawn> = ordered[i + 1..]
+                .iter()
+                .take_while(|l| {
+                    l.project == s.project
+                        && match (start, time_of(l)) {
+                            (Some(a), Some(b)) => b - a <= window,
+                            _ => true,
+                        }
+                })
+                .copied()
+                .collect();
             propose_one(s, &later)
         })
         .collect()
 }
 
 /// The rules for one spawn, in order of how sure each is.
-pub fn propose_one(s: &Spawn, later: &[Spawn]) -> Proposal {
+pub fn propose_one(s: &Spawn, later: &[&Spawn]) -> Proposal {
     let (tier, tier_guessed) = tier(s);
     let mut p = Proposal {
         tool_use_id: s.tool_use_id.clone(),
@@ -284,21 +302,21 @@ mod tests {
         let first = spawn("01", "W4-P3: implement the parser");
         let mut retry = spawn("02", "W4-P3 retry: implement the parser");
         retry.subagent_type = "coder".into();
-        let p = propose_one(&first, std::slice::from_ref(&retry));
+        let p = propose_one(&first, &[&retry]);
         assert_eq!((p.outcome, p.doubtful.is_none()), (Outcome::Failed, true), "{p:?}");
         // Same task id, another role, no retry words: the next stage, not a redo.
-        let p = propose_one(
-            &first,
-            &[spawn("02", "W4-P3: review the parser")].map(|mut s| {
-                s.subagent_type = "reviewer".into();
-                s
-            }),
-        );
-        assert_eq!(p.outcome, Outcome::Succeeded);
+        let mut review = spawn("02", "W4-P3: review the parser");
+        review.subagent_type = "reviewer".into();
+        assert_eq!(propose_one(&first, &[&review]).outcome, Outcome::Succeeded);
         // Same task id, same role: a redo, doubtful.
-        let p = propose_one(&first, &[spawn("02", "W4-P3: implement the parser, carefully")]);
+        let p = propose_one(&first, &[&spawn("02", "W4-P3: implement the parser, carefully")]);
         assert_eq!(p.outcome, Outcome::Failed);
         assert!(p.doubtful.is_some());
+        // A retry two days later is another task that happens to share the id.
+        let mut late = retry.clone();
+        late.timestamp = "2026-10-03T10:00:02Z".into();
+        let ps = propose(&[late, first.clone()]);
+        assert_eq!(ps.iter().find(|p| p.tool_use_id == "01").map(|p| p.outcome), Some(Outcome::Succeeded));
         // propose() looks only at later spawns of the same project.
         let mut other = retry.clone();
         other.project = "q".into();
