@@ -49,6 +49,8 @@ impl Scratch {
             fakes.display().to_string()
         };
         env.set_env("PATH", &path);
+        // No engine at the default endpoint, whatever runs on this machine: a port nobody serves.
+        env.set_env("SYSTEM1_LAYA_ENDPOINT", "http://127.0.0.1:9");
         Scratch { env, fakes, logs }
     }
 
@@ -152,6 +154,21 @@ fn install_twice_registers_once_and_replaces_a_registration_with_another_command
     assert_eq!(log[1], "mcp remove --scope user system1");
     assert!(log[2].starts_with("mcp add --scope user --transport stdio system1 -- "), "{log:?}");
     assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
+}
+
+#[test]
+fn install_keeps_laya_in_the_config_when_laya_answers() {
+    let mut s = Scratch::new(true);
+    let health = s.env.root.join("health.json");
+    common::write(&health, r#"{"status": "ok", "loaded": ["typed-decisions"], "device": "cpu"}"#);
+    let laya = StaticServer::start(BTreeMap::from([("/health".to_string(), health)]));
+    s.env.set_env("SYSTEM1_LAYA_ENDPOINT", &laya.base_url());
+    let out = s.env.run(&["install"], "");
+    ok(&out);
+    assert_eq!(laya.served(), vec!["/health".to_string()]);
+    assert!(stdout(&out).contains("(engine: laya)"), "{}", stdout(&out));
+    let config = std::fs::read_to_string(&s.env.config).unwrap();
+    assert_eq!(config, std::fs::read_to_string(Path::new(REPO).join("config.example.toml")).unwrap());
 }
 
 #[test]

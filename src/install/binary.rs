@@ -46,19 +46,28 @@ fn stage(source: &Path, staged: &Path) -> Result<()> {
 
 fn replace(staged: &Path, target: &Path) -> Result<()> {
     // Windows refuses to replace a running executable but lets it be renamed: move a running
-    // server's binary aside first; it is deleted on the next install or uninstall.
+    // server's binary aside first (a unique name, as an older one may still run); leftovers are
+    // deleted on the next install or uninstall, once nothing runs them.
     if cfg!(windows) && target.exists() {
-        let aside = aside_path(target);
-        let _ = fs::remove_file(&aside);
+        remove_set_aside(target);
+        let aside = target.with_file_name(format!("{ASIDE}{}", std::process::id()));
         fs::rename(target, &aside).context(|| format!("cannot move {} aside", target.display()))?;
     }
     fs::rename(staged, target).context(|| format!("cannot put the binary at {}", target.display()))
 }
 
-fn aside_path(target: &Path) -> PathBuf {
-    let mut name = target.file_name().unwrap_or_default().to_os_string();
-    name.push(".old");
-    target.with_file_name(name)
+/// Name prefix of binaries moved aside on Windows.
+const ASIDE: &str = ".system1-replaced-";
+
+/// Deletes binaries moved aside earlier; those still running stay until next time.
+fn remove_set_aside(target: &Path) {
+    let Some(dir) = target.parent() else { return };
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(ASIDE) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
 }
 
 fn same_file(a: &Path, b: &Path) -> bool {
@@ -71,7 +80,7 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// Removes the installed binary (and a Windows binary moved aside). Returns whether one was there.
 pub fn remove_installed() -> Result<bool> {
     let target = paths::installed_binary();
-    let _ = fs::remove_file(aside_path(&target));
+    remove_set_aside(&target);
     let removed = match fs::remove_file(&target) {
         Ok(()) => true,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
