@@ -119,6 +119,17 @@ fn config_path_show_and_check() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with("config ok"));
 
+    // A fallback engine's keys are listed too, and a secret from the environment is never shown.
+    env.set_env("SYSTEM1_FALLBACK", "laya");
+    env.set_env("SYSTEM1_LAYA_API_KEY", "sk-do-not-print");
+    let o = env.run(&["config", "show"], "");
+    let show = stdout(&o);
+    assert!(!show.contains("sk-do-not-print"), "{show}");
+    let key = show.lines().find(|l| l.starts_with("providers.laya.api_key = ")).expect("api_key listed");
+    assert!(key.contains("\"<set>\"") && key.ends_with("# env SYSTEM1_LAYA_API_KEY"), "{key}");
+    assert!(show.contains("gateway.fallback = [\"laya\"]"), "{show}");
+    assert!(show.lines().any(|l| l.starts_with("providers.laya.endpoint = ")), "{show}");
+
     env.write_config(
         "[gateway]\nprovider = \"mock\"\ntimeout_s = 0\nfallbak = [\"x\"]\n[providers.mock]\napi_key = \"k\"\n",
     );

@@ -34,9 +34,12 @@ pub fn run(args: Args) -> Result<i32> {
             println!("# config file: {} ({state})", loaded.path.display());
             let mut rows: Vec<(String, String, Source)> =
                 loaded.resolved.iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())).collect();
-            for name in loaded.chain() {
-                let s = loaded.provider_settings(&name);
-                let _ = crate::providers::build(&name, &s);
+            // The chain first, then any other configured engine, so every key read is listed.
+            let mut names = loaded.chain();
+            names.extend(loaded.config.providers.keys().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
+            for name in names.iter().filter(|n| crate::providers::NAMES.contains(&n.as_str())) {
+                let s = loaded.provider_settings(name);
+                let _ = crate::providers::build(name, &s);
                 rows.extend(s.resolved.borrow().iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())));
             }
             let width = rows.iter().map(|r| r.0.len() + r.1.len() + 3).max().unwrap_or(0).min(70);

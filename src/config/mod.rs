@@ -244,14 +244,22 @@ fn apply_env(
 fn read_gateway(s: &Settings) -> GatewayConfig {
     let provider = s.string("provider", "laya");
     if !PROVIDER_NAMES.contains(&provider.as_str()) {
-        s.error(format!("gateway.provider: unknown provider {provider:?}; known: {}", PROVIDER_NAMES.join(", ")));
+        s.error(format!(
+            "gateway.provider{}: unknown provider {provider:?}; known: {}",
+            s.origin("provider"),
+            PROVIDER_NAMES.join(", ")
+        ));
     }
     let fallback = s.list("fallback");
     for (i, name) in fallback.iter().enumerate() {
         if !PROVIDER_NAMES.contains(&name.as_str()) {
-            s.error(format!("gateway.fallback: unknown provider {name:?}; known: {}", PROVIDER_NAMES.join(", ")));
+            s.error(format!(
+                "gateway.fallback{}: unknown provider {name:?}; known: {}",
+                s.origin("fallback"),
+                PROVIDER_NAMES.join(", ")
+            ));
         } else if *name == provider || fallback[..i].contains(name) {
-            s.error(format!("gateway.fallback: {name:?} appears twice in the provider chain"));
+            s.error(format!("gateway.fallback{}: {name:?} appears twice in the provider chain", s.origin("fallback")));
         }
     }
     let timeout_s = s.f64("timeout_s", 5.0, 0.001, 600.0);

@@ -86,16 +86,24 @@ impl Settings {
         }
     }
 
+    /// ` (from SYSTEM1_X)` when `key` came from the environment, else nothing: for error messages.
+    pub fn origin(&self, key: &str) -> String {
+        self.where_(key)
+    }
+
     pub fn error(&self, message: String) {
         self.errors.borrow_mut().push(message);
     }
 
     fn bad(&self, key: &str, expected: &str, got: &Value) {
-        self.error(format!("{} must be {expected}, got {}{}", self.dotted(key), short(got), self.where_(key)));
+        let got = if is_secret(key) { "a value that is not shown".to_string() } else { short(got) };
+        self.error(format!("{} must be {expected}, got {got}{}", self.dotted(key), self.where_(key)));
     }
 
     fn note(&self, key: &str, value: String, from_table: bool) {
         self.read.borrow_mut().push(key.to_string());
+        // Secrets are never shown, only whether one is set.
+        let value = if is_secret(key) && value != "\"\"" { "\"<set>\"".to_string() } else { value };
         let source = if from_table { self.source(key) } else { Source::Default };
         self.resolved.borrow_mut().push(Resolved { key: self.dotted(key), value, source });
     }
@@ -237,6 +245,11 @@ impl Settings {
     }
 }
 
+/// Keys whose values are secrets (an engine's API key): shown as `<set>`, never repeated.
+pub fn is_secret(key: &str) -> bool {
+    key == "api_key" || key.ends_with("_key") || key.ends_with("token") || key.ends_with("secret")
+}
+
 /// A value shortened for an error message.
 fn short(v: &Value) -> String {
     let s = v.to_string();
@@ -277,6 +290,21 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert!(errors[0].contains("gateway.min_confidence"), "{errors:?}");
         assert!(errors[1].contains("unknown key gateway.colour"), "{errors:?}");
+    }
+
+    #[test]
+    fn secrets_are_never_shown() {
+        let mut sources = BTreeMap::new();
+        sources.insert("api_key".to_string(), Source::Env("SYSTEM1_LAYA_API_KEY".into()));
+        let mut table = Table::new();
+        table.insert("api_key".into(), Value::String("sk-123".into()));
+        let s = Settings::new("providers.laya", table, sources);
+        assert_eq!(s.string("api_key", ""), "sk-123", "the adapter gets the key");
+        let shown = s.resolved.borrow()[0].value.clone();
+        assert_eq!(shown, "\"<set>\"");
+        let unset = Settings::empty("providers.laya");
+        unset.string("api_key", "");
+        assert_eq!(unset.resolved.borrow()[0].value, "\"\"");
     }
 
     #[test]
