@@ -300,3 +300,45 @@ fn probe_reports_the_machine() {
     assert!(stdout(&out).starts_with("OS:"));
     assert!(stdout(&out).contains("\nRAM:"));
 }
+
+#[test]
+fn start_can_wait_until_the_engine_is_healthy() {
+    let mut env = TestEnv::new();
+    let bin = stand_ins(&env.root, false, 30);
+    // A laya-serve stand-in that, after half a second, answers /health on LAYA_HOST:LAYA_PORT.
+    let serving = format!(
+        "#!{}\nimport http.server, json, os, time\ntime.sleep(0.5)\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        b = json.dumps({{'status': 'ok', 'loaded': os.environ['LAYA_MODELS'].split(','), 'device': 'cpu'}}).encode()\n        self.send_response(200); self.send_header('content-length', str(len(b))); self.end_headers(); self.wfile.write(b)\nhttp.server.HTTPServer((os.environ['LAYA_HOST'], int(os.environ['LAYA_PORT'])), H).serve_forever()\n",
+        real_python().display()
+    );
+    write(&bin.join("laya-serve"), &serving);
+    std::fs::set_permissions(bin.join("laya-serve"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let port = free_port();
+    env.write_config(&format!("[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"));
+    env.set_env("SYSTEM1_ENGINE_PYTHON", fake_python(&env.root).to_str().unwrap());
+    env.set_env("PATH", &path_with(&bin));
+    assert!(env.run(&["engine", "install", "laya"], "").status.success());
+
+    let out = env.run(&["engine", "start", "laya", "--wait", "20"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(
+        stdout(&out).contains("laya: ready:") && stdout(&out).contains("typed-decisions is loaded"),
+        "{}",
+        stdout(&out)
+    );
+    // Running again is a no-op: the port is taken by the engine itself.
+    let out = env.run(&["engine", "start", "laya"], "");
+    assert!(stdout(&out).contains("already in use"), "{}", stdout(&out));
+    let out = env.run(&["engine", "stop", "laya"], "");
+    assert!(stdout(&out).contains("stopped laya-serve"), "{}", stdout(&out));
+
+    // An engine that never becomes healthy: a clear failure pointing at the log.
+    script(&bin.join("laya-serve"), "exec sleep 30");
+    let out = env.run(&["engine", "start", "laya", "--wait", "1"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("not ready after 1 s") && stderr(&out).contains("laya-serve.log"),
+        "{}",
+        stderr(&out)
+    );
+    let _ = env.run(&["engine", "stop", "laya"], "");
+}

@@ -1,13 +1,13 @@
 //! `system1 engine`: install, start, stop and inspect the local engine servers (laya, von), start
 //! them at login, and probe the hardware they would run on. The work is in `crate::engine`.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 
 use crate::engine::autostart::{self, Platform};
 use crate::engine::{self, Spec, probe};
-use crate::error::{Result, exit};
+use crate::error::{Error, Result, exit};
 use crate::providers;
 
 #[derive(clap::Args)]
@@ -28,7 +28,13 @@ enum Action {
         package: Option<String>,
     },
     /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).
-    Start { name: String },
+    Start {
+        name: String,
+        /// Then wait up to this many seconds for its health check to pass (Laya loads its
+        /// checkpoints before it opens the port, which can take a minute).
+        #[arg(long, value_name = "SECONDS")]
+        wait: Option<u64>,
+    },
     /// Stop the engine the launcher started.
     Stop { name: String },
     /// Show whether each engine is installed, running, healthy and set to start at login.
@@ -64,10 +70,13 @@ pub fn run(args: Args) -> Result<i32> {
             println!("{name}: start it with `system1 engine start {name}`");
             Ok(exit::OK)
         }
-        Action::Start { name } => {
+        Action::Start { name, wait } => {
             let spec = engine::spec(&name)?;
             println!("{}", engine::start(spec)?);
-            Ok(exit::OK)
+            match wait {
+                Some(secs) => wait_healthy(spec, Duration::from_secs(secs)),
+                None => Ok(exit::OK),
+            }
         }
         Action::Stop { name } => {
             println!("{}", engine::stop(engine::spec(&name)?)?);
@@ -98,6 +107,33 @@ pub fn run(args: Args) -> Result<i32> {
             }
             Ok(exit::OK)
         }
+    }
+}
+
+/// Polls the engine's health until it passes or `limit` is over.
+fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
+    let loaded = crate::config::load();
+    let settings = loaded.provider_settings(spec.name);
+    let Some(provider) = providers::build(spec.name, &settings) else {
+        return Err(Error::config(format!("[providers.{}]: {}", spec.name, settings.take_errors().join("; "))));
+    };
+    let deadline = Instant::now() + limit;
+    loop {
+        let probe = provider.health(Duration::from_secs(2));
+        if probe.ok {
+            println!("{}: ready: {}", spec.name, probe.detail.unwrap_or_default());
+            return Ok(exit::OK);
+        }
+        if Instant::now() >= deadline {
+            return Err(Error::failure(format!(
+                "{} is not ready after {} s: {}",
+                spec.name,
+                limit.as_secs(),
+                probe.detail.unwrap_or_default()
+            ))
+            .with_hint(format!("see its log, {}", spec.log_file().display())));
+        }
+        std::thread::sleep(Duration::from_millis(250));
     }
 }
 
