@@ -2,6 +2,8 @@
 //! per-question answers and fixed confidence make every figure computable by hand here).
 
 mod common;
+#[path = "common/fake_http.rs"]
+mod fake_http;
 
 use common::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
@@ -184,7 +186,11 @@ fn spawn(id: &str, l: Value, outcome: &str, tier: &str) -> Value {
 }
 
 fn evaluate(env: &TestEnv, flags: &[&str]) -> Value {
-    json_out(env, &[&["evaluate", "--provider", "mock", "--json"][..], flags].concat())
+    evaluate_with(env, "mock", flags)
+}
+
+fn evaluate_with(env: &TestEnv, provider: &str, flags: &[&str]) -> Value {
+    json_out(env, &[&["evaluate", "--provider", provider, "--json"][..], flags].concat())
 }
 
 #[test]
@@ -250,4 +256,71 @@ fn evaluate_without_labels_or_engine_is_a_clear_error() {
     assert!(stderr(&out).contains("no routing-log entry"), "{}", stderr(&out));
     let out = env.run(&["evaluate", "--provider", "nonsense"], "");
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// A loopback laya-serve: design is "yes" at 0.9 when the text starts with "Design", else "no" at
+/// 0.6; every other feature "yes" at 0.55.
+fn laya_reply(body: &Value) -> Value {
+    let state = body["state"].as_str().unwrap_or("");
+    let mut answers = serde_json::Map::new();
+    for (id, q) in body["questions"].as_object().expect("questions") {
+        let labels: Vec<&str> = q["criteria"].as_object().expect("criteria").keys().map(String::as_str).collect();
+        let (pick, p) = match id.as_str() {
+            "design" if state.starts_with("Design") => ("yes", 0.9),
+            "design" => ("no", 0.6),
+            _ => ("yes", 0.55),
+        };
+        let probs: serde_json::Map<String, Value> =
+            labels.iter().map(|l| (l.to_string(), json!(if *l == pick { p } else { 1.0 - p }))).collect();
+        answers.insert(
+            id.clone(),
+            json!({"type": "choice", "choice": pick, "probabilities": probs, "answer_confidence": p}),
+        );
+    }
+    json!({"model": "laya-rl-agent", "answers": answers,
+           "routing": {"model": "typed-decisions", "repo": "convaiinnovations/laya/typed-decisions", "reason": "explicit"}})
+}
+
+#[test]
+fn evaluate_against_a_laya_fake_uses_the_shipped_calibration() {
+    let server = fake_http::FakeServer::start(|r: &fake_http::Request| match r.path.as_str() {
+        "/v1/systemone" => fake_http::Reply::json(200, &laya_reply(&r.json())),
+        _ => fake_http::Reply::json(200, &json!({"status": "ok"})),
+    });
+    let mut env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"laya\"\n[routing]\nmin_confidence = 0.7\n");
+    env.set_env("SYSTEM1_LAYA_ENDPOINT", &server.url());
+    let entry = |id: &str, prompt: &str, design: bool| json!({"id": id, "source": "prompt", "prompt": prompt, "labels": {"design": design}});
+    write_log(
+        &env,
+        &[
+            entry("a", "Design the cache layer for the API gateway, with eviction and warm-up", true),
+            entry("b", "Design the retry queue for webhooks so deliveries survive restarts", true),
+            entry("c", "Fix the login bug where an empty password is accepted when the server is slow", false),
+            entry("d", "Rename the helper and then pick a data model for the new billing tables", true),
+        ],
+    );
+    // The shipped Laya fit, T = 0.31, applies: p becomes p^(1/T) / (p^(1/T) + (1-p)^(1/T)).
+    let cal = |p: f64| {
+        let b = 1.0 / 0.31;
+        p.powf(b) / (p.powf(b) + (1.0 - p).powf(b))
+    };
+    assert!(cal(0.6) > 0.7 && cal(0.6) < 0.8, "0.6 calibrated clears 0.7, raw it would not");
+    let v = evaluate_with(&env, "laya", &[]);
+    let d = v["report"]["features"].as_array().unwrap().iter().find(|f| f["feature"] == "design").unwrap().clone();
+    // a, b, c right; d wrong (the engine says no): 3/4.
+    assert_eq!(d["accuracy"], 0.75);
+    // P(yes): a, b cal(0.9); c, d 1 - cal(0.6). Positives a, b, d; negative c: a > c, b > c, d ties c.
+    assert!((d["auroc"].as_f64().unwrap() - 2.5 / 3.0).abs() < 1e-12, "{d}");
+    // All four calibrated confidences reach 0.7.
+    assert_eq!((d["coverage_at_threshold"].as_f64(), d["accuracy_at_threshold"].as_f64()), (Some(1.0), Some(0.75)));
+    assert_eq!(v["engine"], "laya/typed-decisions");
+    // At 0.8 only the two confident design answers (both right) are left.
+    env.write_config("[gateway]\nprovider = \"laya\"\n[routing]\nmin_confidence = 0.8\n");
+    let v = evaluate_with(&env, "laya", &[]);
+    let d = v["report"]["features"].as_array().unwrap().iter().find(|f| f["feature"] == "design").unwrap().clone();
+    assert_eq!((d["coverage_at_threshold"].as_f64(), d["accuracy_at_threshold"].as_f64()), (Some(0.5), Some(1.0)));
+    // Features without labels are reported as such, not as failures of the engine.
+    let ro = v["report"]["features"].as_array().unwrap().iter().find(|f| f["feature"] == "read_only").unwrap().clone();
+    assert_eq!((ro["labelled"].as_u64(), ro["accuracy"].is_null()), (Some(0), true));
 }

@@ -72,10 +72,10 @@ fn panel(r: &QuestionReport, ox: f64, oy: f64) -> String {
         "<text x=\"{}\" y=\"{}\" font-size=\"13\" font-weight=\"bold\">{}</text>\n\
          <text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#444\">n = {}, accuracy {:.0}%, {t}, ECE {:.3} → {:.3}</text>\n",
         ox,
-        oy - 24.0,
+        oy - 30.0,
         esc(&short(&r.label(), 44)),
         ox,
-        oy - 8.0,
+        oy - 14.0,
         r.n,
         100.0 * r.accuracy,
         r.ece_before,
@@ -84,16 +84,19 @@ fn panel(r: &QuestionReport, ox: f64, oy: f64) -> String {
     s.push_str(&format!(
         "<rect x=\"{ox}\" y=\"{oy}\" width=\"{PANEL}\" height=\"{PANEL}\" fill=\"#fafafa\" stroke=\"#333\"/>\n"
     ));
-    for k in 0..=4 {
-        let f = k as f64 / 4.0;
-        let c = x0 + f * (1.0 - x0);
+    // Round ticks: every 0.1 of confidence from the axis start, every 0.25 of accuracy.
+    let first = (x0 * 10.0).ceil() as usize;
+    for c in (first..=10).map(|k| k as f64 / 10.0) {
         s.push_str(&format!(
-            "<line x1=\"{x}\" y1=\"{y1}\" x2=\"{x}\" y2=\"{y2}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{ty}\" font-size=\"10\" text-anchor=\"middle\">{c:.2}</text>\n\
-             <line x1=\"{ox}\" y1=\"{y}\" x2=\"{x2}\" y2=\"{y}\" stroke=\"#ddd\"/><text x=\"{lx}\" y=\"{yt}\" font-size=\"10\" text-anchor=\"end\">{f:.2}</text>\n",
+            "<line x1=\"{x}\" y1=\"{oy}\" x2=\"{x}\" y2=\"{y2}\" stroke=\"#ddd\"/><text x=\"{x}\" y=\"{ty}\" font-size=\"10\" text-anchor=\"middle\">{c:.1}</text>\n",
             x = px(c),
-            y1 = oy,
             y2 = oy + PANEL,
             ty = oy + PANEL + 14.0,
+        ));
+    }
+    for f in (0..=4).map(|k| k as f64 / 4.0) {
+        s.push_str(&format!(
+            "<line x1=\"{ox}\" y1=\"{y}\" x2=\"{x2}\" y2=\"{y}\" stroke=\"#ddd\"/><text x=\"{lx}\" y=\"{yt}\" font-size=\"10\" text-anchor=\"end\">{f:.2}</text>\n",
             y = py(f),
             x2 = ox + PANEL,
             lx = ox - 4.0,
