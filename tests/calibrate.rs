@@ -324,3 +324,16 @@ fn evaluate_against_a_laya_fake_uses_the_shipped_calibration() {
     let ro = v["report"]["features"].as_array().unwrap().iter().find(|f| f["feature"] == "read_only").unwrap().clone();
     assert_eq!((ro["labelled"].as_u64(), ro["accuracy"].is_null()), (Some(0), true));
 }
+
+#[test]
+fn fit_with_the_engine_down_says_why_and_writes_nothing() {
+    let env = TestEnv::with_mock("[providers.mock]\nfail = \"error\"\n");
+    let out = env.run(&["calibrate", "fit", "--apply"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("no labelled answers to fit on") && stderr(&out).contains("configured to fail"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!env.install_dir.join("calibration.json").exists());
+}

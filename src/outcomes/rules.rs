@@ -298,6 +298,25 @@ mod tests {
     }
 
     #[test]
+    fn doubtful_without_a_model_or_with_a_described_retry() {
+        // Nothing names a model: not the run, not the request, not the parent.
+        let mut s = spawn("01", "Check the links");
+        s.resolved_model.clear();
+        let p = propose_one(&s, &[]);
+        assert_eq!((p.outcome, p.tier.as_deref()), (Outcome::Succeeded, None));
+        assert_eq!(p.doubtful.as_deref(), Some("nothing says which model ran"));
+        // No task id, but the very same description comes back as a retry: a redo, doubtful.
+        let first = spawn("01", "fix the flaky email test");
+        let mut again = spawn("02", "fix the flaky email test");
+        again.prompt = "Retry: the previous attempt did not make it pass".into();
+        let p = propose_one(&first, &[&again]);
+        assert_eq!(p.outcome, Outcome::Failed);
+        assert!(p.doubtful.as_deref().unwrap_or("").contains("same description"), "{p:?}");
+        // The same description without retry words is just the same kind of task again.
+        assert_eq!(propose_one(&first, &[&spawn("02", "fix the flaky email test")]).outcome, Outcome::Succeeded);
+    }
+
+    #[test]
     fn redo_rules() {
         let first = spawn("01", "W4-P3: implement the parser");
         let mut retry = spawn("02", "W4-P3 retry: implement the parser");
