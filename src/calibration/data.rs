@@ -32,19 +32,26 @@ pub struct RoutingItem {
     pub origin: Origin,
 }
 
+/// The routing-feature labels of a log entry (unknown names and non-booleans left out).
+pub fn labels_of(e: &Value) -> BTreeMap<String, bool> {
+    e.get("labels")
+        .and_then(Value::as_object)
+        .map(|l| {
+            l.iter()
+                .filter(|(k, _)| ROUTING_FEATURES.contains(&k.as_str()))
+                .filter_map(|(k, v)| Some((k.clone(), v.as_bool()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The labelled routing entries of the log (prompt and agent entries with at least one label).
 pub fn log_items(entries: &[Value]) -> Vec<RoutingItem> {
     entries
         .iter()
         .filter_map(|e| {
             let text = e.get("prompt").and_then(Value::as_str)?;
-            let labels: BTreeMap<String, bool> = e
-                .get("labels")
-                .and_then(Value::as_object)?
-                .iter()
-                .filter(|(k, _)| ROUTING_FEATURES.contains(&k.as_str()))
-                .filter_map(|(k, v)| Some((k.clone(), v.as_bool()?)))
-                .collect();
+            let labels = labels_of(e);
             (!labels.is_empty()).then(|| RoutingItem { text: text.to_string(), labels, origin: Origin::Log })
         })
         .collect()

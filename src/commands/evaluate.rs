@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
+use crate::calibration::data;
 use crate::calibration::evaluate::{self, Bars, Report, Row, RuleReport};
 use crate::commands::calibrate::{gateway_for, progress};
-use crate::config::ROUTING_FEATURES;
 use crate::error::{Context, Error, Result};
 use crate::paths;
 use crate::routing::{features, log};
@@ -36,16 +36,7 @@ pub struct Args {
 /// The labels and outcome of a log entry, if it has any.
 fn row_of(e: &Value) -> Option<(String, Row)> {
     let text = e.get("prompt").and_then(Value::as_str)?.to_string();
-    let labels: BTreeMap<String, bool> = e
-        .get("labels")
-        .and_then(Value::as_object)
-        .map(|l| {
-            l.iter()
-                .filter(|(k, _)| ROUTING_FEATURES.contains(&k.as_str()))
-                .filter_map(|(k, v)| Some((k.clone(), v.as_bool()?)))
-                .collect()
-        })
-        .unwrap_or_default();
+    let labels = data::labels_of(e);
     let outcome = e.get("outcome").and_then(Value::as_str).filter(|o| *o == "succeeded" || *o == "failed");
     if labels.is_empty() && outcome.is_none() {
         return None;
