@@ -271,6 +271,10 @@ fn claude_code_end_to_end() {
             "the {what} hook did not run successfully: {responses:?}"
         );
     }
+    // All is well in this HOME (binary installed, config sound), so SessionStart says nothing.
+    for r in hook_responses(&events, "SessionStart") {
+        assert_eq!(r["stdout"].as_str().unwrap_or_default().trim(), "", "SessionStart spoke: {r}");
+    }
     let offered = tool_names(first_main);
     for tool in TOOLS {
         assert!(offered.iter().any(|t| t == tool), "{tool} not offered; tools: {offered:?}");
