@@ -305,3 +305,78 @@ fn replies_finished_soon_after_end_of_input_are_still_written() {
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert_eq!(lines[1]["result"]["structuredContent"]["status"], "decided");
 }
+
+/// `_meta` of a request in the stateless 2026-07-28 era.
+fn envelope(version: &str) -> Value {
+    json!({"io.modelcontextprotocol/protocolVersion": version,
+           "io.modelcontextprotocol/clientInfo": {"name": "tests", "version": "0"},
+           "io.modelcontextprotocol/clientCapabilities": {}})
+}
+
+fn assert_modern(result: &Value, cacheable: bool) {
+    assert_eq!(result["resultType"], "complete", "{result}");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "system1");
+    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(result.get("ttlMs").is_some(), cacheable, "{result}");
+    if cacheable {
+        assert_eq!((result["ttlMs"].as_u64(), result["cacheScope"].as_str()), (Some(0), Some("private")));
+    }
+}
+
+#[test]
+fn the_stateless_era_is_served_without_initialize() {
+    let env = TestEnv::with_mock("");
+    let mut c = env.mcp();
+    let d = c.request("server/discover", json!({"_meta": envelope("2026-07-28")}));
+    let r = &d["result"];
+    assert_eq!(r["supportedVersions"], json!(["2026-07-28"]), "{d}");
+    assert!(r["capabilities"]["tools"].is_object());
+    assert_modern(r, true);
+
+    let list = c.request("tools/list", json!({"_meta": envelope("2026-07-28")}));
+    assert_modern(&list["result"], true);
+    assert_eq!(list["result"]["tools"].as_array().map(Vec::len), Some(3));
+    assert!(tool(&list, "system1_decide")["outputSchema"].is_object());
+
+    let call = c.request(
+        "tools/call",
+        json!({"_meta": envelope("2026-07-28"), "name": "system1_decide", "arguments": {"question": "q?"}}),
+    );
+    assert_modern(&call["result"], false);
+    assert_eq!(call["result"]["structuredContent"]["status"], "decided");
+    assert_eq!(call["result"]["isError"], false);
+
+    // A version the server does not speak: -32022, naming every version it does.
+    let bad = c.request("tools/list", json!({"_meta": envelope("2099-01-01")}));
+    assert_eq!(bad["error"]["code"], -32022, "{bad}");
+    assert_eq!(bad["error"]["data"]["requested"], "2099-01-01");
+    let supported = bad["error"]["data"]["supported"].as_array().expect("supported");
+    for v in ["2026-07-28", "2025-11-25", "2024-11-05"] {
+        assert!(supported.contains(&json!(v)), "{bad}");
+    }
+    let bad = c.request("server/discover", json!({"_meta": {"io.modelcontextprotocol/protocolVersion": 7}}));
+    assert_eq!((bad["error"]["code"].as_i64(), bad["error"]["data"]["requested"].as_str()), (Some(-32022), Some("7")));
+}
+
+#[test]
+fn both_eras_share_one_server_and_initialize_stays_the_handshake() {
+    let env = TestEnv::with_mock("");
+    let mut c = env.mcp();
+    // A dual-era client's probe, then its fallback: the handshake works after discover.
+    assert!(c.request("server/discover", json!({"_meta": envelope("2026-07-28")}))["result"].is_object());
+    let init = c.request(
+        "initialize",
+        json!({"_meta": envelope("2026-07-28"), "protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "t", "version": "0"}}),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-06-18");
+    assert!(init["result"].get("resultType").is_none(), "the handshake has the handshake shape: {init}");
+    let legacy = c.request("tools/list", json!({}));
+    assert!(legacy["result"].get("resultType").is_none() && legacy["result"].get("ttlMs").is_none());
+    let legacy = c.request("tools/call", json!({"name": "system1_health"}));
+    assert!(legacy["result"].get("resultType").is_none());
+    assert_eq!(legacy["result"]["structuredContent"]["status"], "ok");
+    // A request carrying an ordinary `_meta` (a progress token) is still the handshake era.
+    let progress = c.request("tools/list", json!({"_meta": {"progressToken": 5}}));
+    assert!(progress["result"].get("resultType").is_none());
+}

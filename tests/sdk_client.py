@@ -4,8 +4,8 @@ Run by tests/sdk_client.rs with the venv that scripts/test creates. Usage:
     python sdk_client.py <path to system1>
 The environment (scratch HOME, SYSTEM1_CONFIG selecting the mock, ...) is inherited.
 
-In each connect mode ("auto" probes server/discover first and falls back to initialize; "legacy"
-goes straight to initialize) it initializes, lists the tools, calls each one, and validates every
+In each connect mode ("auto" probes server/discover and adopts the stateless 2026-07-28 era when the
+server offers it, else falls back to initialize; "legacy" goes straight to initialize) it connects, lists the tools, calls each one, and validates every
 structuredContent against the tool's outputSchema with jsonschema (a dependency of the SDK).
 Prints one JSON summary line on stdout; exits non-zero on the first failure.
 """

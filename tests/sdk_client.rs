@@ -1,6 +1,6 @@
 //! The server driven by the official MCP Python SDK client (`tests/sdk_client.py`, mcp 2.3.0 in
-//! the venv `scripts/test` creates and names in `SYSTEM1_TEST_PYTHON`): the discover probe and its
-//! fallback to initialize, the tool list, each tool, and every structuredContent validated against
+//! the venv `scripts/test` creates and names in `SYSTEM1_TEST_PYTHON`), once in each era: the
+//! `server/discover` probe adopting protocol 2026-07-28, and the `initialize` handshake; the tool list, each tool, and every structuredContent validated against
 //! its outputSchema. Without that Python the test fails under CI and is skipped loudly elsewhere.
 
 mod common;
@@ -43,9 +43,10 @@ fn the_official_python_sdk_client_speaks_to_the_server() {
     assert!(out.status.success(), "SDK client failed:\n{}\n{}", stdout(&out), stderr(&out));
     let summary: Vec<Value> = serde_json::from_str(stdout(&out).trim()).expect("one JSON summary line");
     assert_eq!(summary.len(), 2, "{summary:?}");
-    for (run, mode) in summary.iter().zip(["auto", "legacy"]) {
+    // "auto" probes server/discover and adopts the stateless era; "legacy" uses initialize.
+    for (run, (mode, protocol)) in summary.iter().zip([("auto", "2026-07-28"), ("legacy", "2025-11-25")]) {
         assert_eq!(run["mode"], mode);
-        assert_eq!(run["protocol"], "2025-11-25", "{run}");
+        assert_eq!(run["protocol"], protocol, "{run}");
         assert_eq!(run["server"], format!("system1 {}", env!("CARGO_PKG_VERSION")));
         assert_eq!(run["statuses"], serde_json::json!(["decided", "decided", "abstained", "error", "ok", null]));
     }

@@ -174,7 +174,10 @@ impl Gateway {
                     } else {
                         Outcome::Ok
                     };
-                    logging::info(rid, &format!("{name}: {outcome:?} in {latency_ms} ms"));
+                    // The call's own summary line says the rest at INFO; this detail is for DEBUG.
+                    if logging::enabled(logging::Level::Debug) {
+                        logging::debug(rid, &format!("{name}: {outcome:?} in {latency_ms} ms"));
+                    }
                     attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail });
                     return ChainOutcome {
                         answers: Some(answers),

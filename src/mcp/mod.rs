@@ -3,10 +3,16 @@
 //! The main thread reads stdin line by line and answers everything but `tools/call` inline; each
 //! tool call runs on its own thread, so a decision waiting on a slow engine holds up neither
 //! `ping`, nor health, nor another decision. Replies are written whole, one line each, under one
-//! lock; stdout carries nothing else. End of input ends the process at once.
+//! lock; stdout carries nothing else. End of input ends the process within a short grace period.
+//!
+//! Two protocol eras share the loop. The handshake era (2024-11-05 to 2025-11-25) starts with
+//! `initialize`, which fixes the version for the connection. The stateless era (2026-07-28) has no
+//! handshake: a client probes `server/discover`, then every request names its version in `_meta`,
+//! and its results carry that era's fields. Each request is answered in the era it speaks.
 //!
 //! Every malformed message that can be answered is answered (-32700 parse error, -32600 invalid
-//! request, -32601 unknown method, -32602 bad params), with `id: null` where the id can't be read.
+//! request, -32601 unknown method, -32602 bad params, -32022 unsupported protocol version), with
+//! `id: null` where the id can't be read.
 
 pub mod tools;
 
@@ -180,8 +186,8 @@ fn valid_id(id: &Value) -> bool {
 
 /// Handles one message; returns the reply to send now, if any. Tool calls outside a batch reply
 /// later from their own thread.
-fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool) -> Option<Value> {
-    let id = obj.get("id").cloned();
+fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: bool) -> Option<Value> {
+    let id = obj.remove("id");
     let is_notification = id.is_none();
     let reply_id = match &id {
         Some(v) if valid_id(v) => v.clone(),
@@ -195,23 +201,35 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return (!is_notification).then(|| error(reply_id, INVALID_REQUEST, "jsonrpc must be \"2.0\""));
     }
-    let Some(method) = obj.get("method").and_then(Value::as_str) else {
+    let Some(Value::String(method)) = obj.remove("method") else {
         if obj.contains_key("result") || obj.contains_key("error") {
             return None; // a reply from the client; this server sends no requests
         }
         return (!is_notification).then(|| error(reply_id, INVALID_REQUEST, "method must be a string"));
     };
-    let params = obj.get("params").cloned().unwrap_or(Value::Object(Map::new()));
-    let rid = format!("rpc:{}", id.as_ref().map(|v| v.to_string()).unwrap_or_default());
+    let params = obj.remove("params").unwrap_or_else(|| Value::Object(Map::new()));
     if is_notification {
-        handle_notification(server, method, &params);
+        handle_notification(server, &method, &params);
         return None;
     }
-    if !params.is_object() {
+    let Value::Object(mut params) = params else {
         return Some(error(reply_id, INVALID_PARAMS, "params must be an object"));
-    }
-    logging::debug(&rid, method);
-    match method {
+    };
+    let rid = format!("rpc:{reply_id}");
+    logging::debug(&rid, &method);
+    // A request of the stateless 2026-07-28 era names its protocol version in `_meta`; it is
+    // answered in that era's shape. Anything else is the handshake era (`initialize` always is).
+    let modern = match params.get("_meta").and_then(|m| m.get(tools::VERSION_META_KEY)) {
+        Some(_) if method == "initialize" => None,
+        None => None,
+        Some(Value::String(v)) if tools::MODERN_VERSIONS.contains(&v.as_str()) => Some(v.clone()),
+        Some(v) => return Some(tools::unsupported_version(reply_id, v)),
+    };
+    let reply = |value: Value| {
+        let value = if modern.is_some() { tools::modern_result(value, method == "tools/list") } else { value };
+        Some(result(reply_id.clone(), value))
+    };
+    match method.as_str() {
         "initialize" => {
             let requested = params.get("protocolVersion").and_then(Value::as_str).unwrap_or("");
             let version =
@@ -219,43 +237,57 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
             if let Ok(mut v) = server.version.lock() {
                 *v = Some(version.to_string());
             }
-            let client = params.pointer("/clientInfo/name").and_then(Value::as_str).unwrap_or("unknown client");
+            let client = params
+                .get("clientInfo")
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("unknown client");
             logging::info(&rid, &format!("initialize from {client}: protocol {version} (asked {requested:?})"));
-            Some(result(
-                reply_id,
-                json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": false}},
-                    "serverInfo": {"name": "system1", "title": "System-1 gateway", "version": crate::gateway::VERSION},
-                }),
-            ))
+            reply(json!({
+                "protocolVersion": version,
+                "capabilities": tools::capabilities(),
+                "serverInfo": tools::server_info(),
+            }))
         }
-        "ping" => Some(result(reply_id, json!({}))),
-        "tools/list" => Some(result(reply_id, tools::list(&server.version()))),
+        "server/discover" => {
+            let client = params
+                .get("_meta")
+                .and_then(|m| m.get(tools::CLIENT_INFO_META_KEY))
+                .and_then(|c| c.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or("unknown client");
+            logging::info(&rid, &format!("server/discover from {client}"));
+            Some(result(reply_id, tools::discover()))
+        }
+        "ping" => reply(json!({})),
+        "tools/list" => reply(tools::list(modern.as_deref().unwrap_or(&server.version()))),
         "tools/call" => {
-            let Some(name) = params.get("name").and_then(Value::as_str).map(String::from) else {
+            let Some(Value::String(name)) = params.remove("name") else {
                 return Some(error(reply_id, INVALID_PARAMS, "params.name must be the tool's name"));
             };
-            let arguments = match params.get("arguments") {
+            let arguments = match params.remove("arguments") {
                 None | Some(Value::Null) => Value::Object(Map::new()),
-                Some(a @ Value::Object(_)) => a.clone(),
+                Some(a @ Value::Object(_)) => a,
                 Some(_) => return Some(error(reply_id, INVALID_PARAMS, "params.arguments must be an object")),
             };
             if !crate::gateway::TOOLS.contains(&name.as_str()) {
                 return Some(error(reply_id, INVALID_PARAMS, format!("unknown tool: {name}")));
             }
-            if in_batch {
-                let version = server.version();
-                return tools::call(&server.gateway, &name, &arguments, &version).map(|r| result(reply_id, r));
-            }
+            let version = modern.clone().unwrap_or_else(|| server.version());
             let key = reply_id.to_string();
+            let finish = move |r: Value| {
+                let r = if modern.is_some() { tools::modern_result(r, false) } else { r };
+                result(reply_id, r)
+            };
+            if in_batch {
+                return tools::call(&server.gateway, &name, &arguments, &version).map(finish);
+            }
             if let Ok(mut f) = server.in_flight.lock() {
                 f.insert(key.clone());
             }
             let server = Arc::clone(server);
             std::thread::spawn(move || {
-                let version = server.version();
-                let reply = tools::call(&server.gateway, &name, &arguments, &version).map(|r| result(reply_id, r));
+                let reply = tools::call(&server.gateway, &name, &arguments, &version).map(finish);
                 let cancelled = server.cancelled.lock().map(|mut c| c.remove(&key)).unwrap_or(false);
                 match reply {
                     Some(r) if !cancelled => server.send(&r),
@@ -268,11 +300,6 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
             });
             None
         }
-        "server/discover" => Some(error(
-            reply_id,
-            METHOD_NOT_FOUND,
-            "server/discover is not supported: this server speaks the initialize handshake (protocols 2024-11-05 to 2025-11-25)",
-        )),
         other => Some(error(reply_id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
     }
 }

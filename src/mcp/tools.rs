@@ -4,8 +4,60 @@ use serde_json::{Value, json};
 
 use crate::gateway::{Gateway, Status, schema};
 
-/// Newest protocol first; `initialize` echoes the client's version when it is one of these.
+/// Handshake-era protocols, newest first; `initialize` echoes the client's version when it is one
+/// of these.
 pub const PROTOCOL_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Stateless-era protocols (no `initialize`: each request names its version in `_meta`).
+pub const MODERN_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+/// The reserved `_meta` keys of the stateless era.
+pub const VERSION_META_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+pub const CLIENT_INFO_META_KEY: &str = "io.modelcontextprotocol/clientInfo";
+const SERVER_INFO_META_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// JSON-RPC error of the stateless era for a protocol version this server does not speak.
+const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+pub fn server_info() -> Value {
+    json!({"name": "system1", "title": "System-1 gateway", "version": crate::gateway::VERSION})
+}
+
+pub fn capabilities() -> Value {
+    json!({"tools": {"listChanged": false}})
+}
+
+/// The answer to `server/discover`: the stateless versions served, capabilities and identity.
+/// Clients that speak only the handshake era never send it; dual-era clients adopt this.
+pub fn discover() -> Value {
+    modern_result(json!({"supportedVersions": MODERN_VERSIONS, "capabilities": capabilities()}), true)
+}
+
+/// A result in the stateless era's shape: `resultType`, the server's identity in `_meta`, and for
+/// cacheable results (`tools/list`, `server/discover`) caching hints that allow no reuse.
+pub fn modern_result(mut result: Value, cacheable: bool) -> Value {
+    if let Value::Object(m) = &mut result {
+        m.insert("resultType".into(), json!("complete"));
+        if cacheable {
+            m.insert("ttlMs".into(), json!(0));
+            m.insert("cacheScope".into(), json!("private"));
+        }
+        m.insert("_meta".into(), json!({SERVER_INFO_META_KEY: server_info()}));
+    }
+    result
+}
+
+/// -32022 for a request naming a version this server does not speak, listing the ones it does
+/// (the handshake versions too, so that a dual-era client falls back to `initialize`).
+pub fn unsupported_version(id: Value, requested: &Value) -> Value {
+    let supported: Vec<&str> = MODERN_VERSIONS.iter().chain(PROTOCOL_VERSIONS.iter()).copied().collect();
+    let requested = requested.as_str().map(String::from).unwrap_or_else(|| requested.to_string());
+    json!({"jsonrpc": "2.0", "id": id, "error": {
+        "code": UNSUPPORTED_PROTOCOL_VERSION,
+        "message": format!("protocol version {requested:?} is not supported; supported: {}", supported.join(", ")),
+        "data": {"supported": supported, "requested": requested},
+    }})
+}
 
 /// Tool annotations arrived in 2025-03-26; titles, output schemas and structured results in 2025-06-18.
 fn has_annotations(version: &str) -> bool {
