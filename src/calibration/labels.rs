@@ -20,9 +20,11 @@ pub fn needs(e: &Value) -> Vec<&'static str> {
     let labels = e.get("labels").and_then(Value::as_object);
     if ROUTING_FEATURES.iter().any(|f| labels.and_then(|l| l.get(*f)).and_then(Value::as_bool).is_none()) {
         out.push("labels");
-    }
-    if e.get("label_tier").and_then(Value::as_str).is_none() {
-        out.push("tier");
+        // The tier is asked along with the features; nothing measured needs it on its own, so an
+        // entry whose features are labelled is not kept waiting for it.
+        if e.get("label_tier").and_then(Value::as_str).is_none() {
+            out.push("tier");
+        }
     }
     if source == "agent" {
         let has_outcome = e.get("outcome").and_then(Value::as_str).is_some();
@@ -206,7 +208,7 @@ mod tests {
             json!({"id": "p1", "source": "prompt", "prompt": "x", "features": {"design": {"answer": true, "confidence": 0.7}}}),
             json!({"id": "p2", "source": "prompt", "labels": {"read_only": true, "design": false, "review": false, "specified": true}, "label_tier": "haiku"}),
             json!({"id": "a1", "source": "agent", "labels": {"read_only": true, "design": false, "review": false, "specified": true}, "label_tier": "haiku", "outcome": "failed", "outcome_source": "auto", "outcome_doubtful": "same-role re-spawn"}),
-            json!({"id": "a2", "source": "agent", "labels": {"read_only": true, "design": false, "review": false, "specified": true}, "label_tier": "haiku", "outcome": "succeeded", "outcome_source": "auto"}),
+            json!({"id": "a2", "source": "agent", "labels": {"read_only": true, "design": false, "review": false, "specified": true}, "outcome": "succeeded", "outcome_source": "auto"}),
             json!({"id": "s1", "source": "skill"}),
         ]
     }
