@@ -157,6 +157,31 @@ fn install_twice_registers_once_and_replaces_a_registration_with_another_command
 }
 
 #[test]
+fn install_reports_what_it_did_when_registration_fails() {
+    let mut s = Scratch::new(true);
+    s.env.set_env("FAKE_CLAUDE_FAIL", "mcp add");
+    let out = s.env.run(&["install"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout(&out).contains("installed ") && stdout(&out).contains("config: wrote"), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("failed on purpose") && err.contains("register by hand: claude mcp add"), "{err}");
+    assert!(s.bin().exists());
+}
+
+#[test]
+fn uninstall_goes_on_when_unregistering_fails_and_says_so() {
+    let mut s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    s.env.set_env("FAKE_CLAUDE_FAIL", "mcp remove");
+    let out = s.env.run(&["uninstall"], "");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!s.bin().exists(), "the binary stayed: {}", stdout(&out));
+    assert!(stdout(&out).contains("removed "), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("uninstall incomplete") && err.contains("claude mcp remove --scope user system1"), "{err}");
+}
+
+#[test]
 fn install_keeps_laya_in_the_config_when_laya_answers() {
     let mut s = Scratch::new(true);
     let health = s.env.root.join("health.json");

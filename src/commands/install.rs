@@ -24,15 +24,22 @@ pub struct UninstallArgs {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    for line in install::install(!args.no_register)? {
-        println!("{line}");
-    }
-    Ok(exit::OK)
+    let mut report = Vec::new();
+    let outcome = install::install(!args.no_register, &mut report);
+    print_lines(&report);
+    outcome.map(|()| exit::OK)
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> Result<i32> {
-    for line in install::uninstall(args.purge)? {
+    let mut report = Vec::new();
+    let outcome = install::uninstall(args.purge, &mut report);
+    print_lines(&report);
+    outcome.map(|()| exit::OK)
+}
+
+/// What was done, even when a later step failed (the error follows on stderr).
+fn print_lines(lines: &[String]) {
+    for line in lines {
         println!("{line}");
     }
-    Ok(exit::OK)
 }

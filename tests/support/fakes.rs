@@ -13,8 +13,10 @@ use std::sync::{Arc, Mutex};
 
 /// Records `$*` in `$FAKE_LOG_DIR/claude.log`; `mcp add` / `mcp remove` edit `.claude.json` in
 /// `$CLAUDE_CONFIG_DIR` (else `$HOME`) and fail on a duplicate or a missing server, like the real one.
+/// `FAKE_CLAUDE_FAIL="mcp add"` (or `"mcp remove"`) makes that command fail.
 pub const FAKE_CLAUDE: &str = r#"#!/bin/sh
 printf '%s\n' "$*" >> "$FAKE_LOG_DIR/claude.log"
+if [ "${FAKE_CLAUDE_FAIL:-}" = "$1 $2" ]; then echo "fake claude: $1 $2 failed on purpose" >&2; exit 1; fi
 f="${CLAUDE_CONFIG_DIR:-$HOME}/.claude.json"
 if [ "$1 $2" = "mcp add" ]; then
   [ "$3 $4 $5 $6 $8" = "--scope user --transport stdio --" ] || { echo "fake claude: unexpected: $*" >&2; exit 64; }
