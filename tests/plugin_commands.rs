@@ -120,6 +120,18 @@ fn session_start_suggests_calibrate_from_thirty_pending_prompts() {
 }
 
 #[test]
+fn session_start_notices_a_plugin_newer_than_the_binary() {
+    let mut env = TestEnv::with_mock("");
+    env.set_env("CLAUDE_PLUGIN_ROOT", env!("CARGO_MANIFEST_DIR"));
+    assert_eq!(session_start(&env).0, "", "the repository's plugin.json matches the binary");
+    let root = env.root.join("plugin");
+    write(&root.join(".claude-plugin/plugin.json"), r#"{"name": "system1", "version": "0.2.0"}"#);
+    env.set_env("CLAUDE_PLUGIN_ROOT", &root.display().to_string());
+    let ctx = context(&session_start(&env).1.expect("a message"));
+    assert!(ctx.contains("plugin is version 0.2.0") && ctx.contains("/system1:setup"), "{ctx}");
+}
+
+#[test]
 fn session_start_is_silent_on_bad_input() {
     let env = TestEnv::with_mock("[gateway]\n");
     for input in ["", "not json", "[1,2]"] {

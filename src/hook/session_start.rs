@@ -1,6 +1,7 @@
 //! The SessionStart hook: silent unless something needs the user. It speaks when the config is
-//! broken, when routing is on but no engine of the chain answers a health probe, and when enough
-//! logged prompts wait for labels that a calibration run is worth it.
+//! broken, when routing is on but no engine of the chain answers a health probe, when the plugin
+//! was updated but the binary was not, and when enough logged prompts wait for labels that a
+//! calibration run is worth it.
 //!
 //! All is well in a few milliseconds: the engine is probed only when routing is on (and System-1
 //! is not paused), every provider of the chain at once, each bounded by [`PROBE_TIMEOUT`]. The
@@ -55,6 +56,12 @@ fn findings(loaded: &Loaded) -> Vec<String> {
     {
         out.push(down);
     }
+    if let Some(plugin) = plugin_version().filter(|v| v != crate::gateway::VERSION) {
+        out.push(format!(
+            "system1: the plugin is version {plugin} but the installed binary is {}; run /system1:setup to upgrade it.",
+            crate::gateway::VERSION
+        ));
+    }
     let pending = pending_labels();
     if pending >= PENDING_LABELS_THRESHOLD {
         out.push(format!(
@@ -93,12 +100,73 @@ pub fn start_hint(provider: &str) -> String {
 }
 
 /// Prompt entries in the routing log that have no labels yet. A log that cannot be read counts 0.
+///
+/// Runs at every session start, so it reads the log without the writers' lock (a line being
+/// appended at that moment is incomplete and skipped) and parses as little as it can.
 pub fn pending_labels() -> usize {
-    let Ok(log) = crate::routing::log::read_all() else { return 0 };
-    log.entries
-        .iter()
-        .filter(|e| {
-            e.get("source").and_then(Value::as_str) == Some("prompt") && e.get("labels").is_none_or(Value::is_null)
-        })
-        .count()
+    let Ok(bytes) = std::fs::read(crate::paths::routing_log()) else { return 0 };
+    String::from_utf8_lossy(&bytes).lines().filter(|line| waits_for_labels(line)).count()
+}
+
+/// Whether one log line is a prompt entry without labels. The writers emit compact JSON, where
+/// `"source":"` can only be the top-level key (inside a string value the quotes are escaped), so
+/// most lines are settled by a substring search; any other line is parsed, skipping every field
+/// but the two that matter.
+fn waits_for_labels(line: &str) -> bool {
+    if line.contains(r#""source":""#) && line.trim_end().ends_with('}') {
+        if !line.contains(r#""source":"prompt""#) {
+            return false;
+        }
+        if !line.contains(r#""labels":"#) {
+            return true;
+        }
+        if line.contains(r#""labels":{"#) {
+            return false;
+        }
+    }
+    #[derive(serde::Deserialize)]
+    struct Entry<'a> {
+        #[serde(borrow)]
+        source: Option<std::borrow::Cow<'a, str>>,
+        labels: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Entry>(line).is_ok_and(|e| e.source.as_deref() == Some("prompt") && e.labels.is_none())
+}
+
+/// The version in `$CLAUDE_PLUGIN_ROOT/.claude-plugin/plugin.json` (Claude Code sets the variable for
+/// plugin hooks), so that a plugin update without a binary upgrade is noticed.
+fn plugin_version() -> Option<String> {
+    let root = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|v| !v.is_empty())?;
+    let manifest = std::path::PathBuf::from(root).join(".claude-plugin").join("plugin.json");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(manifest).ok()?).ok()?;
+    json.get("version").and_then(Value::as_str).map(String::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::waits_for_labels;
+
+    #[test]
+    fn a_prompt_entry_waits_for_labels_until_it_has_them() {
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","prompt":"x"}"#));
+        assert!(!waits_for_labels(r#"{"id":"1","source":"prompt","labels":{"read_only":true}}"#));
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","labels":null}"#), "null labels are none");
+        assert!(!waits_for_labels(r#"{"id":"1","source":"agent","prompt":"x"}"#));
+        assert!(!waits_for_labels(r#"{"id":"1","source":"skill"}"#));
+    }
+
+    #[test]
+    fn lines_in_other_shapes_are_parsed() {
+        assert!(waits_for_labels(r#"{ "source" : "prompt", "prompt": "x" }"#));
+        assert!(!waits_for_labels(r#"{ "source" : "prompt", "labels" : {} }"#));
+        assert!(!waits_for_labels(r#"{"source":"prompt""#), "an incomplete line is skipped");
+        assert!(!waits_for_labels("not json"));
+        assert!(!waits_for_labels(r#"["source","prompt"]"#));
+        // A prompt quoting the key is escaped in the string, so it cannot fool the search.
+        let tricky = r#"{"source":"agent","prompt":"say \"source\":\"prompt\" please"}"#;
+        assert!(!waits_for_labels(tricky));
+        // A labels key quoted inside a prompt's text does not hide a pending entry.
+        let quoted = r#"{"source":"prompt","prompt":"add \"labels\": to it"}"#;
+        assert!(waits_for_labels(quoted));
+    }
 }
