@@ -180,3 +180,26 @@ fn picker_off_is_reported_by_route() {
     assert_eq!(v["skill_hint"]["because"], "the skill picker is off ([skills] enabled = false)");
     assert_eq!(v["routing_hint"]["given"], true);
 }
+
+#[test]
+fn a_list_in_the_hook_input_replaces_discovery() {
+    let env = TestEnv::new();
+    let project = claude_tree(&env);
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\n[routing]\nlog_dirs = [{:?}]\n[providers.mock]\nanswers = {{ skill = \"from-input\" }}\n[skills]\nenabled = true\nhint = true\n",
+        project.display().to_string()
+    ));
+    let mut payload = prompt_payload(&project);
+    payload["skills"] = json!([{"name": "from-input", "description": "Sent by Claude Code"}, "second", 7]);
+    let out = env.run(&["hook", "prompt"], &payload.to_string());
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("hint JSON");
+    assert_eq!(
+        v["hookSpecificOutput"]["additionalContext"],
+        "System-1 skill hint: consider the `from-input` skill if it fits"
+    );
+    let log = std::fs::read_to_string(env.install_dir.join("logs/routing.jsonl")).unwrap();
+    let entries: Vec<Value> = log.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(entries.len(), 1, "routing is off: only the picker's entry");
+    assert_eq!(entries[0]["source"], "skill");
+    assert_eq!(entries[0]["candidates"], 2, "the input's two named skills, not the three on disk");
+}

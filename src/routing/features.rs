@@ -143,4 +143,22 @@ mod tests {
         assert!(s.starts_with("START") && s.ends_with("END"));
         assert!(s.chars().count() < MAX_STATE_CHARS + 10);
     }
+
+    #[test]
+    fn seed_set_labels_are_these_features_and_pass_the_gate() {
+        let seed = include_str!("../../calibration/routing.jsonl");
+        let mut n = 0;
+        for line in seed.lines().filter(|l| !l.trim().is_empty()) {
+            let row: Value = serde_json::from_str(line).unwrap();
+            let labels: Vec<&str> = row["labels"].as_object().unwrap().keys().map(String::as_str).collect();
+            let mut want = ROUTING_FEATURES.to_vec();
+            want.sort();
+            let mut got = labels.clone();
+            got.sort();
+            assert_eq!(got, want, "{line}");
+            assert_eq!(crate::routing::prompt_gate(row["prompt"].as_str().unwrap()), None, "{line}");
+            n += 1;
+        }
+        assert!(n >= 40, "the seed set has {n} prompts");
+    }
 }
