@@ -51,6 +51,9 @@ enum Command {
 }
 
 pub fn run() -> Result<i32> {
+    if let Some(event) = hook_fast_path() {
+        return Ok(crate::hook::run(event));
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -76,5 +79,21 @@ pub fn run() -> Result<i32> {
         Command::Engine(a) => commands::engine::run(a),
         Command::Config(a) => commands::config::run(a),
         Command::Schema(a) => commands::schema::run(a),
+    }
+}
+
+/// `system1 hook <event>` exactly, recognised without clap: Claude Code runs it on every prompt, and
+/// building the whole command tree would cost it about a third of a millisecond each time.
+fn hook_fast_path() -> Option<crate::hook::Event> {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(cmd), Some(event), None) = (args.next(), args.next(), args.next()) else { return None };
+    if cmd != "hook" {
+        return None;
+    }
+    match event.to_str()? {
+        "prompt" => Some(crate::hook::Event::Prompt),
+        "agent" => Some(crate::hook::Event::Agent),
+        "session-start" => Some(crate::hook::Event::SessionStart),
+        _ => None,
     }
 }
