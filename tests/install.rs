@@ -399,3 +399,35 @@ fn uninstall_sh_runs_the_installed_binary_and_passes_purge() {
     assert!(!s.env.config.exists());
     assert_eq!(s.claude_log().last().map(String::as_str), Some("mcp remove --scope user system1"));
 }
+
+#[test]
+fn release_workflow_builds_every_asset_the_install_scripts_download() {
+    let read = |rel: &str| std::fs::read_to_string(Path::new(REPO).join(rel)).unwrap();
+    let workflow = read(".github/workflows/release.yml");
+    let (sh, ps1) = (read("scripts/install.sh"), read("scripts/install.ps1"));
+    assert!(workflow.contains(r#"tags: ["system1--v*"]"#), "release tag pattern");
+    assert!(sh.contains("/system1--v$version") && ps1.contains("/system1--v$version"), "scripts use the release tag");
+    // Asset names: system1-<version>-<target><ext>, and SHA256SUMS beside them.
+    assert!(workflow.contains(r#"dist/system1-${VERSION}-${{ matrix.target }}${{ matrix.ext }}"#));
+    assert!(workflow.contains("sha256sum system1-* > SHA256SUMS"));
+    assert!(sh.contains("asset=system1-$version-$cpu-$platform") && sh.contains("$url/SHA256SUMS"));
+    assert!(
+        ps1.contains(r#"$asset = "system1-$version-x86_64-pc-windows-msvc.exe""#) && ps1.contains("$url/SHA256SUMS")
+    );
+    for (cpu, platform) in [
+        ("x86_64", "unknown-linux-musl"),
+        ("aarch64", "unknown-linux-musl"),
+        ("x86_64", "apple-darwin"),
+        ("aarch64", "apple-darwin"),
+    ] {
+        assert!(
+            sh.contains(&format!("cpu={cpu}")) && sh.contains(&format!("platform={platform}")),
+            "install.sh: {cpu} {platform}"
+        );
+        assert!(
+            workflow.contains(&format!("target: {cpu}-{platform}, ext: \"\"")),
+            "release.yml builds {cpu}-{platform}"
+        );
+    }
+    assert!(workflow.contains(r#"target: x86_64-pc-windows-msvc, ext: ".exe""#));
+}
