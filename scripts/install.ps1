@@ -13,6 +13,11 @@
 param([switch]$NoRegister)
 $ErrorActionPreference = 'Stop'
 
+function Fail([string]$message) {
+    [Console]::Error.WriteLine("install.ps1: $message")
+    exit 1
+}
+
 $root = Split-Path -Parent $PSScriptRoot
 $installArgs = @('install')
 if ($NoRegister) { $installArgs += '--no-register' }
@@ -27,14 +32,14 @@ if ($method -eq 'build') {
     Push-Location $root
     try {
         & cargo build --release --locked
-        if ($LASTEXITCODE -ne 0) { Write-Error "cargo build failed"; exit 1 }
+        if ($LASTEXITCODE -ne 0) { Fail "cargo build failed" }
     } finally { Pop-Location }
     $targetDir = if ($env:CARGO_TARGET_DIR) { $env:CARGO_TARGET_DIR } else { 'target' }
     if (-not [IO.Path]::IsPathRooted($targetDir)) { $targetDir = Join-Path $root $targetDir }
     & (Join-Path $targetDir 'release\system1.exe') @installArgs
     exit $LASTEXITCODE
 }
-if ($method -ne 'download') { Write-Error "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'"; exit 1 }
+if ($method -ne 'download') { Fail "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'" }
 
 # The plugin's version pins the release; Cargo.toml carries the same number.
 $version = $null
@@ -44,12 +49,11 @@ if (-not $version) {
     $line = Select-String -Path (Join-Path $root 'Cargo.toml') -Pattern '^version\s*=\s*"([^"]+)"' | Select-Object -First 1
     if ($line) { $version = $line.Matches[0].Groups[1].Value }
 }
-if (-not $version) { Write-Error "cannot read the version from .claude-plugin\plugin.json or Cargo.toml"; exit 1 }
+if (-not $version) { Fail "cannot read the version from .claude-plugin\plugin.json or Cargo.toml" }
 
 # Windows on ARM runs the x86_64 build under emulation.
 if ($env:PROCESSOR_ARCHITECTURE -notin @('AMD64', 'ARM64')) {
-    Write-Error "no prebuilt binary for $($env:PROCESSOR_ARCHITECTURE); install Rust (https://rustup.rs) and re-run to build it"
-    exit 1
+    Fail "no prebuilt binary for $($env:PROCESSOR_ARCHITECTURE); install Rust (https://rustup.rs) and re-run to build it"
 }
 $asset = "system1-$version-x86_64-pc-windows-msvc.exe"
 $base = if ($env:SYSTEM1_RELEASE_BASE_URL) { $env:SYSTEM1_RELEASE_BASE_URL } else { 'https://github.com/system1-gateway/system1/releases/download' }
@@ -70,11 +74,10 @@ try {
         $parts = $_.Trim() -split '\s+'
         if ($parts.Count -ge 2 -and ($parts[1] -eq $asset -or $parts[1] -eq "*$asset")) { $parts[0].ToLowerInvariant() }
     } | Select-Object -First 1
-    if (-not $expected) { Write-Error "SHA256SUMS of release system1--v$version lists no $asset; nothing was installed"; exit 1 }
+    if (-not $expected) { Fail "SHA256SUMS of release system1--v$version lists no $asset; nothing was installed" }
     $actual = (Get-FileHash -Algorithm SHA256 -Path $exe).Hash.ToLowerInvariant()
     if ($actual -ne $expected) {
-        Write-Error "checksum mismatch for ${asset}: SHA256SUMS says $expected, the download is $actual; nothing was installed"
-        exit 1
+        Fail "checksum mismatch for ${asset}: SHA256SUMS says $expected, the download is $actual; nothing was installed"
     }
     Write-Host "verified SHA-256 $actual"
     & $exe @installArgs

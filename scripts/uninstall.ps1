@@ -28,7 +28,10 @@ if (Test-Path $bin) {
 # No binary left (a half-removed install): do what can be done without it.
 Write-Warning "no system1 binary at $bin; removing what is left"
 if (Get-Command claude -ErrorAction SilentlyContinue) {
+    # Windows PowerShell turns a native command's stderr into an error under 'Stop'.
+    $ErrorActionPreference = 'Continue'
     & claude mcp remove --scope user system1 2>$null | Out-Null
+    $ErrorActionPreference = 'Stop'
     if ($LASTEXITCODE -eq 0) { Write-Host "claude: removed the system1 registration" }
 }
 $startup = Join-Path $env:APPDATA 'Microsoft\Windows\Start Menu\Programs\Startup'
