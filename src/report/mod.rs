@@ -35,22 +35,61 @@ use prices::{Prices, Rates, Tier};
 
 const NO_AGENT: u32 = u32::MAX;
 
+/// One API request after deduplication, packed small: there is one per distinct request in the whole
+/// history, so this is what the report's memory grows with (one request's counts fit in 32 bits).
 #[derive(Debug, Clone)]
 struct Rec {
     model: u32,
-    tokens: Tokens,
-    sidechain: bool,
     agent: u32,
-    hint_write: u64,
-    hint_read: u64,
+    /// input, output, 5-minute writes, 1-hour writes, cache reads.
+    counts: [u32; 5],
+    hint_write: u32,
+    hint_read: u32,
+    sidechain: bool,
+}
+
+fn small(n: u64) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 impl Rec {
+    fn new(model: u32, agent: u32, t: &Tokens, sidechain: bool, hint_write: u64, hint_read: u64) -> Rec {
+        Rec {
+            model,
+            agent,
+            counts: [
+                small(t.input),
+                small(t.output),
+                small(t.cache_write_5m),
+                small(t.cache_write_1h),
+                small(t.cache_read),
+            ],
+            hint_write: small(hint_write),
+            hint_read: small(hint_read),
+            sidechain,
+        }
+    }
+
+    fn tokens(&self) -> Tokens {
+        let [input, output, w5, w1, read] = self.counts.map(u64::from);
+        Tokens { input, output, cache_write_5m: w5, cache_write_1h: w1, cache_read: read }
+    }
+
+    fn total(&self) -> u64 {
+        self.counts.iter().map(|&c| u64::from(c)).sum()
+    }
+
     /// The dedup rule: more tokens wins (a finished stream beats its placeholder), then the main thread.
     fn better_than(&self, other: &Rec) -> bool {
-        let (a, b) = (self.tokens.total(), other.tokens.total());
+        let (a, b) = (self.total(), other.total());
         a > b || (a == b && !self.sidechain && other.sidechain)
     }
+}
+
+/// The dedup key in memory: the 128-bit id hash folded to 64 bits (a collision among a million
+/// requests has odds of about one in 30 million).
+fn fold(k: u128) -> u64 {
+    (k as u64) ^ ((k >> 64) as u64)
 }
 
 #[derive(Debug, Clone, Default)]
@@ -64,7 +103,7 @@ struct AgentInfo {
 pub struct Aggregator {
     models: Vec<String>,
     model_index: HashMap<String, u32>,
-    usage: HashMap<u128, Rec>,
+    usage: HashMap<u64, Rec>,
     unkeyed: Vec<Rec>,
     duplicates: u64,
     prompts: HashMap<u128, bool>,
@@ -116,15 +155,8 @@ impl Aggregator {
             }
         };
         for u in facts.usage {
-            let rec = Rec {
-                model: local[u.model as usize],
-                tokens: u.tokens,
-                sidechain: u.sidechain,
-                agent,
-                hint_write: u.hint_write,
-                hint_read: u.hint_read,
-            };
-            match u.key {
+            let rec = Rec::new(local[u.model as usize], agent, &u.tokens, u.sidechain, u.hint_write, u.hint_read);
+            match u.key.map(fold) {
                 None => self.unkeyed.push(rec),
                 Some(k) => match self.usage.get_mut(&k) {
                     None => {
@@ -350,16 +382,17 @@ impl Report {
         let mut tier_model_requests: HashMap<u32, u64> = HashMap::new();
         for r in agg.records() {
             let m = r.model as usize;
-            if r.tokens.total() == 0 {
+            let tokens = r.tokens();
+            if tokens.total() == 0 {
                 continue;
             }
             per_model[m].0 += 1;
-            per_model[m].1.add(&r.tokens);
-            let cost = rates[m].as_ref().map(|(_, rt)| rt.cost(&r.tokens));
+            per_model[m].1.add(&tokens);
+            let cost = rates[m].as_ref().map(|(_, rt)| rt.cost(&tokens));
             let subagent = r.agent != NO_AGENT || r.sidechain;
             let bucket = if subagent { &mut sub } else { &mut main };
             bucket.0 += 1;
-            bucket.1.add(&r.tokens);
+            bucket.1.add(&tokens);
             bucket.2 += cost.unwrap_or(0.0);
             bucket.3 += u64::from(cost.is_none());
             if rates[m].is_some() {
@@ -369,10 +402,10 @@ impl Report {
                 let tier = tiers[m].map(|t| t.name()).unwrap_or("unknown").to_string();
                 let row = tier_rows.entry(tier).or_default();
                 row.1 += 1;
-                row.2.add(&r.tokens);
+                row.2.add(&tokens);
                 row.3 += cost.unwrap_or(0.0);
                 if r.agent != NO_AGENT {
-                    agent_usage.entry(r.agent).or_default().push((r.model, r.tokens));
+                    agent_usage.entry(r.agent).or_default().push((r.model, tokens));
                 }
             } else {
                 if let Some(t) = tiers[m] {
@@ -666,4 +699,89 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate 
         "nothing stands out; a calibrate run on recent prompts keeps the fit current".to_string()
     };
     Calibrate { suggested, findings, instructions }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rec(total_output: u64, sidechain: bool) -> Rec {
+        Rec::new(0, NO_AGENT, &Tokens { output: total_output, ..Tokens::default() }, sidechain, 0, 0)
+    }
+
+    #[test]
+    fn packed_records_give_back_their_tokens() {
+        let t = Tokens { input: 1, output: 2, cache_write_5m: 3, cache_write_1h: 4, cache_read: 5_000_000_000 };
+        let r = Rec::new(0, NO_AGENT, &t, false, 7, 8);
+        assert_eq!(r.tokens().input, 1);
+        assert_eq!(r.tokens().cache_write_1h, 4);
+        // Beyond 32 bits saturates rather than wrapping.
+        assert_eq!(r.tokens().cache_read, u64::from(u32::MAX));
+    }
+
+    #[test]
+    fn dedup_keeps_the_fullest_copy_then_the_main_thread_one() {
+        assert!(rec(50, true).better_than(&rec(3, false)));
+        assert!(!rec(3, false).better_than(&rec(50, true)));
+        assert!(rec(50, false).better_than(&rec(50, true)));
+        assert!(!rec(50, true).better_than(&rec(50, false)));
+        assert!(!rec(50, false).better_than(&rec(50, false)));
+    }
+
+    fn reach(prompts: u64, hinted: u64, hints: u64) -> Reach {
+        Reach { prompts, hinted_prompts: hinted, share: ratio(hinted, prompts), routing_hints: hints, skill_hints: 0 }
+    }
+
+    fn adherence(followed: u64, upgraded: u64, downgraded: u64) -> Adherence {
+        let decided = followed + upgraded + downgraded;
+        Adherence {
+            spawns: decided,
+            hinted_spawns: decided,
+            followed,
+            upgraded,
+            downgraded,
+            unknown: 0,
+            share: ratio(followed, decided),
+            with_model_given: 0,
+        }
+    }
+
+    fn savings(net: Option<f64>) -> Savings {
+        Savings {
+            baseline: "unhinted spawns".into(),
+            mix: BTreeMap::new(),
+            tier_models: BTreeMap::new(),
+            realised_usd: net,
+            followed_spawns_priced: 0,
+            missed_usd: 0.0,
+            upgraded_spawns_priced: 0,
+            hint_tokens: 0,
+            hint_overhead_usd: 0.0,
+            net_usd: net,
+        }
+    }
+
+    #[test]
+    fn the_calibrate_offer_follows_the_findings() {
+        let quiet = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)));
+        assert!(!quiet.suggested);
+        assert!(quiet.findings.is_empty());
+
+        let never = advise(&reach(10, 0, 0), &adherence(0, 0, 0), &savings(None));
+        assert!(never.suggested);
+        assert!(never.instructions.contains("system1 doctor"));
+
+        let low = advise(&reach(10, 2, 2), &adherence(1, 0, 0), &savings(Some(1.0)));
+        assert!(low.findings[0].contains("20%"));
+        assert!(low.instructions.contains("min_confidence"));
+
+        let ignored = advise(&reach(10, 8, 8), &adherence(2, 6, 0), &savings(Some(-0.5)));
+        assert!(ignored.findings.iter().any(|f| f.contains("followed 25%")));
+        assert!(ignored.findings.iter().any(|f| f.contains("6 of 8 hinted spawns were upgraded")));
+        assert!(ignored.findings.iter().any(|f| f.contains("$0.50 more than they saved")));
+        assert!(ignored.instructions.contains("hints too low"));
+
+        let high = advise(&reach(10, 8, 8), &adherence(5, 0, 3), &savings(Some(1.0)));
+        assert!(high.instructions.contains("hints too high"));
+    }
 }
