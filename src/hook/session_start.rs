@@ -120,7 +120,7 @@ fn waits_for_labels(line: &str) -> bool {
         if !line.contains(r#""labels":"#) {
             return true;
         }
-        if line.contains(r#""labels":{"#) {
+        if line.contains(r#""labels":{""#) {
             return false;
         }
     }
@@ -128,9 +128,11 @@ fn waits_for_labels(line: &str) -> bool {
     struct Entry<'a> {
         #[serde(borrow)]
         source: Option<std::borrow::Cow<'a, str>>,
-        labels: Option<serde::de::IgnoredAny>,
+        labels: Option<Value>,
     }
-    serde_json::from_str::<Entry>(line).is_ok_and(|e| e.source.as_deref() == Some("prompt") && e.labels.is_none())
+    // An empty `labels` object labels nothing, as `calibrate` counts it.
+    let unlabelled = |l: &Option<Value>| l.as_ref().is_none_or(|v| v.as_object().is_some_and(|m| m.is_empty()));
+    serde_json::from_str::<Entry>(line).is_ok_and(|e| e.source.as_deref() == Some("prompt") && unlabelled(&e.labels))
 }
 
 /// The version in `$CLAUDE_PLUGIN_ROOT/.claude-plugin/plugin.json` (Claude Code sets the variable for
@@ -151,6 +153,7 @@ mod tests {
         assert!(waits_for_labels(r#"{"id":"1","source":"prompt","prompt":"x"}"#));
         assert!(!waits_for_labels(r#"{"id":"1","source":"prompt","labels":{"read_only":true}}"#));
         assert!(waits_for_labels(r#"{"id":"1","source":"prompt","labels":null}"#), "null labels are none");
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","labels":{}}"#), "empty labels are none");
         assert!(!waits_for_labels(r#"{"id":"1","source":"agent","prompt":"x"}"#));
         assert!(!waits_for_labels(r#"{"id":"1","source":"skill"}"#));
     }
@@ -158,7 +161,8 @@ mod tests {
     #[test]
     fn lines_in_other_shapes_are_parsed() {
         assert!(waits_for_labels(r#"{ "source" : "prompt", "prompt": "x" }"#));
-        assert!(!waits_for_labels(r#"{ "source" : "prompt", "labels" : {} }"#));
+        assert!(!waits_for_labels(r#"{ "source" : "prompt", "labels" : { "design": false } }"#));
+        assert!(waits_for_labels(r#"{ "source" : "prompt", "labels" : { } }"#));
         assert!(!waits_for_labels(r#"{"source":"prompt""#), "an incomplete line is skipped");
         assert!(!waits_for_labels("not json"));
         assert!(!waits_for_labels(r#"["source","prompt"]"#));
