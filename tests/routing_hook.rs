@@ -442,6 +442,12 @@ fn bad_rules_are_named_by_route() {
     let why = v["silent_because"].as_str().unwrap();
     assert!(why.contains("config error") && why.contains("unknown feature \"vibes\""), "{why}");
     assert_eq!(v["routing_hint"]["given"], false);
+
+    // A provider setting the engine rejects is a config error too.
+    let env = env_with("hint = true", &format!("{HAIKU_ANSWERS}\nfail = \"sometimes\""));
+    let v = route_json(&env, TASK, &env.home);
+    assert!(v["silent_because"].as_str().unwrap().contains("providers.mock.fail"), "{v}");
+    assert_eq!(v["routing_hint"]["given"], false);
 }
 
 #[test]

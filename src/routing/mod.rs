@@ -162,12 +162,16 @@ pub fn run_prompt(loaded: &Loaded, input: &Input, mode: Mode) -> Run {
         return run;
     }
     let gateway = Gateway::new(loaded.clone());
-    if !gateway.is_ok() && !explain {
+    if !gateway.is_ok() {
+        // A provider's own settings can be wrong where the config file parses (e.g. a bad mock `fail`).
         let why = format!("config error: {}", gateway.config_errors.join("; "));
-        run.routing_hint = Err(why.clone());
-        run.skill_hint = Err(why);
-        run.elapsed = started.elapsed();
-        return run;
+        if !explain {
+            run.routing_hint = Err(why.clone());
+            run.skill_hint = Err(why);
+            run.elapsed = started.elapsed();
+            return run;
+        }
+        run.gate.get_or_insert(why);
     }
     let rid = new_request_id();
     let deadline = Instant::now() + Duration::from_millis(routing_cfg.budget_ms);
