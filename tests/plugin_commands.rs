@@ -215,6 +215,16 @@ fn smoke_launches_the_installed_binary_by_default() {
     assert!(stdout(&out).contains(&format!("launch     {} mcp", bin.display())));
 }
 
+#[test]
+fn smoke_launches_the_registered_command() {
+    let env = TestEnv::with_mock("");
+    let registered = json!({"mcpServers": {"system1": {"type": "stdio", "command": common::BIN, "args": ["mcp"]}}});
+    write(&env.claude_dir.join(".claude.json"), &registered.to_string());
+    let out = env.run(&["smoke"], "");
+    assert!(out.status.success(), "{}", stdout(&out));
+    assert!(stdout(&out).contains(&format!("launch     {} mcp", common::BIN)), "{}", stdout(&out));
+}
+
 #[cfg(unix)]
 #[test]
 fn smoke_reports_a_broken_server_with_its_stderr() {

@@ -1,5 +1,5 @@
-//! `system1 smoke`: launches the installed server exactly as an MCP client does (the registered
-//! command, `<install>/bin/system1 mcp`, or `--bin`), then checks the handshake, the tool list,
+//! `system1 smoke`: launches the installed server exactly as an MCP client does (the command
+//! registered with Claude Code, else `<install>/bin/system1 mcp`, or `--bin`), then checks the handshake, the tool list,
 //! health and, with `--question`, one decision, printing one line per step.
 //!
 //! It speaks newline-delimited JSON-RPC over the child's stdio. A reader thread forwards stdout
@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Result, exit};
 use crate::gateway::TOOLS;
+use crate::install::claude;
 use crate::paths;
 
 #[derive(clap::Args)]
@@ -25,7 +26,7 @@ pub struct Args {
     /// The options of that decision (without them it is a yes/no question).
     #[arg(long, num_args = 1.., requires = "question")]
     options: Vec<String>,
-    /// The server binary to launch (default: the installed one).
+    /// The server binary to launch (default: the one registered with Claude Code, else the installed one).
     #[arg(long)]
     bin: Option<PathBuf>,
     /// Seconds each step may take.
@@ -33,11 +34,22 @@ pub struct Args {
     timeout_s: f64,
 }
 
+/// The command Claude Code launches: the user-scoped registration when it runs `<bin> mcp`,
+/// else the installed binary (which is what `system1 install` registers).
+fn registered_or_installed() -> PathBuf {
+    match claude::current() {
+        claude::Current::Registered(line) if line.len() == 2 && line[1] == "mcp" && !line[0].is_empty() => {
+            PathBuf::from(&line[0])
+        }
+        _ => paths::installed_binary(),
+    }
+}
+
 /// The MCP protocol version smoke offers, as Claude Code does.
 const PROTOCOL_VERSION: &str = "2025-06-18";
 
 pub fn run(args: Args) -> Result<i32> {
-    let bin = args.bin.clone().unwrap_or_else(paths::installed_binary);
+    let bin = args.bin.clone().unwrap_or_else(registered_or_installed);
     let timeout = Duration::from_secs_f64(args.timeout_s.clamp(0.1, 3600.0));
     println!("launch     {} mcp", bin.display());
     let mut server = match Server::spawn(&bin) {
