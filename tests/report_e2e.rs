@@ -1,0 +1,134 @@
+//! `system1 report` on a transcript the real Claude Code CLI wrote: the plugin installed from this
+//! checkout in a scratch HOME, the routing hook hinting haiku (mock engine), a fake Anthropic API on
+//! 127.0.0.1 scripting the model to spawn a haiku subagent. The report must find the one prompt,
+//! its hint, the spawn that followed it, and count each API request once with the usage the fake
+//! sent (100 input and 20 output tokens a reply; the early per-block copies carry 1).
+//!
+//! Needs the CLI that `scripts/test` installs (`SYSTEM1_TEST_CLAUDE`); fails without it under CI.
+
+#![cfg(unix)]
+
+mod common;
+#[path = "support/fake_anthropic.rs"]
+mod fake_anthropic;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use common::{TestEnv, stderr, stdout};
+use fake_anthropic::{Block, FakeAnthropic, is_subagent, texts, tool_result};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const AGENT_ID: &str = "toolu_report_agent";
+/// Long and read-only, so the mock's features give the default rule's haiku.
+const PROMPT: &str = "REPORT-E2E-PROMPT: read the parser module and list every public function it exports, please";
+
+fn claude_cli() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from),
+        Some(Path::new(ROOT).join(".test-deps/claude/node_modules/.bin/claude")),
+    ];
+    if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
+        return Some(found);
+    }
+    assert!(std::env::var_os("CI").is_none(), "the Claude Code CLI is missing (SYSTEM1_TEST_CLAUDE): run scripts/test");
+    eprintln!("SKIPPED report_e2e: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
+    None
+}
+
+fn claude(cli: &Path, env: &TestEnv, api: &FakeAnthropic, cwd: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(cli);
+    cmd.args(args);
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().to_string();
+        if k.starts_with("ANTHROPIC_")
+            || k.starts_with("CLAUDE")
+            || k.starts_with("SYSTEM1_")
+            || k.to_ascii_lowercase().ends_with("_proxy")
+        {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env("HOME", &env.home)
+        .env("XDG_CONFIG_HOME", env.home.join(".config"))
+        .env("SYSTEM1_INSTALL_DIR", &env.install_dir)
+        .env("SYSTEM1_CONFIG", &env.config)
+        .env("CLAUDE_CONFIG_DIR", &env.claude_dir)
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("ANTHROPIC_API_KEY", "test")
+        .env("ANTHROPIC_BASE_URL", api.base_url())
+        .current_dir(cwd)
+        .stdin(Stdio::null());
+    let out = cmd.output().expect("run claude");
+    assert!(out.status.success(), "claude {args:?} failed:\nstdout: {}\nstderr: {}", stdout(&out), stderr(&out));
+    out
+}
+
+#[test]
+fn report_reads_a_transcript_written_by_the_real_cli() {
+    let Some(cli) = claude_cli() else { return };
+    let env = TestEnv::with_mock(
+        "[providers.mock]\nanswer = \"wait\"\nconfidence = 0.8\n\
+         answers = { read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\" }\n\
+         [routing]\nenabled = true\nhint = true\n",
+    );
+    // The plugin's hook launcher runs the binary from the install dir.
+    let bin_dir = env.install_dir.join("bin");
+    std::fs::create_dir_all(&bin_dir).unwrap();
+    std::fs::copy(common::BIN, bin_dir.join("system1")).unwrap();
+    let project = env.root.join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let api = FakeAnthropic::start();
+    claude(&cli, &env, &api, &project, &["plugin", "marketplace", "add", ROOT]);
+    claude(&cli, &env, &api, &project, &["plugin", "install", "system1@system1-gateway"]);
+
+    api.script(|req| {
+        if is_subagent(req) {
+            return vec![Block::text("REPORT-E2E-SUBAGENT-DONE")];
+        }
+        if tool_result(req, AGENT_ID).is_some() {
+            return vec![Block::text("REPORT-E2E-FINAL")];
+        }
+        if texts(req).iter().any(|t| t.contains("REPORT-E2E-PROMPT")) {
+            let input = json!({"description": "list functions", "prompt": "REPORT-E2E-SUBAGENT-PROMPT: list them",
+                "subagent_type": "general-purpose", "model": "haiku"});
+            return vec![
+                Block::text("Spawning a helper."),
+                Block::ToolUse { id: AGENT_ID.into(), name: "Agent".into(), input },
+            ];
+        }
+        vec![Block::text("ok")]
+    });
+    claude(&cli, &env, &api, &project, &["-p", PROMPT]);
+    let requests = api.requests();
+    let sub_requests = requests.iter().filter(|r| is_subagent(r)).count() as u64;
+    assert!(sub_requests >= 1, "the subagent never reached the API");
+
+    let out = env.run(&["report", "--json"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(!text.contains("REPORT-E2E"), "prompt text leaked into the report");
+    let r: Value = serde_json::from_str(&text).unwrap();
+
+    assert_eq!(r["read"]["malformed_lines"], 0, "{}", r["read"]);
+    assert_eq!(r["read"]["subagent_files"], 1, "{}", r["read"]);
+    assert_eq!(r["reach"]["prompts"], 1, "{}", r["reach"]);
+    assert_eq!(r["reach"]["hinted_prompts"], 1, "{}", r["reach"]);
+    assert_eq!(r["adherence"]["spawns"], 1, "{}", r["adherence"]);
+    assert_eq!(r["adherence"]["hinted_spawns"], 1, "{}", r["adherence"]);
+    assert_eq!(r["adherence"]["followed"], 1, "{}", r["adherence"]);
+    let haiku = r["subagents_by_tier"].as_array().unwrap().iter().find(|t| t["tier"] == "haiku").unwrap().clone();
+    assert_eq!(haiku["spawns"], 1, "{haiku}");
+    assert_eq!(haiku["requests"], sub_requests, "{haiku}");
+    // Every request the transcripts hold is one the fake answered: 100 in, 20 out, no placeholders.
+    let main = &r["totals"]["main"];
+    let requests_in_transcripts = main["requests"].as_u64().unwrap() + sub_requests;
+    assert!(requests_in_transcripts <= requests.len() as u64);
+    assert!(main["requests"].as_u64().unwrap() >= 2, "{main}");
+    assert_eq!(r["totals"]["all"]["tokens"]["input"], json!(100 * requests_in_transcripts));
+    assert_eq!(r["totals"]["all"]["tokens"]["output"], json!(20 * requests_in_transcripts));
+    assert_eq!(r["savings"]["hint_tokens"].as_u64().map(|t| t > 10), Some(true), "{}", r["savings"]);
+}
