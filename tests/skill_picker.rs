@@ -203,3 +203,34 @@ fn a_list_in_the_hook_input_replaces_discovery() {
     assert_eq!(entries[0]["source"], "skill");
     assert_eq!(entries[0]["candidates"], 2, "the input's two named skills, not the three on disk");
 }
+
+#[test]
+fn plugin_installs_by_scope_and_record_format() {
+    let env = env_with("");
+    let project = env.root.join("proj");
+    std::fs::create_dir_all(&project).unwrap();
+    let scoped = env.claude_dir.join("plugins/cache/m/scoped/1.0.0");
+    skill(&scoped.join("skills"), "only-here", "---\ndescription: Project-scoped plugin skill\n---");
+    let old = env.claude_dir.join("plugins/cache/m/old/0.1.0");
+    skill(&old.join("skills"), "legacy", "---\ndescription: From a version-1 record\n---");
+    let custom = env.claude_dir.join("plugins/cache/m/custom/2.0.0");
+    skill(&custom.join("extra-skills"), "moved", "---\ndescription: In a folder the manifest names\n---");
+    write(&custom.join(".claude-plugin/plugin.json"), r#"{"name": "custom", "skills": "./extra-skills/"}"#);
+    // The project enables `scoped`; the user enables the other two.
+    write(&env.claude_dir.join("settings.json"), r#"{"enabledPlugins": {"old@m": true, "custom@m": true}}"#);
+    write(&project.join(".claude/settings.json"), r#"{"enabledPlugins": {"scoped@m": true}}"#);
+    write(
+        &env.claude_dir.join("plugins/installed_plugins.json"),
+        &json!({"version": 2, "plugins": {
+            "scoped@m": [{"scope": "project", "projectPath": project, "installPath": scoped}],
+            "old@m": {"version": "0.1.0", "installPath": old},
+            "custom@m": [{"scope": "user", "installPath": custom}],
+        }})
+        .to_string(),
+    );
+    let v = route_json(&env, &project);
+    assert_eq!(names(&v), ["custom:moved", "old:legacy", "scoped:only-here"], "plugins in id order");
+    // Outside the project its settings and its project-scoped install don't apply.
+    let v = route_json(&env, &env.home);
+    assert_eq!(names(&v), ["custom:moved", "old:legacy"]);
+}
