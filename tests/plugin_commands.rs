@@ -301,6 +301,22 @@ fn doctor_finds_missing_install_registration_and_version_drift() {
     assert!(text.contains("warn  binary 0.1.0 differs from the plugin's version 9.9.9"), "{text}");
 }
 
+#[cfg(unix)]
+#[test]
+fn doctor_compares_the_installed_binary_not_itself() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = healthy_env("");
+    let bin = env.install_dir.join("bin/system1");
+    write(&bin, "#!/bin/sh\necho 'system1 0.0.1'\n");
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let (_, text) = doctor(&env);
+    assert!(text.contains("warn  binary 0.0.1 differs from the plugin's version 0.1.0"), "{text}");
+    write(&bin, "#!/bin/sh\nexit 7\n");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("FAIL  the installed binary") && text.contains("does not run"), "{text}");
+}
+
 #[test]
 fn doctor_reads_the_installed_plugin_record() {
     let env = healthy_env("");

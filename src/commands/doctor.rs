@@ -153,19 +153,48 @@ fn read_json(path: &Path) -> Option<Value> {
 
 fn check_versions(r: &mut Report) {
     let bin = paths::installed_binary();
-    if !bin.exists() {
+    // The installed binary is the one the hooks and the MCP server run; this one may be another build.
+    let version = if !bin.exists() {
         r.fail(
             format!("the binary is not installed at {}", bin.display()),
             "install it with /system1:setup (or `system1 install`)",
         );
-    }
+        VERSION.to_string()
+    } else {
+        match installed_version(&bin) {
+            Ok(v) => v,
+            Err(why) => {
+                r.fail(
+                    format!("the installed binary {} does not run: {why}", bin.display()),
+                    "reinstall it with /system1:setup (or `system1 install`)",
+                );
+                VERSION.to_string()
+            }
+        }
+    };
     match plugin_version() {
-        Some((v, from)) if v == VERSION => r.ok(format!("binary {VERSION} matches the plugin ({from})")),
+        Some((v, from)) if v == version => r.ok(format!("binary {version} matches the plugin ({from})")),
         Some((v, from)) => r.warn(
-            format!("binary {VERSION} differs from the plugin's version {v} ({from})"),
+            format!("binary {version} differs from the plugin's version {v} ({from})"),
             "reinstall the binary for this plugin with /system1:setup (upgrade)",
         ),
-        None => r.ok(format!("binary {VERSION}; no system1 plugin found in Claude Code (fine for other MCP clients)")),
+        None => r.ok(format!("binary {version}; no system1 plugin found in Claude Code (fine for other MCP clients)")),
+    }
+}
+
+/// The installed binary's version: this one's when it is the same file, else from `--version`.
+fn installed_version(bin: &Path) -> std::result::Result<String, String> {
+    let same = std::env::current_exe()
+        .and_then(|me| Ok(std::fs::canonicalize(me)? == std::fs::canonicalize(bin)?))
+        .unwrap_or(false);
+    if same {
+        return Ok(VERSION.to_string());
+    }
+    let out = std::process::Command::new(bin).arg("--version").output().map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    match text.trim().strip_prefix("system1 ") {
+        Some(v) if out.status.success() && !v.is_empty() => Ok(v.to_string()),
+        _ => Err(format!("`--version` printed {:?} ({})", text.trim(), out.status)),
     }
 }
 

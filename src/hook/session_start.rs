@@ -71,7 +71,7 @@ fn findings(loaded: &Loaded) -> Vec<String> {
     out
 }
 
-/// Probes every provider of the chain in parallel; `None` as soon as one answers.
+/// Probes every provider of the chain in parallel; `None` when any of them answers.
 fn engine_down(chain: &[std::sync::Arc<dyn Provider>]) -> Option<String> {
     let probes: Vec<(String, crate::providers::Probe)> = std::thread::scope(|s| {
         let handles: Vec<_> =
