@@ -36,6 +36,7 @@ const PARSE_ERROR: i64 = -32700;
 const INVALID_REQUEST: i64 = -32600;
 const METHOD_NOT_FOUND: i64 = -32601;
 const INVALID_PARAMS: i64 = -32602;
+const INTERNAL_ERROR: i64 = -32603;
 
 struct Server {
     gateway: Arc<Gateway>,
@@ -116,7 +117,10 @@ pub fn serve(gateway: Gateway) -> i32 {
             server.send(&error(Value::Null, INVALID_REQUEST, format!("message longer than {MAX_LINE} bytes")));
             continue;
         }
-        handle_line(&server, &buf);
+        // A bug must not take the server down with it: the panic is logged and reading goes on.
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle_line(&server, &buf))).is_err() {
+            logging::error("rpc", "internal error while handling a message (see the panic above)");
+        }
     }
     // Input is over. Replies still being worked on may be written for a short grace period; then
     // the process exits, whatever is in flight.
@@ -275,19 +279,27 @@ fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: b
             }
             let version = modern.clone().unwrap_or_else(|| server.version());
             let key = reply_id.to_string();
+            let panic_id = reply_id.clone();
             let finish = move |r: Value| {
                 let r = if modern.is_some() { tools::modern_result(r, false) } else { r };
                 result(reply_id, r)
             };
+            // Every request gets its answer, even if the tool has a bug: a panic becomes -32603.
+            let run = move |gateway: &crate::gateway::Gateway| match std::panic::catch_unwind(
+                std::panic::AssertUnwindSafe(|| tools::call(gateway, &name, &arguments, &version)),
+            ) {
+                Ok(r) => r.map(finish),
+                Err(_) => Some(error(panic_id, INTERNAL_ERROR, format!("internal error in {name}"))),
+            };
             if in_batch {
-                return tools::call(&server.gateway, &name, &arguments, &version).map(finish);
+                return run(&server.gateway);
             }
             if let Ok(mut f) = server.in_flight.lock() {
                 f.insert(key.clone());
             }
             let server = Arc::clone(server);
             std::thread::spawn(move || {
-                let reply = tools::call(&server.gateway, &name, &arguments, &version).map(finish);
+                let reply = run(&server.gateway);
                 let cancelled = server.cancelled.lock().map(|mut c| c.remove(&key)).unwrap_or(false);
                 match reply {
                     Some(r) if !cancelled => server.send(&r),
