@@ -306,6 +306,17 @@ pub struct Savings {
     pub net_usd: Option<f64>,
 }
 
+impl Savings {
+    /// The mix in tier order, cheapest first: `haiku 25%, sonnet 30%, opus 45%`.
+    pub fn mix_text(&self) -> String {
+        Tier::ALL
+            .iter()
+            .filter_map(|t| self.mix.get(t.name()).map(|w| format!("{} {:.0}%", t.name(), w * 100.0)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Calibrate {
     pub suggested: bool,
@@ -660,7 +671,16 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate 
     let mut findings = Vec::new();
     let mut focus = Vec::new();
     let pct = |x: f64| format!("{:.0}%", x * 100.0);
-    if reach.prompts > 0 && reach.routing_hints == 0 {
+    if reach.prompts == 0 {
+        return Calibrate {
+            suggested: false,
+            findings: vec!["no prompts in these transcripts".to_string()],
+            instructions:
+                "nothing to calibrate from yet: use Claude Code with System-1 for a while, then run the report again"
+                    .to_string(),
+        };
+    }
+    if reach.routing_hints == 0 {
         findings.push("no routing hint appeared in these transcripts".to_string());
         focus.push(
             "first check that routing is on and the engine answers (`system1 doctor`); then label the routing log to see \
@@ -696,7 +716,7 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate 
     let instructions = if suggested {
         focus.join("; ")
     } else {
-        "nothing stands out; a calibrate run on recent prompts keeps the fit current".to_string()
+        "nothing stands out; an occasional /system1:calibrate run on recent prompts keeps the fit current".to_string()
     };
     Calibrate { suggested, findings, instructions }
 }
@@ -766,6 +786,9 @@ mod tests {
         let quiet = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)));
         assert!(!quiet.suggested);
         assert!(quiet.findings.is_empty());
+        let empty = advise(&reach(0, 0, 0), &adherence(0, 0, 0), &savings(None));
+        assert!(!empty.suggested);
+        assert!(empty.findings[0].contains("no prompts"));
 
         let never = advise(&reach(10, 0, 0), &adherence(0, 0, 0), &savings(None));
         assert!(never.suggested);

@@ -137,7 +137,7 @@ pub fn table(r: &Report) -> String {
 
     let s = &r.savings;
     let _ = writeln!(out, "\nSavings at API list prices");
-    let mix: Vec<String> = s.mix.iter().map(|(t, w)| format!("{t} {:.0}%", w * 100.0)).collect();
+    let mix = s.mix_text();
     match s.realised_usd {
         Some(v) => {
             let _ = writeln!(
@@ -146,7 +146,7 @@ pub fn table(r: &Report) -> String {
                 signed_money(v),
                 s.followed_spawns_priced,
                 s.baseline,
-                mix.join(", ")
+                mix
             );
         }
         None => {
@@ -205,7 +205,11 @@ pub fn table(r: &Report) -> String {
     for f in &c.findings {
         let _ = writeln!(out, "Finding: {f}.");
     }
-    let _ = writeln!(out, "Next: run /system1:calibrate and ask it to: {}.", c.instructions);
+    if c.suggested {
+        let _ = writeln!(out, "Next: run /system1:calibrate and ask it to: {}.", c.instructions);
+    } else {
+        let _ = writeln!(out, "Next: {}.", c.instructions);
+    }
     out
 }
 

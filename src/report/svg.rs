@@ -156,6 +156,16 @@ pub fn render(r: &Report) -> String {
         ("net", 0.0, after, NET, false),
         ("missed", 0.0, s.missed_usd, BAD, true),
     ];
+    // Waterfall connectors: realised's top leads into the overhead step, whose foot leads into net.
+    for (i, level) in [(0, realised), (1, after)] {
+        let x1 = rx + 10.0 + i as f64 * 90.0 + col_w;
+        let y = y_of(level);
+        let _ = writeln!(
+            o,
+            r##"<line x1="{x1:.1}" x2="{:.1}" y1="{y:.1}" y2="{y:.1}" stroke="{MUTED}" stroke-width="1" stroke-dasharray="3 3"/>"##,
+            x1 + 90.0 - col_w
+        );
+    }
     for (i, (label, from, to, colour, outline)) in bars.iter().enumerate() {
         let x = rx + 10.0 + i as f64 * 90.0;
         let (y1, y2) = (y_of(from.max(*to)), y_of(from.min(*to)));
@@ -181,7 +191,7 @@ pub fn render(r: &Report) -> String {
         text(&mut o, (x + col_w / 2.0, top + height + 22.0), 12.0, MUTED, "middle", 600, label);
     }
     if s.realised_usd.is_some() {
-        let mix: Vec<String> = s.mix.iter().map(|(t, w)| format!("{t} {:.0}%", w * 100.0)).collect();
+        let mix = s.mix_text();
         text(
             &mut o,
             (rx, top + height + 44.0),
@@ -189,7 +199,7 @@ pub fn render(r: &Report) -> String {
             MUTED,
             "start",
             400,
-            &format!("usual mix ({}): {}", s.baseline, mix.join(", ")),
+            &format!("usual mix ({}): {}", s.baseline, mix),
         );
     }
 

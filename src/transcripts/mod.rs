@@ -29,11 +29,10 @@
 //! `sessionId` changed), and one API reply is written once per content block: deduplicating is the
 //! consumer's job, keyed on `message.id` + `requestId` for usage and `uuid` for other lines.
 
-mod line;
+/// The typed line and its parts (`Block`, `AgentInput`, `AgentResult`, `Attachment`, `Usage`).
+pub mod line;
 
-// Re-exported for the report and `outcomes`, which read these types.
-#[allow(unused_imports)]
-pub use line::{AgentInput, AgentResult, Attachment, Block, Content, Line, Message, Tokens, Usage};
+pub use line::{Line, Tokens};
 
 use std::fs::File;
 use std::io::{BufRead, BufReader};
@@ -417,6 +416,7 @@ fn trim_ascii_end(b: &[u8]) -> &[u8] {
 
 #[cfg(test)]
 mod tests {
+    use super::line::Usage;
     use super::*;
 
     #[test]
