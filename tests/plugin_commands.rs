@@ -132,6 +132,19 @@ fn session_start_notices_a_plugin_newer_than_the_binary() {
 }
 
 #[test]
+fn session_start_stays_silent_after_a_compaction() {
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"nope\"\n");
+    assert!(session_start(&env).1.is_some(), "startup: the broken config is reported");
+    let compact = SESSION_START.replace("startup", "compact");
+    let out = env.run(&["hook", "session-start"], &compact);
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(stdout(&out), "", "compact: already said at startup");
+    let resume = SESSION_START.replace("startup", "resume");
+    assert!(!stdout(&env.run(&["hook", "session-start"], &resume)).is_empty(), "resume: said again");
+}
+
+#[test]
 fn session_start_is_silent_on_bad_input() {
     let env = TestEnv::with_mock("[gateway]\n");
     for input in ["", "not json", "[1,2]"] {

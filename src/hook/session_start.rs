@@ -23,7 +23,11 @@ pub const PROBE_TIMEOUT: Duration = Duration::from_millis(300);
 /// From this many prompts waiting for labels on, the hook suggests `/system1:calibrate`.
 pub const PENDING_LABELS_THRESHOLD: usize = 30;
 
-pub fn handle(loaded: &Loaded, _payload: &Value) -> HookResult {
+pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
+    // A compaction restarts the context mid-task; the user has seen these lines at startup already.
+    if payload.get("source").and_then(Value::as_str) == Some("compact") {
+        return Ok(None);
+    }
     let messages = findings(loaded);
     if messages.is_empty() {
         return Ok(None);
