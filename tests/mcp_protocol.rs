@@ -380,3 +380,32 @@ fn both_eras_share_one_server_and_initialize_stays_the_handshake() {
     let progress = c.request("tools/list", json!({"_meta": {"progressToken": 5}}));
     assert!(progress["result"].get("resultType").is_none());
 }
+
+#[test]
+fn a_client_that_stops_reading_ends_the_server_quietly() {
+    use std::io::Write;
+    let env = TestEnv::with_mock("");
+    let mut child = env
+        .command(&["mcp"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().expect("stdin");
+    // Writes may fail once the server is gone; that is the point.
+    for _ in 0..3 {
+        let _ = stdin.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n");
+        let _ = stdin.flush();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the server kept running with nobody reading");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "a broken pipe is a normal end: {status:?}");
+}

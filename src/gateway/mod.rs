@@ -752,6 +752,40 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(5), "health waited {:?}", started.elapsed());
         assert_eq!(h.status, "degraded");
         assert!(h.providers[0].detail.as_deref().is_some_and(|d| d.contains("no answer within 0.200 s")));
+
+        // Probes run side by side: three that take 0.4 s each are done in about 0.4 s, not 1.2 s.
+        struct Slow(&'static str);
+        impl Provider for Slow {
+            fn name(&self) -> &'static str {
+                self.0
+            }
+            fn model(&self) -> String {
+                String::new()
+            }
+            fn capabilities(&self) -> providers::Capabilities {
+                providers::Capabilities { max_options: 2, one_pass: true }
+            }
+            fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
+                Err(Failure::Error("unused".into()))
+            }
+            fn health(&self, _timeout: Duration) -> providers::Probe {
+                std::thread::sleep(Duration::from_millis(400));
+                providers::Probe { ok: true, detail: None }
+            }
+        }
+        let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &[]);
+        let chain: Vec<Arc<dyn Provider>> = vec![Arc::new(Slow("a")), Arc::new(Slow("b")), Arc::new(Slow("c"))];
+        let g = Gateway::with_chain(loaded, chain, Calibration::default());
+        let started = Instant::now();
+        let h = g.health_with_pause(false);
+        assert!(
+            started.elapsed() < Duration::from_millis(1000),
+            "probes ran one after another: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(h.status, "ok");
+        assert_eq!(h.providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b", "c"], "in chain order");
+        assert!(h.providers.iter().all(|p| p.ok && p.latency_ms >= 390.0));
     }
 
     #[test]
