@@ -274,3 +274,15 @@ fn stdout_carries_only_protocol_lines_whatever_the_input() {
     assert_eq!(ids.len(), 7, "initialize, 3 errors, decide, capabilities, ping: {text}");
     assert!(!common::stderr(&out).is_empty(), "logs went to stderr");
 }
+
+#[test]
+fn a_line_over_the_16_mib_limit_is_refused_and_skipped() {
+    let (_env, mut c) = server("2025-11-25");
+    // A request that would be valid, but whose line is longer than any message may be.
+    let pad = "x".repeat(17 * 1024 * 1024);
+    let huge = json!({"jsonrpc": "2.0", "id": "huge", "method": "ping", "params": {"pad": pad}});
+    let (code, id) = error_of(&mut c, huge.to_string().as_bytes());
+    assert_eq!((code, id), (-32600, Value::Null));
+    // What followed the long line on the same stream is read normally.
+    assert_eq!(exchange(&mut c, b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}").len(), 1);
+}

@@ -25,8 +25,10 @@ use serde_json::{Map, Value, json};
 use crate::gateway::Gateway;
 use crate::logging;
 
-/// A line longer than this is refused: its bytes are skipped as they arrive, never parsed.
-const MAX_LINE: usize = 64 * 1024 * 1024;
+/// A line longer than this is refused: its bytes are skipped as they arrive, never parsed, so one
+/// message can never hold more memory than this (a decision request with the longest question and
+/// 256 of the longest options is under 600 kB).
+const MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// After end of input, replies still being worked on get this long to be written (a script may pipe
 /// its requests in and close stdin). Shorter than the 2 s the SDK clients wait before SIGTERM.
@@ -120,6 +122,10 @@ pub fn serve(gateway: Gateway) -> i32 {
         // A bug must not take the server down with it: the panic is logged and reading goes on.
         if std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle_line(&server, &buf))).is_err() {
             logging::error("rpc", "internal error while handling a message (see the panic above)");
+        }
+        // One huge message must not keep its memory for the rest of the session.
+        if buf.capacity() > 1 << 20 {
+            buf = Vec::with_capacity(1 << 12);
         }
     }
     // Input is over. Replies still being worked on may be written for a short grace period; then
