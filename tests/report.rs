@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 const OPUS: &str = "claude-opus-4-8";
 const SONNET: &str = "claude-sonnet-4-5-20250929";
 const HAIKU: &str = "claude-haiku-4-5-20251001";
-const PROMPT_TEXT: &str = "SECRET-PROMPT-TEXT refactor the parser";
+/// Eleven words: long enough for the routing hook.
+const PROMPT_TEXT: &str = "SECRET-PROMPT-TEXT please refactor the parser module and keep every test green";
+/// Three words: a follow-up the hook stays silent on.
+const SHORT_TEXT: &str = "SECRET yes go";
 
 /// A routing hint of exactly 80 characters (20 tokens at four characters a token).
 fn routing_hint(tier: &str) -> String {
@@ -54,6 +57,11 @@ impl File {
     fn prompt(&mut self, uuid: &str) {
         self.push(json!({"type":"user","uuid":uuid,"parentUuid":null,"promptId":"p",
             "message":{"role":"user","content":format!("{PROMPT_TEXT} {uuid}")}}));
+    }
+
+    fn short_prompt(&mut self, uuid: &str) {
+        self.push(json!({"type":"user","uuid":uuid,"parentUuid":null,"promptId":"p",
+            "message":{"role":"user","content":SHORT_TEXT}}));
     }
 
     fn hint(&mut self, uuid: &str, parent: &str, text: &str) {
@@ -136,7 +144,7 @@ fn fixtures(claude_dir: &Path) -> PathBuf {
     a.agent_result("tu1", "a1", HAIKU);
     a.reply("a2", "m2", "r2", OPUS, usage(10, 20, 0, 0, 2000), text_block(), false);
     let fork_prefix = a.lines[1..a.lines.len()].to_vec();
-    a.prompt("p2");
+    a.short_prompt("p2");
     a.reply("a3", "m3", "r3", OPUS, usage(5, 5, 0, 0, 0), spawn("tu2", None), false);
     a.agent_result("tu2", "a2", "claude-opus-4-8[1m]");
     a.prompt("p3");
@@ -229,6 +237,10 @@ fn every_figure_matches_the_hand_computed_value() {
     assert_eq!(r["reach"]["prompts"], 5);
     assert_eq!(r["reach"]["hinted_prompts"], 3);
     close(&r["reach"]["share"], 0.6);
+    // p2 is a three-word follow-up: of the four long prompts, three were hinted.
+    assert_eq!(r["reach"]["long_prompts"], 4);
+    assert_eq!(r["reach"]["hinted_long_prompts"], 3);
+    close(&r["reach"]["share_of_long"], 0.75);
     assert_eq!(r["reach"]["routing_hints"], 3);
     assert_eq!(r["reach"]["skill_hints"], 1);
 
@@ -335,7 +347,12 @@ fn dir_option_and_table_and_svg_output() {
     let out = env.run(&["report", "--dir", projects.to_str().unwrap(), "--svg", svg.to_str().unwrap()], "");
     assert_eq!(out.status.code(), Some(0));
     let text = stdout(&out);
-    assert!(text.contains("Reach       60% of prompts got a routing hint (3 of 5"), "{text}");
+    assert!(
+        text.contains(
+            "Reach       60% of prompts got a routing hint (3 of 5); 75% of those long enough for one (3 of 4)"
+        ),
+        "{text}"
+    );
     assert!(text.contains("Adherence   67% of hinted spawns"), "{text}");
     assert!(text.contains("claude-mystery-1"), "{text}");
     assert!(text.contains("/system1:calibrate"), "{text}");

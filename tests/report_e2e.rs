@@ -117,6 +117,7 @@ fn report_reads_a_transcript_written_by_the_real_cli() {
     assert_eq!(r["read"]["subagent_files"], 1, "{}", r["read"]);
     assert_eq!(r["reach"]["prompts"], 1, "{}", r["reach"]);
     assert_eq!(r["reach"]["hinted_prompts"], 1, "{}", r["reach"]);
+    assert_eq!(r["reach"]["long_prompts"], 1, "{}", r["reach"]);
     assert_eq!(r["adherence"]["spawns"], 1, "{}", r["adherence"]);
     assert_eq!(r["adherence"]["hinted_spawns"], 1, "{}", r["adherence"]);
     assert_eq!(r["adherence"]["followed"], 1, "{}", r["adherence"]);

@@ -31,6 +31,16 @@ pub struct UsageRec {
     pub hint_read: u64,
 }
 
+#[derive(Debug, Clone, Copy)]
+pub struct PromptRec {
+    /// Hash of the prompt line's uuid.
+    pub key: u128,
+    /// Its turn got a routing hint.
+    pub hinted: bool,
+    /// Long enough for the routing hook to consider it (it stays silent under `MIN_WORDS` words).
+    pub long: bool,
+}
+
 #[derive(Debug, Clone)]
 pub struct HintRec {
     pub key: u128,
@@ -62,8 +72,7 @@ pub struct FileFacts {
     pub agent_tool_use_id: Option<String>,
     pub models: Vec<String>,
     pub usage: Vec<UsageRec>,
-    /// (hash of the prompt line's uuid, whether its turn got a routing hint).
-    pub prompts: Vec<(u128, bool)>,
+    pub prompts: Vec<PromptRec>,
     pub hints: Vec<HintRec>,
     pub spawns: Vec<SpawnRec>,
     /// The first model the subagent's own replies name.
@@ -90,6 +99,17 @@ pub fn hash(parts: &[&str]) -> u128 {
 /// The tier a hint names: `model "haiku"` and the like.
 pub fn hinted_tier(text: &str) -> Option<Tier> {
     ["haiku", "sonnet", "opus"].iter().find(|t| text.contains(&format!("model \"{t}\""))).and_then(|t| Tier::of(t))
+}
+
+/// Words in a prompt line's text (counted, never kept).
+fn prompt_words(line: &Line<'_>) -> usize {
+    match line.message.as_ref().and_then(|m| m.content.as_ref()) {
+        Some(crate::transcripts::line::Content::Text(t)) => t.split_whitespace().count(),
+        Some(crate::transcripts::line::Content::Blocks(blocks)) => {
+            blocks.iter().filter(|b| b.is("text")).filter_map(|b| b.text()).map(|t| t.split_whitespace().count()).sum()
+        }
+        _ => 0,
+    }
 }
 
 /// About four characters per token: the usual rule of thumb for English text and code.
@@ -250,7 +270,8 @@ impl Collector {
             let key =
                 if uuid.is_empty() { hash(&["prompt", &self.facts.session_id, &n]) } else { hash(&["prompt", uuid]) };
             self.turn_prompt = Some((uuid.to_string(), self.facts.prompts.len()));
-            self.facts.prompts.push((key, self.turn_hint.is_some()));
+            let long = prompt_words(line) >= crate::routing::MIN_WORDS;
+            self.facts.prompts.push(PromptRec { key, hinted: self.turn_hint.is_some(), long });
             return;
         }
         if self.spawn_index.is_empty() {
@@ -297,7 +318,7 @@ impl Collector {
             if names_current || (self.turn_open && !self.turn_has_reply && self.turn_hint.is_none()) {
                 self.turn_hint = Some(tier);
                 if let Some((_, i)) = &self.turn_prompt {
-                    self.facts.prompts[*i].1 = true;
+                    self.facts.prompts[*i].hinted = true;
                 }
             } else {
                 self.pending_hint = Some(tier);

@@ -106,7 +106,8 @@ pub struct Aggregator {
     usage: HashMap<u64, Rec>,
     unkeyed: Vec<Rec>,
     duplicates: u64,
-    prompts: HashMap<u128, bool>,
+    /// Prompt key → (hinted, long).
+    prompts: HashMap<u128, (bool, bool)>,
     hints: HashMap<u128, HintRec>,
     spawns: HashMap<String, SpawnRec>,
     agents: Vec<AgentInfo>,
@@ -171,8 +172,9 @@ impl Aggregator {
                 },
             }
         }
-        for (key, hinted) in facts.prompts {
-            *self.prompts.entry(key).or_insert(false) |= hinted;
+        for p in facts.prompts {
+            let e = self.prompts.entry(p.key).or_insert((false, p.long));
+            e.0 |= p.hinted;
         }
         for h in facts.hints {
             self.hints.entry(h.key).or_insert(h);
@@ -260,6 +262,10 @@ pub struct Reach {
     pub prompts: u64,
     pub hinted_prompts: u64,
     pub share: Option<f64>,
+    /// Prompts of at least `MIN_WORDS` words: the ones the routing hook considers at all.
+    pub long_prompts: u64,
+    pub hinted_long_prompts: u64,
+    pub share_of_long: Option<f64>,
     pub routing_hints: u64,
     pub skill_hints: u64,
 }
@@ -446,8 +452,10 @@ impl Report {
         all_tokens.add(&sub.1);
 
         // Reach.
-        let hinted_prompts = agg.prompts.values().filter(|h| **h).count() as u64;
+        let hinted_prompts = agg.prompts.values().filter(|(h, _)| *h).count() as u64;
         let prompts = agg.prompts.len() as u64;
+        let long_prompts = agg.prompts.values().filter(|(_, long)| *long).count() as u64;
+        let hinted_long_prompts = agg.prompts.values().filter(|(h, long)| *h && *long).count() as u64;
         let routing_hints = agg.hints.values().filter(|h| h.routing).count() as u64;
         let skill_hints = agg.hints.len() as u64 - routing_hints;
         let hint_tokens: u64 = agg.hints.values().map(|h| h.tokens).sum();
@@ -624,8 +632,16 @@ impl Report {
             hint_overhead_usd: overhead,
             net_usd: realised_usd.map(|r| r - overhead),
         };
-        let reach =
-            Reach { prompts, hinted_prompts, share: ratio(hinted_prompts, prompts), routing_hints, skill_hints };
+        let reach = Reach {
+            prompts,
+            hinted_prompts,
+            share: ratio(hinted_prompts, prompts),
+            long_prompts,
+            hinted_long_prompts,
+            share_of_long: ratio(hinted_long_prompts, long_prompts),
+            routing_hints,
+            skill_hints,
+        };
         let calibrate = advise(&reach, &adherence, &savings);
 
         Report {
@@ -687,8 +703,8 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate 
              why every prompt fell below the confidence threshold"
                 .to_string(),
         );
-    } else if let Some(share) = reach.share.filter(|s| *s < 0.3) {
-        findings.push(format!("hints reached only {} of prompts", pct(share)));
+    } else if let Some(share) = reach.share_of_long.filter(|s| *s < 0.3) {
+        findings.push(format!("hints reached only {} of the prompts long enough for one", pct(share)));
         focus.push(
             "the engine is rarely confident enough: refit the temperature and check whether `min_confidence` is set too high"
                 .to_string(),
@@ -749,7 +765,16 @@ mod tests {
     }
 
     fn reach(prompts: u64, hinted: u64, hints: u64) -> Reach {
-        Reach { prompts, hinted_prompts: hinted, share: ratio(hinted, prompts), routing_hints: hints, skill_hints: 0 }
+        Reach {
+            prompts,
+            hinted_prompts: hinted,
+            share: ratio(hinted, prompts),
+            long_prompts: prompts,
+            hinted_long_prompts: hinted,
+            share_of_long: ratio(hinted, prompts),
+            routing_hints: hints,
+            skill_hints: 0,
+        }
     }
 
     fn adherence(followed: u64, upgraded: u64, downgraded: u64) -> Adherence {

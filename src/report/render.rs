@@ -105,10 +105,13 @@ pub fn table(r: &Report) -> String {
     let reach = &r.reach;
     let _ = writeln!(
         out,
-        "Reach       {} of prompts got a routing hint ({} of {}; {} skill hints)",
+        "Reach       {} of prompts got a routing hint ({} of {}); {} of those long enough for one ({} of {}); {} skill hints",
         pct(reach.share),
         reach.hinted_prompts,
         reach.prompts,
+        pct(reach.share_of_long),
+        reach.hinted_long_prompts,
+        reach.long_prompts,
         reach.skill_hints
     );
     let a = &r.adherence;

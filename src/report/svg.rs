@@ -72,7 +72,17 @@ pub fn render(r: &Report) -> String {
     // Headline cards.
     let net = r.savings.net_usd;
     let cards = [
-        ("reach", pct(r.reach.share), format!("{} of {} prompts hinted", r.reach.hinted_prompts, r.reach.prompts), INK),
+        (
+            "reach",
+            pct(r.reach.share),
+            format!(
+                "{} of {} prompts · {} of long ones",
+                r.reach.hinted_prompts,
+                r.reach.prompts,
+                pct(r.reach.share_of_long)
+            ),
+            INK,
+        ),
         (
             "adherence",
             pct(r.adherence.share),
