@@ -286,6 +286,7 @@ fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: b
             let version = modern.clone().unwrap_or_else(|| server.version());
             let key = reply_id.to_string();
             let panic_id = reply_id.clone();
+            let busy_id = reply_id.clone();
             let finish = move |r: Value| {
                 let r = if modern.is_some() { tools::modern_result(r, false) } else { r };
                 result(reply_id, r)
@@ -303,8 +304,10 @@ fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: b
             if let Ok(mut f) = server.in_flight.lock() {
                 f.insert(key.clone());
             }
-            let server = Arc::clone(server);
-            std::thread::spawn(move || {
+            let worker = Arc::clone(server);
+            let (worker_key, worker_rid) = (key.clone(), rid.clone());
+            let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
+                let (server, key, rid) = (worker, worker_key, worker_rid);
                 let reply = run(&server.gateway);
                 let cancelled = server.cancelled.lock().map(|mut c| c.remove(&key)).unwrap_or(false);
                 match reply {
@@ -316,7 +319,17 @@ fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: b
                     f.remove(&key);
                 }
             });
-            None
+            match spawned {
+                Ok(_) => None,
+                Err(e) => {
+                    // Out of threads: say so now rather than leave the request unanswered.
+                    logging::error(&rid, &format!("cannot start a thread for the call: {e}"));
+                    if let Ok(mut f) = server.in_flight.lock() {
+                        f.remove(&key);
+                    }
+                    Some(error(busy_id, INTERNAL_ERROR, format!("the server is overloaded: {e}")))
+                }
+            }
         }
         other => Some(error(reply_id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
     }
