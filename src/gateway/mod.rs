@@ -709,6 +709,28 @@ mod tests {
         assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::ProviderTimeout));
     }
 
+    /// A provider whose health probe takes a while (answering ok if it is waited for).
+    struct Sleeps(&'static str, Duration);
+
+    impl Provider for Sleeps {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn model(&self) -> String {
+            String::new()
+        }
+        fn capabilities(&self) -> providers::Capabilities {
+            providers::Capabilities { max_options: 2, one_pass: true }
+        }
+        fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
+            Err(Failure::Error("unused".into()))
+        }
+        fn health(&self, _timeout: Duration) -> providers::Probe {
+            std::thread::sleep(self.1);
+            providers::Probe { ok: true, detail: None }
+        }
+    }
+
     #[test]
     fn health_is_degraded_when_only_a_fallback_is_up_and_bounded_by_the_timeout() {
         let down = Scripted::new("down", Err(Failure::Error("x".into())));
@@ -725,28 +747,13 @@ mod tests {
         assert_eq!(gateway(std::slice::from_ref(&up)).health_with_pause(true).status, "paused");
 
         // A probe that hangs past the timeout is reported as down when the timeout is up.
-        struct Hangs;
-        impl Provider for Hangs {
-            fn name(&self) -> &'static str {
-                "hangs"
-            }
-            fn model(&self) -> String {
-                String::new()
-            }
-            fn capabilities(&self) -> providers::Capabilities {
-                providers::Capabilities { max_options: 2, one_pass: true }
-            }
-            fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
-                Err(Failure::Error("unused".into()))
-            }
-            fn health(&self, _timeout: Duration) -> providers::Probe {
-                std::thread::sleep(Duration::from_secs(30));
-                providers::Probe { ok: true, detail: None }
-            }
-        }
         let loaded =
             crate::config::load_from("/nonexistent/system1.toml".into(), &[("SYSTEM1_TIMEOUT_S".into(), "0.2".into())]);
-        let g = Gateway::with_chain(loaded, vec![Arc::new(Hangs), up.clone()], Calibration::default());
+        let g = Gateway::with_chain(
+            loaded,
+            vec![Arc::new(Sleeps("hangs", Duration::from_secs(30))), up.clone()],
+            Calibration::default(),
+        );
         let started = Instant::now();
         let h = g.health_with_pause(false);
         assert!(started.elapsed() < Duration::from_secs(5), "health waited {:?}", started.elapsed());
@@ -754,27 +761,11 @@ mod tests {
         assert!(h.providers[0].detail.as_deref().is_some_and(|d| d.contains("no answer within 0.200 s")));
 
         // Probes run side by side: three that take 0.4 s each are done in about 0.4 s, not 1.2 s.
-        struct Slow(&'static str);
-        impl Provider for Slow {
-            fn name(&self) -> &'static str {
-                self.0
-            }
-            fn model(&self) -> String {
-                String::new()
-            }
-            fn capabilities(&self) -> providers::Capabilities {
-                providers::Capabilities { max_options: 2, one_pass: true }
-            }
-            fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
-                Err(Failure::Error("unused".into()))
-            }
-            fn health(&self, _timeout: Duration) -> providers::Probe {
-                std::thread::sleep(Duration::from_millis(400));
-                providers::Probe { ok: true, detail: None }
-            }
-        }
         let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &[]);
-        let chain: Vec<Arc<dyn Provider>> = vec![Arc::new(Slow("a")), Arc::new(Slow("b")), Arc::new(Slow("c"))];
+        let chain: Vec<Arc<dyn Provider>> = ["a", "b", "c"]
+            .into_iter()
+            .map(|n| Arc::new(Sleeps(n, Duration::from_millis(400))) as Arc<dyn Provider>)
+            .collect();
         let g = Gateway::with_chain(loaded, chain, Calibration::default());
         let started = Instant::now();
         let h = g.health_with_pause(false);
