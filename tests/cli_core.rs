@@ -207,3 +207,38 @@ fn log_file_appends_every_line_too() {
     assert_eq!(both.matches("INFO [rid-42] decide: decided").count(), 2);
     assert_log_lines(&both);
 }
+
+/// `config show` as key -> (value, source).
+fn shown(env: &TestEnv) -> std::collections::BTreeMap<String, (String, String)> {
+    let o = env.run(&["config", "show"], "");
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    stdout(&o)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (kv, source) = l.split_once("  # ").expect("value and source");
+            let (k, v) = kv.split_once(" = ").expect("key = value");
+            (k.trim().to_string(), (v.trim().to_string(), source.trim().to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn config_example_lists_every_key_at_its_default() {
+    let example = TestEnv::new();
+    example.write_config(include_str!("../config.example.toml"));
+    let o = example.run(&["config", "check"], "");
+    assert_eq!(code(&o), 0, "config.example.toml is valid: {}", stderr(&o));
+    let defaults = TestEnv::new();
+    defaults.write_config("[providers.laya]\n[providers.von]\n[providers.ollama]\n[providers.mock]\n");
+    let (example, defaults) = (shown(&example), shown(&defaults));
+    assert_eq!(example.keys().collect::<Vec<_>>(), defaults.keys().collect::<Vec<_>>(), "the same keys");
+    for (key, (value, source)) in &example {
+        if key.ends_with(".api_key") {
+            assert_eq!(source, "default", "no secret in the example");
+            continue;
+        }
+        assert!(source.starts_with("file "), "{key} is missing from config.example.toml");
+        assert_eq!(value, &defaults[key].0, "{key}: the example shows another value than the default");
+    }
+}

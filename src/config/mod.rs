@@ -296,7 +296,10 @@ fn read_routing(s: &Settings) -> RoutingConfig {
         s.error(format!("routing.default_tier: unknown tier {default_tier:?}; use one of {}", TIERS.join(", ")));
     }
     let rules = match s.value("rules") {
-        None => default_rules(),
+        None => {
+            s.default_shown("rules", &rules_value(&default_rules()));
+            default_rules()
+        }
         Some(v) => parse_rules(&v).unwrap_or_else(|e| {
             s.error(format!("routing.rules: {e}"));
             default_rules()
@@ -304,6 +307,22 @@ fn read_routing(s: &Settings) -> RoutingConfig {
     };
     let budget_ms = s.u64("budget_ms", 1500, 1, 60_000);
     RoutingConfig { enabled, hint, log_dirs, min_confidence, default_tier, rules, budget_ms }
+}
+
+/// The TOML form of a rule list, as the config file writes it.
+fn rules_value(rules: &[Rule]) -> Value {
+    Value::Array(
+        rules
+            .iter()
+            .map(|r| {
+                let when: Table = r.when.iter().map(|(k, v)| (k.clone(), Value::Boolean(*v))).collect();
+                let mut t = Table::new();
+                t.insert("when".into(), Value::Table(when));
+                t.insert("tier".into(), Value::String(r.tier.clone()));
+                Value::Table(t)
+            })
+            .collect(),
+    )
 }
 
 /// Parses `rules = [{ when = { design = true }, tier = "opus" }, ...]`, naming what is wrong.

@@ -222,11 +222,23 @@ impl Settings {
     pub fn value(&self, key: &str) -> Option<Value> {
         let v = self.raw(key).cloned();
         if let Some(v) = &v {
-            self.note(key, short(v), true);
+            self.note(key, v.to_string(), true);
         } else {
             self.read.borrow_mut().push(key.to_string());
         }
         v
+    }
+
+    /// Records the default of a key with a shape of its own (read with [`Settings::value`]) when
+    /// it is absent, so that `config show` lists it too.
+    pub fn default_shown(&self, key: &str, default: &Value) {
+        if !self.has(key) {
+            self.resolved.borrow_mut().push(Resolved {
+                key: self.dotted(key),
+                value: default.to_string(),
+                source: Source::Default,
+            });
+        }
     }
 
     /// Reports every key of the section that no getter asked for, by name. Call after reading.
