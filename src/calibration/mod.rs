@@ -195,6 +195,36 @@ mod tests {
     }
 
     #[test]
+    fn a_local_file_is_loaded_before_the_shipped_fits_and_a_broken_one_is_reported() {
+        let dir = std::env::temp_dir().join(format!("s1-cal-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let local = dir.join("calibration.json");
+        let file = File::new(vec![fit(Some("design"), None, "typed-decisions", 0.5)]);
+        std::fs::write(&local, serde_json::to_string(&file).expect("encode")).expect("write");
+        let cal = Calibration::load(&local);
+        assert!(cal.errors.is_empty(), "{:?}", cal.errors);
+        assert_eq!(cal.find("laya", "typed-decisions", "design", 2).map(|f| f.temperature), Some(0.5));
+        assert_eq!(cal.find("laya", "typed-decisions", "review", 2).map(|f| f.temperature), Some(0.31), "shipped");
+        assert_eq!(cal.loaded().next().map(|(o, _)| *o), Some(Origin::Local));
+
+        for broken in [
+            "{",
+            r#"{"format": "other", "version": 1, "fits": []}"#,
+            r#"{"format": "system1-calibration", "version": 2, "fits": []}"#,
+            r#"{"format": "system1-calibration", "version": 1, "fits": [{"provider": "laya", "model": "m", "question": "q", "temperature": 0}]}"#,
+        ] {
+            std::fs::write(&local, broken).expect("write");
+            let cal = Calibration::load(&local);
+            assert_eq!(cal.errors.len(), 1, "{broken}: {:?}", cal.errors);
+            assert!(cal.loaded().all(|(o, _)| *o == Origin::Shipped), "{broken}");
+            assert_eq!(cal.find("laya", "typed-decisions", "design", 2).map(|f| f.temperature), Some(0.31));
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let cal = Calibration::load(&dir.join("missing.json"));
+        assert!(cal.errors.is_empty(), "a missing local file is not an error");
+    }
+
+    #[test]
     fn rescaling_sharpens_or_softens_but_keeps_the_winner() {
         let p = [0.6, 0.3, 0.1];
         let sharp = rescale(&p, 0.5);
