@@ -9,6 +9,8 @@
 
 #![cfg(unix)]
 
+#[path = "support/claude_cli.rs"]
+mod claude_cli;
 mod common;
 #[path = "support/fake_anthropic.rs"]
 mod fake_anthropic;
@@ -31,20 +33,6 @@ const PROMPT: &str = "E2E-MAIN-PROMPT: decide whether we should ship the release
 /// Longest any one CLI command may take before the test gives up on it.
 const LIMIT: Duration = Duration::from_secs(90);
 
-/// The CLI `scripts/test` installs; required when `CI` is set, skipped loudly otherwise.
-fn claude_cli() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from),
-        Some(Path::new(ROOT).join(".test-deps/claude/node_modules/.bin/claude")),
-    ];
-    if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
-        return Some(found);
-    }
-    assert!(std::env::var_os("CI").is_none(), "the Claude Code CLI is missing (SYSTEM1_TEST_CLAUDE): run scripts/test");
-    eprintln!("SKIPPED e2e_claude: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
-    None
-}
-
 struct E2e {
     env: TestEnv,
     claude: PathBuf,
@@ -58,30 +46,8 @@ impl E2e {
     /// API, and a PATH that starts with the real CLI. Whatever the caller's session set for
     /// Claude Code or Anthropic is removed.
     fn setup(cmd: &mut Command, env: &TestEnv, base_url: &str, path: &str, project: &Path) {
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().to_string();
-            if k.starts_with("ANTHROPIC_")
-                || k.starts_with("CLAUDE")
-                || k.starts_with("SYSTEM1_")
-                || k.to_ascii_lowercase().ends_with("_proxy")
-            {
-                cmd.env_remove(&k);
-            }
-        }
-        cmd.env("HOME", &env.home)
-            .env("USERPROFILE", &env.home)
-            .env("XDG_CONFIG_HOME", env.home.join(".config"))
-            .env("SYSTEM1_INSTALL_DIR", &env.install_dir)
-            .env("SYSTEM1_CONFIG", &env.config)
-            .env("CLAUDE_CONFIG_DIR", &env.claude_dir)
-            .env("DISABLE_TELEMETRY", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("ANTHROPIC_API_KEY", "test")
-            .env("ANTHROPIC_BASE_URL", base_url)
-            .env("PATH", path)
-            .current_dir(project)
-            .stdin(Stdio::null());
+        claude_cli::offline(cmd, env, base_url);
+        cmd.env("PATH", path).current_dir(project);
     }
 
     fn claude(&self, args: &[&str]) -> Output {
@@ -200,7 +166,7 @@ fn decide_result(api: &FakeAnthropic) -> Value {
 
 #[test]
 fn claude_code_end_to_end() {
-    let Some(claude) = claude_cli() else { return };
+    let Some(claude) = claude_cli::find("e2e_claude") else { return };
     // The mock answers the decide question "wait", and the routing features so that the default rule
     // gives haiku (read-only and specified); routing adds its hint.
     let env = TestEnv::with_mock(

@@ -8,12 +8,14 @@
 
 #![cfg(unix)]
 
+#[path = "support/claude_cli.rs"]
+mod claude_cli;
 mod common;
 #[path = "support/fake_anthropic.rs"]
 mod fake_anthropic;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::path::Path;
+use std::process::{Command, Output};
 
 use common::{TestEnv, stderr, stdout};
 use fake_anthropic::{Block, FakeAnthropic, is_subagent, texts, tool_result};
@@ -24,44 +26,10 @@ const AGENT_ID: &str = "toolu_report_agent";
 /// Long and read-only, so the mock's features give the default rule's haiku.
 const PROMPT: &str = "REPORT-E2E-PROMPT: read the parser module and list every public function it exports, please";
 
-fn claude_cli() -> Option<PathBuf> {
-    let candidates = [
-        std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from),
-        Some(Path::new(ROOT).join(".test-deps/claude/node_modules/.bin/claude")),
-    ];
-    if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
-        return Some(found);
-    }
-    assert!(std::env::var_os("CI").is_none(), "the Claude Code CLI is missing (SYSTEM1_TEST_CLAUDE): run scripts/test");
-    eprintln!("SKIPPED report_e2e: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
-    None
-}
-
 fn claude(cli: &Path, env: &TestEnv, api: &FakeAnthropic, cwd: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(cli);
-    cmd.args(args);
-    for (k, _) in std::env::vars_os() {
-        let k = k.to_string_lossy().to_string();
-        if k.starts_with("ANTHROPIC_")
-            || k.starts_with("CLAUDE")
-            || k.starts_with("SYSTEM1_")
-            || k.to_ascii_lowercase().ends_with("_proxy")
-        {
-            cmd.env_remove(&k);
-        }
-    }
-    cmd.env("HOME", &env.home)
-        .env("XDG_CONFIG_HOME", env.home.join(".config"))
-        .env("SYSTEM1_INSTALL_DIR", &env.install_dir)
-        .env("SYSTEM1_CONFIG", &env.config)
-        .env("CLAUDE_CONFIG_DIR", &env.claude_dir)
-        .env("DISABLE_TELEMETRY", "1")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("ANTHROPIC_API_KEY", "test")
-        .env("ANTHROPIC_BASE_URL", api.base_url())
-        .current_dir(cwd)
-        .stdin(Stdio::null());
+    cmd.args(args).current_dir(cwd);
+    claude_cli::offline(&mut cmd, env, &api.base_url());
     let out = cmd.output().expect("run claude");
     assert!(out.status.success(), "claude {args:?} failed:\nstdout: {}\nstderr: {}", stdout(&out), stderr(&out));
     out
@@ -69,7 +37,7 @@ fn claude(cli: &Path, env: &TestEnv, api: &FakeAnthropic, cwd: &Path, args: &[&s
 
 #[test]
 fn report_reads_a_transcript_written_by_the_real_cli() {
-    let Some(cli) = claude_cli() else { return };
+    let Some(cli) = claude_cli::find("report_e2e") else { return };
     let env = TestEnv::with_mock(
         "[providers.mock]\nanswer = \"wait\"\nconfidence = 0.8\n\
          answers = { read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\" }\n\
