@@ -113,19 +113,24 @@ pub fn pending_labels() -> usize {
 }
 
 /// Whether one log line is a prompt entry without labels. The writers emit compact JSON, where
-/// `"source":"` can only be the top-level key (inside a string value the quotes are escaped), so
-/// most lines are settled by a substring search; any other line is parsed, skipping every field
-/// but the two that matter.
+/// `"source":"` and `"labels":` can only be keys (inside a string value the quotes are escaped), so
+/// most lines are settled by two short searches: `source` comes early in an entry, and `labels`,
+/// added last by labelling, is found from the end. Any other line is parsed, keeping only the two
+/// fields that matter.
 fn waits_for_labels(line: &str) -> bool {
-    if line.contains(r#""source":""#) && line.trim_end().ends_with('}') {
-        if !line.contains(r#""source":"prompt""#) {
+    const SOURCE: &str = r#""source":""#;
+    const LABELS: &str = r#""labels":"#;
+    let compact = line.trim_end();
+    if compact.ends_with('}')
+        && let Some(at) = compact.find(SOURCE)
+    {
+        if !compact[at + SOURCE.len()..].starts_with("prompt\"") {
             return false;
         }
-        if !line.contains(r#""labels":"#) {
-            return true;
-        }
-        if line.contains(r#""labels":{""#) {
-            return false;
+        match compact.rfind(LABELS) {
+            None => return true,
+            Some(at) if compact[at + LABELS.len()..].starts_with("{\"") => return false,
+            Some(_) => {} // null, empty or another shape: parse it
         }
     }
     #[derive(serde::Deserialize)]
