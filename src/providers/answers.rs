@@ -85,6 +85,16 @@ pub fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration, Failu
     }
 }
 
+/// Refuses a request with more options than the engine takes, before anything is sent. The gateway
+/// checks `capabilities().max_options` first; this keeps an adapter safe when it is called on its
+/// own, and says why the engine has that limit.
+pub fn check_option_limit(engine: &str, request: &EngineRequest, max: usize, why: &str) -> Result<(), Failure> {
+    match request.questions.iter().find(|q| q.options.len() > max) {
+        Some(q) => Err(Failure::Error(format!("{engine}: {} options exceed the limit of {max}{why}", q.options.len()))),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

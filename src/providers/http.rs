@@ -50,6 +50,20 @@ impl Endpoint {
         Ok(Self { base: trimmed.to_string(), loopback, agent: config.build().into() })
     }
 
+    /// The `endpoint` and `allow_remote` settings of an engine, read and checked in one place; a
+    /// problem is recorded as a config error naming the key, and gives `None`.
+    pub fn from_settings(s: &crate::config::Settings, default_url: &str) -> Option<Self> {
+        let url = s.string("endpoint", default_url);
+        let allow_remote = s.bool("allow_remote", false);
+        match Endpoint::new(&url, allow_remote) {
+            Ok(e) => Some(e),
+            Err(e) => {
+                s.error(format!("{}.endpoint: {e}", s.section()));
+                None
+            }
+        }
+    }
+
     pub fn base(&self) -> &str {
         &self.base
     }

@@ -87,15 +87,7 @@ pub struct Laya {
 
 impl Laya {
     pub fn new(s: &Settings) -> Self {
-        let url = s.string("endpoint", DEFAULT_ENDPOINT);
-        let allow_remote = s.bool("allow_remote", false);
-        let endpoint = match Endpoint::new(&url, allow_remote) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                s.error(format!("{}.endpoint: {e}", s.section()));
-                None
-            }
-        };
+        let endpoint = Endpoint::from_settings(s, DEFAULT_ENDPOINT);
         let model_sent = s.string("model", DEFAULT_MODEL).trim().to_string();
         let pin = pin_of(&model_sent);
         let default_non_latin = if pin == Pin::Builtin("multilingual") { 1.0 } else { 0.3 };
@@ -202,13 +194,12 @@ impl Provider for Laya {
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
-        if let Some(q) = request.questions.iter().find(|q| q.options.len() > self.max_options) {
-            return Err(Failure::Error(format!(
-                "laya: {} options exceed the limit of {} (Laya's decision head is unreliable past about 20; split the choice or set providers.laya.max_options)",
-                q.options.len(),
-                self.max_options
-            )));
-        }
+        answers::check_option_limit(
+            "laya",
+            request,
+            self.max_options,
+            " (Laya's decision head is unreliable past about 20; split the choice or set providers.laya.max_options)",
+        )?;
         let total: usize = request.questions.iter().map(|q| q.options.len()).sum();
         if request.questions.len() > SERVER_MAX_QUESTIONS || total > SERVER_MAX_TOTAL_OPTIONS {
             return Err(Failure::Error(format!(

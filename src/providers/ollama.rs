@@ -40,15 +40,7 @@ pub struct Ollama {
 
 impl Ollama {
     pub fn new(s: &Settings) -> Self {
-        let url = s.string("endpoint", DEFAULT_ENDPOINT);
-        let allow_remote = s.bool("allow_remote", false);
-        let endpoint = match Endpoint::new(&url, allow_remote) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                s.error(format!("{}.endpoint: {e}", s.section()));
-                None
-            }
-        };
+        let endpoint = Endpoint::from_settings(s, DEFAULT_ENDPOINT);
         let model = s.string("model", DEFAULT_MODEL).trim().to_string();
         if model.is_empty() {
             s.error(format!("{}.model must name an Ollama model (see `ollama list`)", s.section()));
@@ -211,13 +203,7 @@ impl Provider for Ollama {
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
-        if let Some(q) = request.questions.iter().find(|q| q.options.len() > self.max_options) {
-            return Err(Failure::Error(format!(
-                "ollama: {} options exceed the limit of {} (one letter label each, A to T)",
-                q.options.len(),
-                self.max_options
-            )));
-        }
+        answers::check_option_limit("ollama", request, self.max_options, " (one letter label each, A to T)")?;
         let deadline = Instant::now() + timeout;
         let thinks = self.thinks(answers::remaining(deadline, timeout)?)?;
         let mut out = Vec::with_capacity(request.questions.len());

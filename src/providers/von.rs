@@ -40,15 +40,7 @@ pub struct Von {
 
 impl Von {
     pub fn new(s: &Settings) -> Self {
-        let url = s.string("endpoint", DEFAULT_ENDPOINT);
-        let allow_remote = s.bool("allow_remote", false);
-        let endpoint = match Endpoint::new(&url, allow_remote) {
-            Ok(e) => Some(e),
-            Err(e) => {
-                s.error(format!("{}.endpoint: {e}", s.section()));
-                None
-            }
-        };
+        let endpoint = Endpoint::from_settings(s, DEFAULT_ENDPOINT);
         let yes_no = s.string("yes_no", "noul");
         if yes_no != "noul" && yes_no != "choice" {
             s.error(format!("{}.yes_no must be \"noul\" or \"choice\", got {yes_no:?}", s.section()));
@@ -118,14 +110,8 @@ impl Provider for Von {
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+        answers::check_option_limit("von", request, self.max_options, "")?;
         for q in &request.questions {
-            if q.options.len() > self.max_options {
-                return Err(Failure::Error(format!(
-                    "von: {} options exceed the limit of {}",
-                    q.options.len(),
-                    self.max_options
-                )));
-            }
             let chars: usize = q.options.iter().map(|o| o.chars().count()).sum();
             if chars > MAX_OPTION_CHARS_PER_QUESTION {
                 return Err(Failure::Error(format!(
