@@ -1,9 +1,6 @@
 //! system1: one binary for the whole product. `main` parses the command line, runs the command,
 //! and turns its outcome into one message and an exit code, here and nowhere else.
 
-// Items that later subcommands use are built ahead of them.
-#![allow(dead_code)]
-
 mod calibration;
 mod cli;
 mod commands;

@@ -123,6 +123,7 @@ impl Calibration {
         cal
     }
 
+    #[cfg(test)]
     pub fn from_fits(fits: Vec<(Origin, Fit)>) -> Self {
         Calibration { fits, errors: Vec::new() }
     }

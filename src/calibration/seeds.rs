@@ -26,10 +26,13 @@ pub struct RoutingSeed {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct CommandSeed {
+    /// Names the seed in messages; `why` explains the label to a reader of the file.
+    #[allow(dead_code)]
     pub id: String,
     pub command: String,
     pub destructive: bool,
     #[serde(default)]
+    #[allow(dead_code)]
     pub why: String,
 }
 

@@ -96,6 +96,7 @@ pub struct Loaded {
 }
 
 impl Loaded {
+    #[cfg(test)]
     pub fn is_ok(&self) -> bool {
         self.errors.is_empty()
     }

@@ -58,11 +58,6 @@ impl Settings {
         }
     }
 
-    /// An empty section (every key at its default).
-    pub fn empty(section: &str) -> Self {
-        Self::new(section, Table::new(), BTreeMap::new())
-    }
-
     pub fn section(&self) -> &str {
         &self.section
     }
@@ -314,7 +309,7 @@ mod tests {
         assert_eq!(s.string("api_key", ""), "sk-123", "the adapter gets the key");
         let shown = s.resolved.borrow()[0].value.clone();
         assert_eq!(shown, "\"<set>\"");
-        let unset = Settings::empty("providers.laya");
+        let unset = Settings::new("providers.laya", Table::new(), BTreeMap::new());
         unset.string("api_key", "");
         assert_eq!(unset.resolved.borrow()[0].value, "\"\"");
     }

@@ -13,7 +13,6 @@ use super::Failure;
 #[derive(Debug, Clone)]
 pub struct Endpoint {
     base: String,
-    loopback: bool,
     agent: ureq::Agent,
 }
 
@@ -47,7 +46,7 @@ impl Endpoint {
             // A system proxy must never see (or break) calls to a local engine.
             config = config.proxy(None);
         }
-        Ok(Self { base: trimmed.to_string(), loopback, agent: config.build().into() })
+        Ok(Self { base: trimmed.to_string(), agent: config.build().into() })
     }
 
     /// The `endpoint` and `allow_remote` settings of an engine, read and checked in one place; a
@@ -66,10 +65,6 @@ impl Endpoint {
 
     pub fn base(&self) -> &str {
         &self.base
-    }
-
-    pub fn is_loopback(&self) -> bool {
-        self.loopback
     }
 
     pub fn get(&self, path: &str, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {

@@ -45,7 +45,6 @@ pub struct PromptRec {
 pub struct HintRec {
     pub key: u128,
     pub routing: bool,
-    pub tier: Option<Tier>,
     pub tokens: u64,
 }
 
@@ -306,7 +305,7 @@ impl Collector {
             let tokens = approx_tokens(text);
             let tier = if routing { hinted_tier(text) } else { None };
             let uuid = line.uuid.as_deref().unwrap_or_default();
-            self.facts.hints.push(HintRec { key: hash(&["hint", uuid, text]), routing, tier, tokens });
+            self.facts.hints.push(HintRec { key: hash(&["hint", uuid, text]), routing, tokens });
             self.hint_new += tokens;
             if !routing {
                 continue;
