@@ -28,6 +28,17 @@ fn decide_prints_the_decision_and_exits_0() {
 }
 
 #[test]
+fn decide_keeps_stderr_quiet_unless_a_log_level_is_set() {
+    let mut env = TestEnv::with_mock("");
+    let o = env.run(&["decide", "-q", "Ship it?"], "");
+    assert_eq!(code(&o), 0);
+    assert_eq!(stderr(&o), "", "the printed answer is enough on a terminal");
+    env.set_env("SYSTEM1_LOG_LEVEL", "INFO");
+    let o = env.run(&["decide", "-q", "Ship it?"], "");
+    assert!(stderr(&o).contains(" INFO [") && stderr(&o).contains("decide: decided via mock"), "{}", stderr(&o));
+}
+
+#[test]
 fn decide_exits_4_when_it_abstains() {
     let env = TestEnv::with_mock("");
     let o = env.run(&["decide", "-q", "Ship it?", "--min-confidence", "0.95"], "");
