@@ -28,12 +28,12 @@ fn decide_prints_the_decision_and_exits_0() {
 }
 
 #[test]
-fn decide_keeps_stderr_quiet_unless_a_log_level_is_set() {
-    let mut env = TestEnv::with_mock("");
+fn decide_keeps_stderr_quiet_unless_the_log_level_is_debug() {
+    let mut env = TestEnv::with_mock("log_level = \"INFO\"\n");
     let o = env.run(&["decide", "-q", "Ship it?"], "");
     assert_eq!(code(&o), 0);
     assert_eq!(stderr(&o), "", "the printed answer is enough on a terminal");
-    env.set_env("SYSTEM1_LOG_LEVEL", "INFO");
+    env.set_env("SYSTEM1_LOG_LEVEL", "DEBUG");
     let o = env.run(&["decide", "-q", "Ship it?"], "");
     assert!(stderr(&o).contains(" INFO [") && stderr(&o).contains("decide: decided via mock"), "{}", stderr(&o));
 }

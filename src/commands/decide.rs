@@ -5,7 +5,6 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::config::Source;
 use crate::error::{Error, Result, exit};
 use crate::gateway::{ErrorCode, Gateway, Status};
 use crate::logging;
@@ -32,10 +31,10 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let gateway = Gateway::from_env();
     let g = &gateway.loaded.config.gateway;
-    // The printed answer already says how the decision went; INFO lines on a terminal would only
-    // repeat it. They appear when the user sets a log level.
-    let level_set = gateway.loaded.resolved.iter().any(|r| r.key == "gateway.log_level" && r.source != Source::Default);
-    logging::init(if level_set { &g.log_level } else { "WARNING" }, &g.log_file, true);
+    // The printed answer already says how the decision went, so INFO lines on a terminal would only
+    // repeat it: the command line logs warnings, or everything at DEBUG.
+    let level = if g.log_level == "DEBUG" { "DEBUG" } else { "WARNING" };
+    logging::init(level, &g.log_file, true);
 
     let mut req = Map::new();
     req.insert("question".into(), json!(args.question));
