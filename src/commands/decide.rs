@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result, exit};
-use crate::gateway::{ErrorCode, Gateway, Status};
+use crate::gateway::{ErrorCode, Gateway, Outcome, Status};
 use crate::logging;
 
 #[derive(clap::Args)]
@@ -65,7 +65,9 @@ pub fn run(args: Args) -> Result<i32> {
             Status::Abstained => println!("abstained: {}", resp.rationale.as_deref().unwrap_or("")),
             Status::Error => {}
         }
-        for a in resp.attempts.iter().filter(|a| a.outcome != crate::gateway::Outcome::Ok) {
+        // Failed attempts explain a fallback or an error; an abstention is already the printed answer.
+        let failed = |a: &&crate::gateway::Attempt| !matches!(a.outcome, Outcome::Ok | Outcome::Abstained);
+        for a in resp.attempts.iter().filter(failed) {
             eprintln!(
                 "  attempt {}: {:?} after {} ms: {}",
                 a.provider,
