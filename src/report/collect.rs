@@ -296,7 +296,9 @@ impl Collector {
         {
             return;
         }
-        for text in att.contexts() {
+        // The hook joins its routing and skill hints into one context, a line each.
+        let contexts = att.contexts();
+        for text in contexts.iter().flat_map(|c| c.lines()) {
             let text = text.trim_start();
             let routing = text.starts_with(ROUTING_HINT);
             if !routing && !text.starts_with(SKILL_HINT) {
@@ -378,6 +380,22 @@ mod tests {
         assert_eq!(approx_tokens("abcd"), 1);
         assert_eq!(approx_tokens("abcde"), 2);
         assert_eq!(approx_tokens(""), 0);
+    }
+
+    #[test]
+    fn a_routing_and_a_skill_hint_in_one_context_count_as_one_each() {
+        let info =
+            FileInfo { path: "s.jsonl".into(), project: "-p".into(), session_id: "s".into(), agent: None, size: 0 };
+        let mut c = Collector::new(&info);
+        let context =
+            format!("{}\nSystem-1 skill hint: consider the `pdf` skill if it fits", crate::routing::hint_text("haiku"));
+        let raw = serde_json::json!({"type": "attachment", "uuid": "h1", "attachment": {
+            "type": "hook_additional_context", "hookEvent": "UserPromptSubmit", "content": [context]}})
+        .to_string();
+        c.line(&crate::transcripts::line::parse(raw.as_bytes()).unwrap(), raw.as_bytes());
+        let hints = &c.facts.hints;
+        assert_eq!(hints.iter().map(|h| h.routing).collect::<Vec<_>>(), vec![true, false]);
+        assert_eq!(c.pending_hint, Some(Some(Tier::Haiku)));
     }
 
     #[test]
