@@ -5,13 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
 
-use crate::error::{Context, Error, Result};
+use crate::error::{Context, Result};
 use crate::outcomes::{self, Outcome, Proposal};
 use crate::routing::log;
-use crate::transcripts::Scope;
+use crate::transcripts::{self, Scope};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,21 +29,12 @@ pub struct Args {
     json: bool,
 }
 
-/// `2026-10-01` (midnight UTC) or a full RFC 3339 time.
-pub fn parse_since(s: &str) -> Result<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(s) {
-        return Ok(t.with_timezone(&Utc));
-    }
-    NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d")
-        .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
-        .ok_or_else(|| Error::usage(format!("--since {s:?}: use YYYY-MM-DD or an RFC 3339 time")))
-}
-
 pub fn run(args: Args) -> Result<i32> {
-    let scope =
-        Scope { dir: args.dir.clone(), since: args.since.as_deref().map(parse_since).transpose()?, ..Scope::default() };
+    let scope = Scope {
+        dir: args.dir.clone(),
+        since: args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false)).transpose()?,
+        ..Scope::default()
+    };
     let (spawns, stats) = outcomes::scan::spawns(&scope)?;
     let proposals = outcomes::propose(&spawns);
 
@@ -149,16 +139,4 @@ pub fn summary(ps: &[Proposal]) -> String {
         }
     }
     s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn since_accepts_a_date_or_a_time() {
-        assert_eq!(parse_since("2026-10-01").unwrap().to_rfc3339(), "2026-10-01T00:00:00+00:00");
-        assert_eq!(parse_since("2026-10-01T12:00:00+02:00").unwrap().to_rfc3339(), "2026-10-01T10:00:00+00:00");
-        assert!(parse_since("last week").is_err());
-    }
 }

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::Utc;
 use serde_json::json;
 
 use crate::error::{Context, Error, Result};
@@ -47,24 +47,13 @@ pub struct Args {
     threads: usize,
 }
 
-/// A date means its midnight UTC (`end_of_day` moves it to the next midnight); else RFC 3339.
-fn parse_when(s: &str, flag: &str, end_of_day: bool) -> Result<DateTime<Utc>> {
-    if let Ok(d) = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d") {
-        let d = if end_of_day { d.succ_opt().unwrap_or(d) } else { d };
-        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
-    }
-    DateTime::parse_from_rfc3339(s.trim())
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| Error::usage(format!("{flag} {s:?}: expected a date (2026-11-01) or an RFC 3339 time")))
-}
-
 pub fn run(args: Args) -> Result<i32> {
     let prices = Prices::load(args.prices.as_deref())?;
-    let mut since = args.since.as_deref().map(|s| parse_when(s, "--since", false)).transpose()?;
+    let mut since = args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false)).transpose()?;
     if let Some(days) = args.days {
         since = Some(Utc::now() - chrono::Duration::days(i64::from(days)));
     }
-    let until = args.until.as_deref().map(|s| parse_when(s, "--until", true)).transpose()?;
+    let until = args.until.as_deref().map(|s| transcripts::parse_when(s, "--until", true)).transpose()?;
     if let (Some(s), Some(u)) = (since, until)
         && s >= u
     {

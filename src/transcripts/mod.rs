@@ -41,7 +41,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::SystemTime;
 
-use chrono::{DateTime, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -76,6 +76,18 @@ impl Scope {
             }
         }
     }
+}
+
+/// A `--since`/`--until` value: a date means its midnight UTC (`end_of_day` moves it to the next
+/// midnight, so that `--until` takes the day whole); anything else must be an RFC 3339 time.
+pub fn parse_when(s: &str, flag: &str, end_of_day: bool) -> Result<DateTime<Utc>> {
+    if let Ok(d) = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d") {
+        let d = if end_of_day { d.succ_opt().unwrap_or(d) } else { d };
+        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+    }
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| Error::usage(format!("{flag} {s:?}: expected a date (2026-11-01) or an RFC 3339 time")))
 }
 
 /// How Claude Code turns a working directory into a project directory name.
@@ -432,6 +444,15 @@ mod tests {
         assert!(!r.contains(Some("2026-01-02T01:00:00+02:00")));
         assert!(r.contains(Some("2026-01-02T03:00:00+02:00")));
         assert!(r.contains(None));
+    }
+
+    #[test]
+    fn when_is_a_date_or_a_time() {
+        let at = |s, end| parse_when(s, "--since", end).map(|t| t.to_rfc3339());
+        assert_eq!(at("2026-10-01", false).unwrap(), "2026-10-01T00:00:00+00:00");
+        assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-02T00:00:00+00:00");
+        assert_eq!(at("2026-10-01T12:00:00+02:00", false).unwrap(), "2026-10-01T10:00:00+00:00");
+        assert!(at("last week", false).unwrap_err().to_string().contains("--since"));
     }
 
     #[test]
