@@ -16,7 +16,7 @@
 
 pub mod tools;
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::sync::{Arc, Mutex};
 
@@ -45,9 +45,9 @@ struct Server {
     out: Mutex<std::io::Stdout>,
     /// The negotiated protocol version (the newest until `initialize` says otherwise).
     version: Mutex<Option<String>>,
-    /// Ids of in-flight tool calls the client cancelled: their replies are dropped.
-    cancelled: Mutex<HashSet<String>>,
-    in_flight: Mutex<HashSet<String>>,
+    /// Tool calls still running, by id, each with whether the client cancelled it (its reply is
+    /// then dropped). One map under one lock, so a cancellation can never outlive its call.
+    in_flight: Mutex<HashMap<String, bool>>,
 }
 
 impl Server {
@@ -83,8 +83,7 @@ pub fn serve(gateway: Gateway) -> i32 {
         gateway: Arc::new(gateway),
         out: Mutex::new(std::io::stdout()),
         version: Mutex::new(None),
-        cancelled: Mutex::new(HashSet::new()),
-        in_flight: Mutex::new(HashSet::new()),
+        in_flight: Mutex::new(HashMap::new()),
     });
     for e in &server.gateway.config_errors {
         logging::warn("startup", &format!("config error: {e}"));
@@ -302,14 +301,14 @@ fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: b
                 return run(&server.gateway);
             }
             if let Ok(mut f) = server.in_flight.lock() {
-                f.insert(key.clone());
+                f.insert(key.clone(), false);
             }
             let worker = Arc::clone(server);
             let (worker_key, worker_rid) = (key.clone(), rid.clone());
             let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
                 let (server, key, rid) = (worker, worker_key, worker_rid);
                 let reply = run(&server.gateway);
-                let cancelled = server.cancelled.lock().map(|mut c| c.remove(&key)).unwrap_or(false);
+                let cancelled = server.in_flight.lock().map(|f| f.get(&key) == Some(&true)).unwrap_or(false);
                 match reply {
                     Some(r) if !cancelled => server.send(&r),
                     _ => logging::info(&rid, "reply dropped: the request was cancelled"),
@@ -338,11 +337,9 @@ fn handle_message(server: &Arc<Server>, mut obj: Map<String, Value>, in_batch: b
 fn handle_notification(server: &Server, method: &str, params: &Value) {
     if method == "notifications/cancelled"
         && let Some(id) = params.get("requestId").filter(|v| valid_id(v))
+        && let Ok(mut f) = server.in_flight.lock()
+        && let Some(cancelled) = f.get_mut(&id.to_string())
     {
-        let key = id.to_string();
-        let in_flight = server.in_flight.lock().map(|f| f.contains(&key)).unwrap_or(false);
-        if in_flight && let Ok(mut c) = server.cancelled.lock() {
-            c.insert(key);
-        }
+        *cancelled = true;
     }
 }
