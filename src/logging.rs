@@ -62,6 +62,11 @@ fn open_log(path: &str, stderr: bool) -> Option<std::fs::File> {
     }
 }
 
+/// Whether [`init`] has run in this process.
+pub fn initialized() -> bool {
+    LOGGER.get().is_some()
+}
+
 pub fn enabled(level: Level) -> bool {
     LOGGER.get().map(|l| level >= l.level).unwrap_or(level >= Level::Warning)
 }
