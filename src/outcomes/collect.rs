@@ -5,19 +5,18 @@
 //! model it ran on and whether it died on an API error, which the parent never marks
 //! (claude-code.md section 7).
 //!
-//! Files may come in any order. A forked session repeats the whole history in a new file, so
+//! Lines come typed, from the shared transcript reader. Each main file is collected on its own and
+//! then merged ([`Collector::merge`]); a forked session repeats the whole history in a new file, so
 //! everything is keyed by tool use id or agent id and the first copy wins.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
-use serde_json::Value;
 
 use super::rules::Spawn;
-
-/// The names the subagent tool has had.
-const SPAWN_TOOLS: [&str; 2] = ["Agent", "Task"];
+use crate::transcripts::Line;
+use crate::transcripts::line::Content;
 
 #[derive(Debug, Default, Clone)]
 struct SubagentFile {
@@ -42,26 +41,6 @@ pub struct Collector {
     meta: HashMap<String, String>,
 }
 
-fn text_of(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Array(blocks) => blocks
-            .iter()
-            .filter_map(|b| match b {
-                Value::String(s) => Some(s.as_str()),
-                _ if b.get("type").and_then(Value::as_str) == Some("text") => b.get("text").and_then(Value::as_str),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
-
-fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
-    v.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
 static AGENT_ID: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"agentId:\s*([A-Za-z0-9_-]+)").unwrap_or_else(|_| unreachable!("the pattern is a literal"))
 });
@@ -74,68 +53,71 @@ fn tag<'a>(text: &'a str, name: &str) -> Option<&'a str> {
     Some(text[start..end].trim())
 }
 
+/// The text of a `user` line that is a task notification (a string, or text blocks).
+fn notification_text(line: &Line<'_>) -> Option<String> {
+    let text = match line.message.as_ref()?.content.as_ref()? {
+        Content::Text(t) => t.to_string(),
+        Content::Blocks(blocks) => {
+            blocks.iter().filter(|b| b.is("text")).filter_map(|b| b.text()).collect::<Vec<_>>().join("\n")
+        }
+        Content::Other => return None,
+    };
+    text.contains("<task-notification>").then_some(text)
+}
+
 impl Collector {
     /// One line of a main session file. `project` is the session's project folder.
-    pub fn main_line(&mut self, project: &str, session_id: &str, line: &Value) {
-        let Some(content) = line.pointer("/message/content") else { return };
-        let timestamp = str_of(line, "timestamp");
-        match str_of(line, "type") {
-            "assistant" => {
-                let Value::Array(blocks) = content else { return };
-                let parent_model = line.pointer("/message/model").and_then(Value::as_str).unwrap_or("");
-                for b in blocks {
-                    if str_of(b, "type") != "tool_use" || !SPAWN_TOOLS.contains(&str_of(b, "name")) {
-                        continue;
-                    }
-                    let id = str_of(b, "id");
-                    if id.is_empty() || self.index.contains_key(id) {
-                        continue;
-                    }
-                    let input = b.get("input").cloned().unwrap_or(Value::Null);
-                    self.index.insert(id.to_string(), self.spawns.len());
-                    self.spawns.push(Spawn {
-                        tool_use_id: id.to_string(),
-                        project: project.to_string(),
-                        session_id: session_id.to_string(),
-                        timestamp: timestamp.to_string(),
-                        description: str_of(&input, "description").to_string(),
-                        prompt: str_of(&input, "prompt").to_string(),
-                        subagent_type: str_of(&input, "subagent_type").to_string(),
-                        requested_model: str_of(&input, "model").to_string(),
-                        parent_model: parent_model.to_string(),
-                        ..Spawn::default()
-                    });
+    pub fn main_line(&mut self, project: &str, session_id: &str, line: &Line<'_>) {
+        if line.is("assistant") {
+            let parent_model = line.message.as_ref().and_then(|m| m.model.as_deref()).unwrap_or("");
+            for b in line.blocks() {
+                if !b.is_agent_spawn() {
+                    continue;
                 }
+                let Some(id) = b.id.as_deref().filter(|id| !id.is_empty()) else { continue };
+                if self.index.contains_key(id) {
+                    continue;
+                }
+                let input = b.agent_input();
+                self.index.insert(id.to_string(), self.spawns.len());
+                self.spawns.push(Spawn {
+                    tool_use_id: id.to_string(),
+                    project: project.to_string(),
+                    session_id: session_id.to_string(),
+                    timestamp: line.timestamp.as_deref().unwrap_or("").to_string(),
+                    description: input.description.unwrap_or_default(),
+                    prompt: input.prompt.unwrap_or_default(),
+                    subagent_type: input.subagent_type.unwrap_or_default(),
+                    requested_model: input.model.unwrap_or_default(),
+                    parent_model: parent_model.to_string(),
+                    ..Spawn::default()
+                });
             }
-            "user" => {
-                let text = text_of(content);
-                if text.contains("<task-notification>") {
-                    self.notification(&text);
-                }
-                let Value::Array(blocks) = content else { return };
-                for b in blocks {
-                    if str_of(b, "type") != "tool_result" {
-                        continue;
-                    }
-                    let Some(&i) = self.index.get(str_of(b, "tool_use_id")) else { continue };
-                    let s = &mut self.spawns[i];
-                    if s.has_result {
-                        continue; // a forked copy of a result already seen
-                    }
-                    let result = line.get("toolUseResult").cloned().unwrap_or(Value::Null);
-                    s.has_result = true;
-                    s.is_error = b.get("is_error").and_then(Value::as_bool).unwrap_or(false);
-                    let report = b.get("content").map(text_of).unwrap_or_default();
-                    s.status = str_of(&result, "status").to_string();
-                    s.resolved_model = str_of(&result, "resolvedModel").to_string();
-                    s.agent_id = match str_of(&result, "agentId") {
-                        "" => AGENT_ID.captures(&report).map(|c| c[1].to_string()).unwrap_or_default(),
-                        id => id.to_string(),
-                    };
-                    s.report = report;
-                }
+        } else if line.is("user") {
+            if let Some(text) = notification_text(line) {
+                self.notification(&text);
             }
-            _ => {}
+            for b in line.blocks() {
+                if !b.is("tool_result") {
+                    continue;
+                }
+                let Some(&i) = b.tool_use_id.as_deref().and_then(|id| self.index.get(id)) else { continue };
+                let s = &mut self.spawns[i];
+                if s.has_result {
+                    continue; // a repeated copy of a result already seen
+                }
+                let result = line.agent_result().unwrap_or_default();
+                let report = b.text().unwrap_or_default();
+                s.has_result = true;
+                s.is_error = b.is_error.unwrap_or(false);
+                s.status = result.status.unwrap_or_default();
+                s.resolved_model = result.resolved_model.unwrap_or_default();
+                s.agent_id = match result.agent_id.filter(|id| !id.is_empty()) {
+                    Some(id) => id,
+                    None => AGENT_ID.captures(&report).map(|c| c[1].to_string()).unwrap_or_default(),
+                };
+                s.report = report;
+            }
         }
     }
 
@@ -147,6 +129,32 @@ impl Collector {
         };
         for key in [tag(body, "tool-use-id"), tag(body, "task-id")].into_iter().flatten() {
             self.notifications.entry(key.to_string()).or_insert_with(|| n.clone());
+        }
+    }
+
+    /// Folds in what another main file gave; what is here already wins (a forked session repeats
+    /// the history), except that a result fills in a spawn that had none.
+    pub fn merge(&mut self, other: Collector) {
+        for s in other.spawns {
+            match self.index.get(&s.tool_use_id) {
+                None => {
+                    self.index.insert(s.tool_use_id.clone(), self.spawns.len());
+                    self.spawns.push(s);
+                }
+                Some(&i) if !self.spawns[i].has_result && s.has_result => {
+                    let old = &mut self.spawns[i];
+                    old.has_result = true;
+                    old.is_error = s.is_error;
+                    old.status = s.status;
+                    old.resolved_model = s.resolved_model;
+                    old.agent_id = s.agent_id;
+                    old.report = s.report;
+                }
+                Some(_) => {}
+            }
+        }
+        for (key, n) in other.notifications {
+            self.notifications.entry(key).or_insert(n);
         }
     }
 
@@ -196,17 +204,25 @@ impl Collector {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    /// Feeds one JSON line through the shared transcript parser, as the reader does.
+    fn feed(c: &mut Collector, v: Value) {
+        let raw = v.to_string();
+        c.main_line("p", "s", &crate::transcripts::line::parse(raw.as_bytes()).unwrap());
+    }
 
     #[test]
     fn joins_spawn_result_meta_and_subagent_file() {
         let mut c = Collector::default();
-        c.main_line("p", "s", &json!({"type": "assistant", "timestamp": "t1", "message": {"model": "claude-opus-4-8",
-            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Agent", "input": {"description": "d", "prompt": "go", "subagent_type": "general-purpose", "model": "inherit"}}]}}));
-        c.main_line(
-            "p",
-            "s",
-            &json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+        feed(
+            &mut c,
+            json!({"type": "assistant", "timestamp": "t1", "message": {"model": "claude-opus-4-8",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "Agent", "input": {"description": "d", "prompt": "go", "subagent_type": "general-purpose", "model": "inherit"}}]}}),
+        );
+        feed(
+            &mut c,
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_1",
             "content": [{"type": "text", "text": "all done"}, {"type": "text", "text": "agentId: abc123 <usage>"}]}]},
             "toolUseResult": {"status": "completed", "resolvedModel": "claude-opus-4-8[1m]"}}),
         );
@@ -220,12 +236,39 @@ mod tests {
     }
 
     #[test]
+    fn merge_keeps_the_first_copy_and_fills_in_a_missing_result() {
+        let spawn = json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "toolu_3", "name": "Agent", "input": {"description": "d"}}]}});
+        let result = json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_3", "content": "done", "is_error": true}]}});
+        let mut first = Collector::default();
+        first.main_line("p", "original", &crate::transcripts::line::parse(spawn.to_string().as_bytes()).unwrap());
+        let mut fork = Collector::default();
+        for l in [&spawn, &result] {
+            fork.main_line("p", "fork", &crate::transcripts::line::parse(l.to_string().as_bytes()).unwrap());
+        }
+        first.merge(fork);
+        let s = first.finish();
+        assert_eq!(s.len(), 1);
+        assert_eq!(s[0].session_id, "original");
+        assert!(s[0].has_result && s[0].is_error);
+        assert_eq!(s[0].report, "done");
+    }
+
+    #[test]
     fn task_notifications_by_task_id() {
         let mut c = Collector::default();
-        c.main_line("p", "s", &json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "toolu_2", "name": "Task", "input": {"description": "bg"}}]}}));
-        c.main_line("p", "s", &json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_2",
-            "content": "Async agent launched successfully. agentId: bg77"}]}, "toolUseResult": {"status": "async_launched", "agentId": "bg77"}}));
-        c.main_line("p", "s", &json!({"type": "user", "message": {"content": "<task-notification>\n<task-id>bg77</task-id>\n<status>killed</status>\n<summary>Agent \"bg\" was stopped</summary>\n</task-notification>"}}));
+        feed(
+            &mut c,
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "toolu_2", "name": "Task", "input": {"description": "bg"}}]}}),
+        );
+        feed(
+            &mut c,
+            json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_2",
+            "content": "Async agent launched successfully. agentId: bg77"}]}, "toolUseResult": {"status": "async_launched", "agentId": "bg77"}}),
+        );
+        feed(
+            &mut c,
+            json!({"type": "user", "message": {"content": "<task-notification>\n<task-id>bg77</task-id>\n<status>killed</status>\n<summary>Agent \"bg\" was stopped</summary>\n</task-notification>"}}),
+        );
         let s = c.finish();
         assert_eq!(s[0].notification_status, "killed");
         assert!(s[0].report.contains("was stopped"));

@@ -250,6 +250,9 @@ pub struct AgentInput {
     pub subagent_type: Option<String>,
     #[serde(deserialize_with = "lenient_string")]
     pub description: Option<String>,
+    /// The brief.
+    #[serde(deserialize_with = "lenient_string")]
+    pub prompt: Option<String>,
     pub run_in_background: Option<bool>,
 }
 
