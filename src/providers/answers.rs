@@ -34,6 +34,28 @@ pub fn choice_answer(engine: &str, model: &str, options: &[String], probs: &[f64
     })
 }
 
+/// Each option's probability from an engine answer's `probabilities` object, in option order.
+pub fn option_probabilities(answer: &Value, options: &[String]) -> Result<Vec<f64>, String> {
+    let Some(probs) = answer.get("probabilities").and_then(Value::as_object) else {
+        return Err("has no probabilities".to_string());
+    };
+    options
+        .iter()
+        .map(|o| probs.get(o).and_then(Value::as_f64).ok_or_else(|| format!("has no probability for option {o:?}")))
+        .collect()
+}
+
+/// The ids the questions go under in one engine request: their keys, unless two are equal (then
+/// their positions, `q0`, `q1`, ...).
+pub fn question_ids(request: &EngineRequest) -> Vec<String> {
+    let keys: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
+    if keys.iter().enumerate().any(|(i, k)| keys[..i].contains(k)) {
+        (0..keys.len()).map(|i| format!("q{i}")).collect()
+    } else {
+        keys
+    }
+}
+
 /// For options that are exactly yes and no (any order, any case): the indices of yes and no.
 pub fn yes_no(options: &[String]) -> Option<(usize, usize)> {
     if options.len() != 2 {
@@ -115,6 +137,31 @@ mod tests {
         assert_eq!(a["decision"], "b");
         assert_eq!(a["confidence"], 0.5);
         assert_eq!(a["probabilities"]["c"], 0.3);
+    }
+
+    #[test]
+    fn question_ids_are_the_keys_unless_two_are_equal() {
+        let request = |keys: &[&str]| EngineRequest {
+            context: None,
+            questions: keys
+                .iter()
+                .map(|k| super::super::Question { key: k.to_string(), text: "?".into(), options: vec![] })
+                .collect(),
+        };
+        assert_eq!(question_ids(&request(&["design", "review"])), ["design", "review"]);
+        assert_eq!(question_ids(&request(&["decision", "other", "decision"])), ["q0", "q1", "q2"]);
+    }
+
+    #[test]
+    fn option_probabilities_in_option_order_or_what_is_missing() {
+        let opts = vec!["a".to_string(), "b".to_string()];
+        let a = json!({"probabilities": {"b": 0.25, "a": 0.75}});
+        assert_eq!(option_probabilities(&a, &opts), Ok(vec![0.75, 0.25]));
+        assert_eq!(
+            option_probabilities(&json!({"probabilities": {"a": 1.0}}), &opts).unwrap_err(),
+            "has no probability for option \"b\""
+        );
+        assert_eq!(option_probabilities(&json!({}), &opts).unwrap_err(), "has no probabilities");
     }
 
     #[test]

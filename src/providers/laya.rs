@@ -160,16 +160,7 @@ impl Laya {
 
     /// Maps one Laya answer back: the decision, `answer_confidence`, Laya's probabilities.
     fn map_answer(&self, checkpoint: &str, options: &[String], a: &Value) -> Result<Value, String> {
-        let Some(probs) = a.get("probabilities").and_then(Value::as_object) else {
-            return Err("has no probabilities".to_string());
-        };
-        let mut ps = Vec::with_capacity(options.len());
-        for o in options {
-            match probs.get(o).and_then(Value::as_f64) {
-                Some(p) => ps.push(p),
-                None => return Err(format!("has no probability for option {o:?}")),
-            }
-        }
+        let ps = answers::option_probabilities(a, options)?;
         let pick = a.get("choice").and_then(Value::as_str);
         let mut answer = answers::choice_answer("laya", checkpoint, options, &ps, pick);
         // answer_confidence is the number Laya gates on; a strict server omits it (then max p).
@@ -211,11 +202,7 @@ impl Provider for Laya {
         let mut state_text = Vec::new();
         collect_strings(&state, &mut state_text);
 
-        // Question ids: the keys, unless two are equal (then positions).
-        let mut ids: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
-        if ids.iter().enumerate().any(|(i, k)| ids[..i].contains(k)) {
-            ids = (0..ids.len()).map(|i| format!("q{i}")).collect();
-        }
+        let ids = answers::question_ids(request);
         let mut results: Vec<Option<Value>> = vec![None; request.questions.len()];
         let mut questions = Map::new();
         for (i, q) in request.questions.iter().enumerate() {

@@ -80,16 +80,7 @@ impl Von {
             probs[no] = answers::round4(1.0 - p);
             return Ok(answers::choice_answer("von", &self.model, options, &probs, None));
         }
-        let Some(probs) = a.get("probabilities").and_then(Value::as_object) else {
-            return Err("has no probabilities".to_string());
-        };
-        let mut ps = Vec::with_capacity(options.len());
-        for o in options {
-            match probs.get(o).and_then(Value::as_f64) {
-                Some(p) => ps.push(p),
-                None => return Err(format!("has no probability for option {o:?}")),
-            }
-        }
+        let ps = answers::option_probabilities(a, options)?;
         let pick = a.get("choice").and_then(Value::as_str);
         Ok(answers::choice_answer("von", &self.model, options, &ps, pick))
     }
@@ -120,10 +111,7 @@ impl Provider for Von {
                 )));
             }
         }
-        let mut ids: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
-        if ids.iter().enumerate().any(|(i, k)| ids[..i].contains(k)) {
-            ids = (0..ids.len()).map(|i| format!("q{i}")).collect();
-        }
+        let ids = answers::question_ids(request);
         let mut questions = Map::new();
         for (id, q) in ids.iter().zip(&request.questions) {
             let v = if self.noul_for_yes_no && answers::yes_no(&q.options).is_some() {
