@@ -35,9 +35,7 @@ pub fn run(args: Args) -> Result<i32> {
             let mut rows: Vec<(String, String, Source)> =
                 loaded.resolved.iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())).collect();
             // The chain first, then any other configured engine, so every key read is listed.
-            let mut names = loaded.chain();
-            names.extend(loaded.config.providers.keys().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
-            for name in names.iter().filter(|n| crate::providers::NAMES.contains(&n.as_str())) {
+            for name in &loaded.configured_providers() {
                 let s = loaded.provider_settings(name);
                 let _ = crate::providers::build(name, &s);
                 rows.extend(s.resolved.borrow().iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())));

@@ -108,6 +108,15 @@ impl Loaded {
         chain
     }
 
+    /// Every provider the config names that this build has: the chain first, then any other
+    /// `[providers.<name>]` table (an unused table's settings are read and checked too).
+    pub fn configured_providers(&self) -> Vec<String> {
+        let mut names = self.chain();
+        names.extend(self.config.providers.keys().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
+        names.retain(|n| PROVIDER_NAMES.contains(&n.as_str()));
+        names
+    }
+
     /// The settings section of one provider (empty if the config has none).
     pub fn provider_settings(&self, name: &str) -> Settings {
         self.config.providers.get(name).cloned().unwrap_or_default().settings(name)

@@ -71,15 +71,10 @@ impl Gateway {
     pub fn new(loaded: Loaded) -> Self {
         let mut config_errors = loaded.errors.clone();
         let mut chain: Vec<Arc<dyn Provider>> = Vec::new();
-        let chain_names = loaded.chain();
-        // Build every configured provider, so a typo in an unused table is reported too.
-        let mut names: Vec<String> = chain_names.clone();
-        names.extend(loaded.config.providers.keys().filter(|n| !chain_names.contains(n)).cloned());
+        // Build every configured provider, so a typo in an unused table is reported too (unknown
+        // names are left out: the config loader has reported them).
         let mut built: Vec<(String, Arc<dyn Provider>)> = Vec::new();
-        for name in &names {
-            if !providers::NAMES.contains(&name.as_str()) {
-                continue; // already reported by the config loader
-            }
+        for name in &loaded.configured_providers() {
             let settings = loaded.provider_settings(name);
             let provider = providers::build(name, &settings);
             config_errors.extend(settings.take_errors());
@@ -87,7 +82,7 @@ impl Gateway {
                 built.push((name.clone(), Arc::from(p)));
             }
         }
-        for name in &chain_names {
+        for name in &loaded.chain() {
             if let Some((_, p)) = built.iter().find(|(n, _)| n == name) {
                 chain.push(p.clone());
             }
