@@ -45,8 +45,8 @@ fn registered_or_installed() -> PathBuf {
     }
 }
 
-/// The MCP protocol version smoke offers, as Claude Code does.
-const PROTOCOL_VERSION: &str = "2025-06-18";
+/// The MCP protocol version smoke offers: the one Claude Code opens stdio servers at (2.1.197).
+const PROTOCOL_VERSION: &str = "2025-11-25";
 
 pub fn run(args: Args) -> Result<i32> {
     let bin = args.bin.clone().unwrap_or_else(registered_or_installed);
