@@ -342,3 +342,15 @@ fn start_can_wait_until_the_engine_is_healthy() {
     );
     let _ = env.run(&["engine", "stop", "laya"], "");
 }
+
+#[test]
+fn stop_refuses_a_pid_file_that_names_no_engine() {
+    let env = TestEnv::new();
+    let dir = env.install_dir.join("engines/laya");
+    std::fs::create_dir_all(&dir).unwrap();
+    // pid 1 is init (and `kill 0` would signal this whole process group): never an engine to stop.
+    write(&dir.join("laya-serve.pid"), "1\n");
+    let out = env.run(&["engine", "stop", "laya"], "");
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(stderr(&out).contains("holds no engine pid"), "{}", stderr(&out));
+}

@@ -195,7 +195,13 @@ pub fn stop(spec: &Spec) -> Result<String> {
     let Ok(text) = std::fs::read_to_string(&pid_file) else {
         return Ok(format!("{}: no pid file ({}); nothing started by System-1 to stop", spec.name, pid_file.display()));
     };
-    let pid: u32 = text.trim().parse().map_err(|_| Error::failure(format!("{} holds no pid", pid_file.display())))?;
+    // `kill 0` would signal this whole process group, and pid 1 is init: neither is an engine.
+    let pid: u32 = text
+        .trim()
+        .parse()
+        .ok()
+        .filter(|p| *p > 1)
+        .ok_or_else(|| Error::failure(format!("{} holds no engine pid", pid_file.display())))?;
     let status = if cfg!(windows) {
         Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).status()
     } else {
