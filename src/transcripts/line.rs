@@ -20,8 +20,6 @@ pub struct Line<'a> {
     pub uuid: Option<Cow<'a, str>>,
     #[serde(rename = "parentUuid", borrow)]
     pub parent_uuid: Option<Cow<'a, str>>,
-    #[serde(rename = "sessionId", borrow)]
-    pub session_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub timestamp: Option<Cow<'a, str>>,
     #[serde(rename = "isSidechain")]
@@ -34,8 +32,6 @@ pub struct Line<'a> {
     /// Set on the assistant line Claude Code writes when an API call failed.
     #[serde(rename = "isApiErrorMessage")]
     pub is_api_error_message: Option<bool>,
-    #[serde(rename = "agentId", borrow)]
-    pub agent_id: Option<Cow<'a, str>>,
     #[serde(rename = "requestId", borrow)]
     pub request_id: Option<Cow<'a, str>>,
     #[serde(borrow)]
@@ -54,8 +50,6 @@ pub struct Message<'a> {
     pub id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub model: Option<Cow<'a, str>>,
-    #[serde(borrow)]
-    pub role: Option<Cow<'a, str>>,
     pub usage: Option<Usage>,
     #[serde(borrow)]
     pub content: Option<Content<'a>>,
@@ -253,7 +247,6 @@ pub struct AgentInput {
     /// The brief.
     #[serde(deserialize_with = "lenient_string")]
     pub prompt: Option<String>,
-    pub run_in_background: Option<bool>,
 }
 
 /// What Claude Code stores in `toolUseResult` after an Agent tool use finished (or was launched in
@@ -265,15 +258,9 @@ pub struct AgentResult {
     pub status: Option<String>,
     #[serde(rename = "agentId", deserialize_with = "lenient_string")]
     pub agent_id: Option<String>,
-    #[serde(rename = "agentType", deserialize_with = "lenient_string")]
-    pub agent_type: Option<String>,
     /// The model the subagent ran on, sometimes with a suffix such as `[1m]`.
     #[serde(rename = "resolvedModel", deserialize_with = "lenient_string")]
     pub resolved_model: Option<String>,
-    #[serde(rename = "totalTokens")]
-    pub total_tokens: Option<u64>,
-    #[serde(rename = "totalDurationMs")]
-    pub total_duration_ms: Option<u64>,
 }
 
 impl Line<'_> {
@@ -344,10 +331,6 @@ pub struct Attachment<'a> {
     pub kind: Option<Cow<'a, str>>,
     #[serde(rename = "hookEvent", borrow)]
     pub hook_event: Option<Cow<'a, str>>,
-    #[serde(rename = "hookName", borrow)]
-    pub hook_name: Option<Cow<'a, str>>,
-    #[serde(rename = "toolUseID", borrow)]
-    pub tool_use_id: Option<Cow<'a, str>>,
     /// A list of strings for `hook_additional_context`, a string for `hook_success`.
     #[serde(borrow)]
     pub content: Option<&'a RawValue>,

@@ -125,14 +125,10 @@ pub struct AgentFile {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct AgentMeta {
-    #[serde(rename = "agentType")]
-    pub agent_type: Option<String>,
-    pub description: Option<String>,
-    /// The parent's Agent tool use that spawned this subagent.
+    /// The parent's Agent tool use that spawned this subagent (the only field read: the others
+    /// are left unparsed, so that an odd one cannot cost this one).
     #[serde(rename = "toolUseId")]
     pub tool_use_id: Option<String>,
-    #[serde(rename = "spawnDepth")]
-    pub spawn_depth: Option<u32>,
 }
 
 /// Counts for a whole read (and, per file, in [`FileVisitor::finish`]).
