@@ -1,6 +1,7 @@
 //! Small pieces of state in the install dir shared by the server, the hooks and `toggle`: the
-//! pause flag and the per-day decision tally. Both are read on every decision and every hook, so
-//! `toggle off` takes effect from the next prompt with no restart.
+//! pause flag, read on every decision and every hook (so `toggle off` takes effect from the next
+//! prompt with no restart), and the per-day decision tally, appended to on every decision and read
+//! by `toggle status` and `doctor`.
 
 use std::io::Write;
 
