@@ -125,9 +125,12 @@ impl Loaded {
 
 /// Loads the config from `paths::config_file()` and the process environment.
 pub fn load() -> Loaded {
-    let env: Vec<(String, String)> =
-        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-    load_from(paths::config_file(), &env)
+    load_from(paths::config_file(), &process_env())
+}
+
+/// The process environment as `load_from` takes it (variables that are not Unicode are left out).
+pub fn process_env() -> Vec<(String, String)> {
+    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
 /// Loads from an explicit path and environment (tests call this directly).

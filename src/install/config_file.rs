@@ -62,9 +62,7 @@ fn write_staged(staged: &Path, path: &Path) -> Result<Outcome> {
 /// Asks the example's engine for its health, with the settings the example file and the
 /// environment give it.
 fn probe_example_engine(config_path: &Path) -> Result<(), String> {
-    let env: Vec<(String, String)> =
-        std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect();
-    let loaded = config::load_from(config_path.to_path_buf(), &env);
+    let loaded = config::load_from(config_path.to_path_buf(), &config::process_env());
     let settings = loaded.provider_settings(EXAMPLE_ENGINE);
     let Some(engine) = providers::build(EXAMPLE_ENGINE, &settings) else {
         let why = settings.take_errors().join("; ");
