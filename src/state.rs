@@ -49,7 +49,13 @@ pub fn record_decision(status: &str, provider: Option<&str>, latency_ms: f64) {
 /// Decisions counted today, by status.
 pub fn decisions_today() -> std::collections::BTreeMap<String, u64> {
     let mut counts = std::collections::BTreeMap::new();
-    if let Ok(text) = std::fs::read_to_string(paths::decisions_log(&today())) {
+    count_decisions(&today(), &mut counts);
+    counts
+}
+
+/// Adds the decisions of `day` (`YYYY-MM-DD`, UTC) to `counts`, by status.
+pub fn count_decisions(day: &str, counts: &mut std::collections::BTreeMap<String, u64>) {
+    if let Ok(text) = std::fs::read_to_string(paths::decisions_log(day)) {
         for line in text.lines() {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
                 let status = v.get("status").and_then(|s| s.as_str()).unwrap_or("unknown").to_string();
@@ -57,5 +63,4 @@ pub fn decisions_today() -> std::collections::BTreeMap<String, u64> {
             }
         }
     }
-    counts
 }

@@ -353,15 +353,7 @@ fn check_tallies(days: u32, r: &mut Report) {
     let mut counts = std::collections::BTreeMap::<String, u64>::new();
     for back in 0..days.max(1) {
         let Some(day) = today.checked_sub_days(chrono::Days::new(u64::from(back))) else { break };
-        let Ok(text) = std::fs::read_to_string(paths::decisions_log(&day.format("%Y-%m-%d").to_string())) else {
-            continue;
-        };
-        for line in text.lines() {
-            if let Ok(v) = serde_json::from_str::<Value>(line) {
-                let status = v["status"].as_str().unwrap_or("unknown").to_string();
-                *counts.entry(status).or_insert(0) += 1;
-            }
-        }
+        state::count_decisions(&day.format("%Y-%m-%d").to_string(), &mut counts);
     }
     let total: u64 = counts.values().sum();
     let n = |s: &str| counts.get(s).copied().unwrap_or(0);
