@@ -79,16 +79,10 @@ pub fn contents(spec: &Spec, platform: Platform) -> String {
     template.replace("@LAUNCHER@", &sh).replace("@LAUNCHER_PS1@", &ps1).replace("@DIR@", &dir.display().to_string())
 }
 
-fn on_path(tool: &str) -> bool {
-    let Some(path) = std::env::var_os("PATH") else { return false };
-    std::env::split_paths(&path).any(|d| d.join(tool).is_file() || d.join(format!("{tool}.exe")).is_file())
-}
-
 /// Runs a service-manager command when the tool exists; returns a line saying what happened.
 fn tell(tool: &str, args: &[&str]) -> Option<String> {
-    if !on_path(tool) {
-        return None;
-    }
+    // Without the tool, the file alone takes effect at the next login.
+    crate::install::claude::find_on_path(&[tool, &format!("{tool}.exe")])?;
     let line = format!("{tool} {}", args.join(" "));
     Some(match Command::new(tool).args(args).status() {
         Ok(s) if s.success() => format!("ran `{line}`"),
