@@ -75,8 +75,9 @@ impl Spec {
         self.dir().join("venv")
     }
 
+    /// The launcher `engine start` runs on this machine.
     pub fn launcher(&self) -> PathBuf {
-        self.dir().join(if cfg!(windows) { "start.ps1" } else { "start.sh" })
+        self.launcher_for(autostart::Platform::current())
     }
 
     pub fn log_file(&self) -> PathBuf {
