@@ -436,6 +436,30 @@ fn route_explains_what_the_hook_would_do() {
 }
 
 #[test]
+fn route_says_logged_only_when_the_hook_would_write_an_entry() {
+    let env = env_with("", HAIKU_ANSWERS);
+    let r = repo(&env);
+    let config = |mock: &str| {
+        format!(
+            "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\n{}\n[providers.mock]\n{mock}\n",
+            logging_to(&r)
+        )
+    };
+    env.write_config(&config(HAIKU_ANSWERS));
+    let v = route_json(&env, TASK, &r);
+    assert_eq!(v["logged"], true, "{v}");
+    // The engine fails: the hook writes no entry, so route must not say it would.
+    env.write_config(&config(&format!("{HAIKU_ANSWERS}\nfail = \"error\"")));
+    let failing = &env;
+    let v = route_json(failing, TASK, &r);
+    assert_eq!(v["logged"], false, "{v}");
+    assert_eq!(v["log_dir"], std::fs::canonicalize(&r).unwrap().display().to_string());
+    let out = failing.run(&["route", "--prompt", TASK, "--cwd", r.to_str().unwrap()], "");
+    assert!(stdout(&out).contains("log: not logged (the engine gave nothing to log)"), "{}", stdout(&out));
+    assert!(log_entries(failing).is_empty(), "route never writes the log");
+}
+
+#[test]
 fn bad_rules_are_named_by_route() {
     let env = env_with("hint = true\nrules = [{ when = { vibes = true }, tier = \"opus\" }]", HAIKU_ANSWERS);
     let v = route_json(&env, TASK, &env.home);

@@ -37,7 +37,9 @@ pub fn run(args: Args) -> Result<i32> {
     let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
     let input = Input { prompt: &args.prompt, cwd: Some(cwd), session_id: None, skills: None };
     let run = routing::run_prompt(&loaded, &input, Mode::Explain);
-    let report = to_json(&loaded, &run);
+    // The hook's own choice of entries (none when silent, or when the engine gave nothing to log).
+    let logged = !routing::entries(&input, &run).is_empty();
+    let report = to_json(&loaded, &run, logged);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
     } else {
@@ -46,7 +48,7 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(0)
 }
 
-fn to_json(loaded: &crate::config::Loaded, run: &routing::Run) -> Value {
+fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> Value {
     let routing = run.routing.as_ref().map(|r| {
         let features = match &r.asked.features {
             Ok(fs) => json!(
@@ -96,7 +98,7 @@ fn to_json(loaded: &crate::config::Loaded, run: &routing::Run) -> Value {
         "routing_hint": hint(&run.routing_hint),
         "skills": skills,
         "skill_hint": hint(&run.skill_hint),
-        "logged": run.log_dir.is_some() && run.gate.is_none(),
+        "logged": logged,
         "log_dir": run.log_dir.as_ref().map(|d| d.display().to_string()),
         "elapsed_ms": millis(run.elapsed),
     })
@@ -160,7 +162,10 @@ fn print_text(r: &Value) {
     hint_line("skill hint", &r["skill_hint"]);
     match r["log_dir"].as_str() {
         Some(d) if r["logged"].as_bool() == Some(true) => println!("log: the hook would log this prompt (inside {d})"),
-        Some(d) => println!("log: not logged (the hook is silent), though inside {d}"),
+        Some(d) if r["silent_because"].is_string() => {
+            println!("log: not logged (the hook is silent), though inside {d}")
+        }
+        Some(d) => println!("log: not logged (the engine gave nothing to log), though inside {d}"),
         None => println!("log: not logged (cwd is outside [routing] log_dirs)"),
     }
     println!("time: {:.1} ms", r["elapsed_ms"].as_f64().unwrap_or(0.0));
