@@ -5,11 +5,11 @@
 //! lives on a separate file so that a rewrite, which replaces `routing.jsonl` by rename, never
 //! leaves an appender holding a lock on a file that is no longer the log. An append opens the log
 //! only once it holds the lock (so it always writes to the current file) and writes one whole line
-//! in a single `write_all`. A rewrite holds the lock across read, temp file, fsync and rename, so
+//! in a single `write_all`, after ending a torn last line if it finds one. A rewrite holds the lock across read, temp file, fsync and rename, so
 //! no append can slip in between and be lost.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -125,7 +125,17 @@ pub fn append_at(log: &Path, entry: &Value) -> io::Result<()> {
     let mut line = serde_json::to_string(entry).map_err(io::Error::other)?;
     line.push('\n');
     let _lock = Lock::take(log)?;
-    let mut file = open_private(log, OpenOptions::new().create(true).append(true))?;
+    let mut file = open_private(log, OpenOptions::new().create(true).read(true).append(true))?;
+    // A last line left without its newline (a writer killed mid-write, a hand edit) would swallow
+    // this one: end it first, so that only the broken line is lost.
+    if file.metadata()?.len() > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::End(-1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            line.insert(0, '\n');
+        }
+    }
     file.write_all(line.as_bytes())
 }
 
@@ -266,6 +276,17 @@ mod tests {
             let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
         }
+    }
+
+    #[test]
+    fn append_after_a_torn_last_line_keeps_the_new_entry_whole() {
+        let log = scratch("torn");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        std::fs::write(&log, "{\"id\":1}\n{\"id\":2,\"prom").unwrap();
+        append_at(&log, &json!({"id": 3})).unwrap();
+        let got = read_all_at(&log).unwrap();
+        assert_eq!(got.entries, vec![json!({"id": 1}), json!({"id": 3})]);
+        assert_eq!(got.skipped, 1, "only the torn line is lost");
     }
 
     #[test]
