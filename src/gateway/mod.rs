@@ -730,7 +730,7 @@ mod tests {
     fn health_is_degraded_when_only_a_fallback_is_up_and_bounded_by_the_timeout() {
         let down = Scripted::new("down", Err(Failure::Error("x".into())));
         let up = Scripted::new("up", Ok(vec![]));
-        // Health reads the pause flag: point the install dir at an empty scratch folder.
+        // The pause flag is passed in (health() reads it from the install dir), so no file is touched.
         let h = gateway(&[down.clone(), up.clone()]).health_with_pause(false);
         assert_eq!(h.status, "degraded");
         assert_eq!(
