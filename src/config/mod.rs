@@ -119,7 +119,10 @@ impl Loaded {
 
     /// The settings section of one provider (empty if the config has none).
     pub fn provider_settings(&self, name: &str) -> Settings {
-        self.config.providers.get(name).cloned().unwrap_or_default().settings(name)
+        match self.config.providers.get(name) {
+            Some(section) => section.settings(name),
+            None => ProviderSection::default().settings(name),
+        }
     }
 }
 
