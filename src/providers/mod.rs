@@ -84,7 +84,8 @@ impl Failure {
 pub struct Capabilities {
     /// Most options one question may have.
     pub max_options: usize,
-    /// Whether several questions are answered in one engine pass.
+    /// Whether several questions are answered in one engine request (laya runs them in one forward
+    /// pass; von in one request, a pass per question inside it; ollama needs a request each).
     pub one_pass: bool,
 }
 
