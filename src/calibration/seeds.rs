@@ -26,7 +26,8 @@ pub struct RoutingSeed {
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct CommandSeed {
-    /// Names the seed in messages; `why` explains the label to a reader of the file.
+    /// `id` and `why` are for a reader of the file (`why` explains the label; a test holds every
+    /// label to one); the fit reads only the command and its label.
     #[allow(dead_code)]
     pub id: String,
     pub command: String,
