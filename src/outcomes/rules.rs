@@ -71,10 +71,10 @@ pub struct Proposal {
     pub subagent_type: String,
 }
 
-/// The Claude tier of a model id: `claude-opus-4-8[1m]` is opus. Aliases map to themselves.
+/// The Claude tier of a model id: `claude-opus-4-8[1m]` is opus. Aliases map to themselves. The
+/// usage report reads model ids the same way (`Tier::of`).
 pub fn tier_of(model: &str) -> Option<&'static str> {
-    let m = model.split('[').next().unwrap_or("").trim().to_ascii_lowercase();
-    ["haiku", "sonnet", "opus"].into_iter().find(|t| m.contains(t))
+    crate::report::prices::Tier::of(model).map(|t| t.name())
 }
 
 /// The tier that actually ran: `resolvedModel` first (it already covers `inherit`), then the
