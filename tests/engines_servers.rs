@@ -28,27 +28,37 @@ fn real_python() -> PathBuf {
 }
 
 /// A bin folder with stand-ins: `laya-serve` and `von` record their environment and arguments
-/// into `record`, print a line (which the launcher logs) and then stay up for `stay` seconds.
+/// into `record`, print a line (which the launcher logs) and then stay up for `stay` seconds, as
+/// a process whose command line names the server, as the real one's does (`engine stop` checks).
 fn stand_ins(root: &Path, gpu: bool, stay: u32) -> PathBuf {
     let bin = root.join("bin");
     let record = root.join("record");
     script(
         &bin.join("laya-serve"),
         &format!(
-            "echo \"host=$LAYA_HOST port=$LAYA_PORT models=$LAYA_MODELS device=$LAYA_DEVICE args=$*\" > {r}.tmp && mv {r}.tmp {r}\necho stand-in laya-serve up\nexec sleep {stay}",
+            "echo \"host=$LAYA_HOST port=$LAYA_PORT models=$LAYA_MODELS device=$LAYA_DEVICE args=$*\" > {r}.tmp && mv {r}.tmp {r}\n{}",
+            stay_up(stay, "stand-in laya-serve up"),
             r = record.display()
         ),
     );
     script(
         &bin.join("von"),
         &format!(
-            "echo \"args=$*\" > {r}.tmp && mv {r}.tmp {r}\necho stand-in von up\nexec sleep {stay}",
+            "echo \"args=$*\" > {r}.tmp && mv {r}.tmp {r}\n{}",
+            stay_up(stay, "stand-in von up"),
             r = record.display()
         ),
     );
     script(&bin.join("nvidia-smi"), if gpu { "echo 'GPU 0: Stand-in'; exit 0" } else { "exit 9" });
     std::os::unix::fs::symlink(real_python(), bin.join("python3")).expect("link python3");
     bin
+}
+
+/// Shell lines that print `up` and then wait `stay` seconds in this shell (not `exec sleep`, which
+/// would rename the process). The wait ends when the shell is told to stop: the trap is set before
+/// `up` is printed, so a test that stops the server once it has said so never leaves a sleep behind.
+fn stay_up(stay: u32, up: &str) -> String {
+    format!("trap 'kill $! 2>/dev/null; exit 0' TERM\nsleep {stay} &\necho {up}\nwait $!")
 }
 
 fn path_with(bin: &Path) -> String {
@@ -332,7 +342,7 @@ fn start_can_wait_until_the_engine_is_healthy() {
     assert!(stdout(&out).contains("stopped laya-serve"), "{}", stdout(&out));
 
     // An engine that never becomes healthy: a clear failure pointing at the log.
-    script(&bin.join("laya-serve"), "exec sleep 30");
+    script(&bin.join("laya-serve"), &stay_up(30, "stand-in laya-serve up"));
     let out = env.run(&["engine", "start", "laya", "--wait", "1"], "");
     assert_eq!(out.status.code(), Some(1));
     assert!(
@@ -353,4 +363,26 @@ fn stop_refuses_a_pid_file_that_names_no_engine() {
     let out = env.run(&["engine", "stop", "laya"], "");
     assert!(!out.status.success(), "{}", stdout(&out));
     assert!(stderr(&out).contains("holds no engine pid"), "{}", stderr(&out));
+}
+
+#[test]
+fn stop_leaves_alone_a_process_that_took_over_a_stale_pid() {
+    let env = TestEnv::new();
+    let dir = env.install_dir.join("engines/laya");
+    std::fs::create_dir_all(&dir).unwrap();
+    // After a reboot the recorded pid can belong to anything: here, a `sleep` of the test's own.
+    let mut other = Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+    write(&dir.join("laya-serve.pid"), &format!("{}\n", other.id()));
+    let out = env.run(&["engine", "stop", "laya"], "");
+    let alive = other.try_wait().expect("try_wait").is_none();
+    let _ = other.kill();
+    let _ = other.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("is not laya-serve (a stale pid file, removed); nothing stopped"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(alive, "engine stop killed a process that was not the engine");
+    assert!(!dir.join("laya-serve.pid").exists());
 }

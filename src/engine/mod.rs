@@ -21,8 +21,10 @@ pub struct Spec {
     pub name: &'static str,
     /// What `pip install` gets.
     pub package: &'static str,
-    /// The server's program name (its log and pid files are named after it).
+    /// The server's name (its log and pid files are named after it).
     pub server: &'static str,
+    /// What the server's command line contains, to tell it from whatever process holds its pid now.
+    pub command: &'static str,
     pub default_port: u16,
     /// The environment variable the launcher reads the port from.
     pub port_var: &'static str,
@@ -38,6 +40,7 @@ pub const SPECS: [Spec; 2] = [
         name: "laya",
         package: "laya[serve]",
         server: "laya-serve",
+        command: "laya-serve",
         default_port: 8765,
         port_var: "LAYA_PORT",
         start_sh: include_str!("../../engines/laya/start.sh"),
@@ -50,6 +53,7 @@ pub const SPECS: [Spec; 2] = [
         name: "von",
         package: "von-sdk",
         server: "von-serve",
+        command: "von serve",
         default_port: 8777,
         port_var: "VON_PORT",
         start_sh: include_str!("../../engines/von/start.sh"),
@@ -203,6 +207,14 @@ pub fn stop(spec: &Spec) -> Result<String> {
         .ok()
         .filter(|p| *p > 1)
         .ok_or_else(|| Error::failure(format!("{} holds no engine pid", pid_file.display())))?;
+    // After a reboot the pid file is stale, and its pid may now belong to any process of the user.
+    if is_other_process(spec, pid) {
+        let _ = std::fs::remove_file(&pid_file);
+        return Ok(format!(
+            "{}: pid {pid} is not {} (a stale pid file, removed); nothing stopped",
+            spec.name, spec.server
+        ));
+    }
     let status = if cfg!(windows) {
         Command::new("taskkill").args(["/PID", &pid.to_string(), "/T", "/F"]).status()
     } else {
@@ -213,6 +225,29 @@ pub fn stop(spec: &Spec) -> Result<String> {
         Ok(s) if s.success() => Ok(format!("{}: stopped {} (pid {pid})", spec.name, spec.server)),
         _ => Ok(format!("{}: {} (pid {pid}) was not running", spec.name, spec.server)),
     }
+}
+
+/// Whether `pid` runs something other than the engine's server, by its command line. False when
+/// no process has the pid (then `kill` says it was not running) or the command line cannot be read
+/// (Windows, or a macOS without `ps`).
+fn is_other_process(spec: &Spec, pid: u32) -> bool {
+    command_line(pid).is_some_and(|args| !args.contains(spec.command))
+}
+
+/// A running process's command line, arguments joined by spaces.
+fn command_line(pid: u32) -> Option<String> {
+    if cfg!(windows) {
+        return None;
+    }
+    if cfg!(target_os = "linux") {
+        // /proc is always there on Linux, where a slim system may have no `ps`.
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let args = String::from_utf8_lossy(&raw).replace('\0', " ");
+        return Some(args.trim().to_string()).filter(|a| !a.is_empty());
+    }
+    let out = Command::new("ps").args(["-p", &pid.to_string(), "-o", "args="]).output().ok()?;
+    let args = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !args.is_empty()).then_some(args)
 }
 
 #[cfg(test)]
