@@ -146,19 +146,14 @@ mod tests {
 
     #[test]
     fn seed_set_labels_are_these_features_and_pass_the_gate() {
-        let seed = include_str!("../../calibration/routing.jsonl");
-        let mut n = 0;
-        for line in seed.lines().filter(|l| !l.trim().is_empty()) {
-            let row: Value = serde_json::from_str(line).unwrap();
-            let labels: Vec<&str> = row["labels"].as_object().unwrap().keys().map(String::as_str).collect();
+        let seeds = crate::calibration::seeds::routing().unwrap();
+        for s in &seeds {
             let mut want = ROUTING_FEATURES.to_vec();
             want.sort();
-            let mut got = labels.clone();
-            got.sort();
-            assert_eq!(got, want, "{line}");
-            assert_eq!(crate::routing::prompt_gate(row["prompt"].as_str().unwrap()), None, "{line}");
-            n += 1;
+            let got: Vec<&str> = s.labels.keys().map(String::as_str).collect();
+            assert_eq!(got, want, "{}", s.id);
+            assert_eq!(crate::routing::prompt_gate(&s.prompt), None, "{}", s.id);
         }
-        assert!(n >= 40, "the seed set has {n} prompts");
+        assert!(seeds.len() >= 40, "the seed set has {} prompts", seeds.len());
     }
 }
