@@ -93,18 +93,26 @@ fn hooks_json_wires_three_events_through_the_launcher() {
 }
 
 #[cfg(unix)]
-/// Runs the launcher as Claude Code does, with a PATH that holds no `system1`.
+/// Runs an event's hooks.json command as Claude Code does (`sh -c`, CLAUDE_PLUGIN_ROOT set): it
+/// execs the installed binary, or falls back to the launcher, which also looks on `path`.
 fn launch(env: &TestEnv, event: &str, path: &str) -> Output {
     let base = env.command(&[]);
-    let launcher = Path::new(ROOT).join("hooks/system1-hook");
+    let key = match event {
+        "session-start" => "SessionStart",
+        "prompt" => "UserPromptSubmit",
+        _ => "PreToolUse",
+    };
+    let hooks = read_json("hooks/hooks.json");
+    let command = hooks["hooks"][key][0]["hooks"][0]["command"].as_str().expect("a command").to_string();
     let mut c = Command::new("sh");
-    c.arg(&launcher).arg(event);
+    c.arg("-c").arg(command);
     for (k, v) in base.get_envs() {
         match v {
             Some(v) => c.env(k, v),
             None => c.env_remove(k),
         };
     }
+    c.env("CLAUDE_PLUGIN_ROOT", ROOT);
     c.env("PATH", path).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = c.spawn().expect("spawn the launcher");
     {
