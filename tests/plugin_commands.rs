@@ -176,6 +176,8 @@ fn toggle_pauses_a_running_server_from_the_next_call() {
     let out = env.run(&["toggle", "on"], "");
     assert!(out.status.success());
     assert_eq!(server.call("system1_decide", ask)["status"], "decided", "resumed with no restart");
+    // A request that fails validation is the caller's mistake, not a decision: it is not counted.
+    assert_eq!(server.call("system1_decide", json!({"question": ""}))["error"]["code"], "invalid_request");
     server.close();
 
     let status = stdout(&env.run(&["toggle", "status"], ""));

@@ -347,7 +347,11 @@ impl Gateway {
                 resp.error.as_ref().map(|e| format!(" ({:?}: {})", e.code, e.message)).unwrap_or_default()
             ),
         );
-        state::record_decision(resp.status.as_str(), resp.provider.as_deref(), resp.latency_ms);
+        // A request that failed validation was never a decision: counting it would let a caller's
+        // mistakes look like an engine failing (doctor warns when most decisions fail).
+        if resp.error.as_ref().map(|e| e.code) != Some(ErrorCode::InvalidRequest) {
+            state::record_decision(resp.status.as_str(), resp.provider.as_deref(), resp.latency_ms);
+        }
         resp
     }
 
