@@ -19,6 +19,22 @@ function Fail([string]$message) {
 }
 
 $root = Split-Path -Parent $PSScriptRoot
+
+# Installs with the given binary, then checks the installed server the way an MCP client starts it.
+# Native output goes to the host (Out-Host), so that the function returns only its exit code.
+function Install-AndCheck([string]$exe) {
+    & $exe @installArgs | Out-Host
+    if ($LASTEXITCODE -ne 0) { return $LASTEXITCODE }
+    $dir = if ($env:SYSTEM1_INSTALL_DIR) { $env:SYSTEM1_INSTALL_DIR } else { Join-Path $HOME '.system1-gateway' }
+    $installed = Join-Path $dir 'bin\system1.exe'
+    Write-Host "checking the installed server (system1 smoke)"
+    & $installed smoke | Out-Host
+    if ($LASTEXITCODE -ne 0) {
+        [Console]::Error.WriteLine("install.ps1: system1 is installed, but its server check failed: run '$installed doctor' for the cause and the fix")
+        return 1
+    }
+    return 0
+}
 $installArgs = @('install')
 if ($NoRegister) { $installArgs += '--no-register' }
 
@@ -36,8 +52,7 @@ if ($method -eq 'build') {
     } finally { Pop-Location }
     $targetDir = if ($env:CARGO_TARGET_DIR) { $env:CARGO_TARGET_DIR } else { 'target' }
     if (-not [IO.Path]::IsPathRooted($targetDir)) { $targetDir = Join-Path $root $targetDir }
-    & (Join-Path $targetDir 'release\system1.exe') @installArgs
-    exit $LASTEXITCODE
+    exit (Install-AndCheck (Join-Path $targetDir 'release\system1.exe'))
 }
 if ($method -ne 'download') { Fail "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'" }
 
@@ -80,8 +95,7 @@ try {
         Fail "checksum mismatch for ${asset}: SHA256SUMS says $expected, the download is $actual; nothing was installed"
     }
     Write-Host "verified SHA-256 $actual"
-    & $exe @installArgs
-    $code = $LASTEXITCODE
+    $code = Install-AndCheck $exe
 } finally {
     Remove-Item -Recurse -Force -Path $tmp -ErrorAction SilentlyContinue
 }

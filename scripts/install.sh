@@ -2,6 +2,7 @@
 # Installs system1 for this user, then runs `system1 install`, which copies the binary into
 # ~/.system1-gateway/bin (SYSTEM1_INSTALL_DIR overrides), writes the config when there is none and
 # registers the MCP server with Claude Code (or prints the command). Arguments go to `system1 install`.
+# Last, `system1 smoke` starts the installed server as an MCP client does and checks it answers.
 #
 # With cargo on PATH it builds this checkout (`cargo build --release --locked`). Without it, it
 # downloads the release binary for this OS and CPU, pinned to the plugin's version, and checks
@@ -17,6 +18,16 @@ die() {
   exit 1
 }
 
+# Installs with the given binary, then checks the installed server the way an MCP client starts it.
+install_and_check() {
+  bin=$1
+  shift
+  "$bin" install "$@" || exit $?
+  installed=${SYSTEM1_INSTALL_DIR:-$HOME/.system1-gateway}/bin/system1
+  echo "checking the installed server (system1 smoke)"
+  "$installed" smoke || die "system1 is installed, but its server check failed: run '$installed doctor' for the cause and the fix"
+}
+
 method=${SYSTEM1_INSTALL_METHOD:-}
 if [ -z "$method" ]; then
   if command -v cargo >/dev/null 2>&1; then method=build; else method=download; fi
@@ -27,7 +38,8 @@ if [ "$method" = build ]; then
   (cd "$root" && cargo build --release --locked)
   target_dir=${CARGO_TARGET_DIR:-target}
   case $target_dir in /*) ;; *) target_dir=$root/$target_dir ;; esac
-  exec "$target_dir/release/system1" install "$@"
+  install_and_check "$target_dir/release/system1" "$@"
+  exit 0
 fi
 [ "$method" = download ] || die "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'"
 
@@ -86,4 +98,4 @@ fi
 echo "verified SHA-256 $actual"
 
 chmod +x "$tmp/system1"
-"$tmp/system1" install "$@"
+install_and_check "$tmp/system1" "$@"

@@ -312,6 +312,22 @@ fn install_sh_builds_with_cargo_when_present_and_installs_the_build() {
     assert!(same_bytes(&s.bin(), &target.join("release/system1")));
     assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
     assert!(s.env.config.exists());
+    assert!(stdout(&out).contains("smoke: ok"), "the installed server is checked: {}", stdout(&out));
+}
+
+#[test]
+fn install_sh_fails_when_the_installed_server_does_not_check_out() {
+    let mut s = Scratch::new(true);
+    script(&s.fakes, "cargo", FAKE_CARGO);
+    let target = s.env.root.join("target");
+    s.env.set_env("CARGO_TARGET_DIR", target.to_str().unwrap());
+    s.env.set_env("FAKE_SYSTEM1", BIN);
+    // A config the user already has is kept, so the server it runs reports `down`.
+    s.env.write_config("[gateway]\nprovider = \"nope\"\n");
+    let out = s.run(Path::new("sh"), &[install_sh().to_str().unwrap()]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(s.bin().exists(), "the binary is installed all the same");
+    assert!(stderr(&out).contains("server check failed") && stderr(&out).contains("doctor"), "{}", stderr(&out));
 }
 
 /// The release layout install.sh expects, served from 127.0.0.1; `sums` is the SHA256SUMS text.
@@ -369,6 +385,7 @@ fn install_sh_downloads_verifies_and_installs_without_cargo() {
     assert!(same_bytes(&s.bin(), Path::new(BIN)));
     assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
     assert!(s.env.config.exists());
+    assert!(stdout(&out).contains("smoke: ok"), "the installed server is checked: {}", stdout(&out));
 }
 
 #[test]
