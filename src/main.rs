@@ -21,6 +21,21 @@ mod state;
 mod transcripts;
 
 fn main() {
+    // Broken pipe is success (`system1 report | head`): `println!` panics when stdout's reader has
+    // gone, so that one panic ends the process quietly with exit 0. Any other panic reports as usual.
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default_hook(info)
+    }));
     let code = match cli::run() {
         Ok(code) => code,
         Err(e) => {

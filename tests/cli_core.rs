@@ -253,3 +253,19 @@ fn config_example_lists_every_key_at_its_default() {
         assert_eq!(value, &defaults[key].0, "{key}: the example shows another value than the default");
     }
 }
+
+#[test]
+fn a_closed_stdout_is_success_not_a_panic() {
+    // `system1 config show | head -1`: the reader is gone before the command writes.
+    let env = TestEnv::with_mock("");
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    let out = env
+        .command(&["config", "show"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .expect("run system1 config show");
+    assert_eq!(code(&out), 0, "{}", stderr(&out));
+    assert_eq!(stderr(&out), "", "no panic message");
+}
