@@ -7,7 +7,7 @@ mod fake_http;
 
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, stdout};
+use common::TestEnv;
 use fake_http::{FakeServer, Reply, Request};
 use serde_json::{Value, json};
 
@@ -58,19 +58,11 @@ fn env_for(url: &str) -> TestEnv {
     env
 }
 
-fn decide_json(env: &TestEnv, args: &[&str]) -> (Value, i32) {
-    let mut full = vec!["decide", "--json"];
-    full.extend_from_slice(args);
-    let out = env.run(&full, "");
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
-    (v, out.status.code().unwrap_or(-1))
-}
-
 #[test]
 fn decide_through_the_binary_ignores_a_dead_proxy_for_loopback() {
     let server = laya_fake(0.83);
     let env = env_for(&server.url());
-    let (v, code) = decide_json(&env, &["-q", "Which?", "-o", "block the merge", "-o", "rerun the pipeline"]);
+    let (v, code) = env.decide_json(&["-q", "Which?", "-o", "block the merge", "-o", "rerun the pipeline"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["status"], "decided");
     assert_eq!(v["provider"], "laya");
@@ -87,7 +79,7 @@ fn the_api_key_comes_from_the_environment() {
     let server = laya_fake(0.9);
     let mut env = env_for(&server.url());
     env.set_env("SYSTEM1_LAYA_API_KEY", "sekret");
-    let (v, code) = decide_json(&env, &["-q", "Ship it?"]);
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(server.requests_to("/v1/systemone")[0].header("authorization"), Some("Bearer sekret"));
 }
@@ -98,7 +90,7 @@ fn an_engine_that_never_answers_is_cut_off_at_the_timeout() {
     let mut env = env_for(&server.url());
     env.set_env("SYSTEM1_TIMEOUT_S", "0.4");
     let started = Instant::now();
-    let (v, code) = decide_json(&env, &["-q", "Ship it?"]);
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
     assert_eq!(code, 1);
     assert_eq!(v["error"]["code"], "provider_timeout", "{v}");
     assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
@@ -107,7 +99,7 @@ fn an_engine_that_never_answers_is_cut_off_at_the_timeout() {
 #[test]
 fn a_remote_endpoint_is_a_config_error() {
     let env = env_for("http://203.0.113.7:8765");
-    let (v, code) = decide_json(&env, &["-q", "Ship it?"]);
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
     assert_eq!(code, 3);
     assert_eq!(v["error"]["code"], "config_error");
     assert!(v["error"]["message"].as_str().unwrap().contains("allow_remote"), "{v}");

@@ -51,13 +51,6 @@ fn start(key: &str) -> Option<(Server, u16)> {
     Some((server, port))
 }
 
-fn decide(env: &TestEnv, args: &[&str]) -> (Value, i32) {
-    let mut full = vec!["decide", "--json"];
-    full.extend_from_slice(args);
-    let out = env.run(&full, "");
-    (serde_json::from_str(&stdout(&out)).expect("JSON"), out.status.code().unwrap_or(-1))
-}
-
 #[test]
 fn the_adapter_speaks_to_the_real_laya_serve_0_2_1() {
     let Some((_server, port)) = start("sekret") else { return };
@@ -66,7 +59,7 @@ fn the_adapter_speaks_to_the_real_laya_serve_0_2_1() {
     env.set_env("SYSTEM1_LAYA_MODEL", "laya");
 
     // Without the key: a 401 that says the key is missing.
-    let (v, code) = decide(&env, &["-q", "Is this a greeting?", "--context", r#"{"text": "hello"}"#]);
+    let (v, code) = env.decide_json(&["-q", "Is this a greeting?", "--context", r#"{"text": "hello"}"#]);
     assert_eq!(code, 1, "{v}");
     assert_eq!(v["error"]["code"], "provider_error");
     let msg = v["error"]["message"].as_str().unwrap();
@@ -74,20 +67,20 @@ fn the_adapter_speaks_to_the_real_laya_serve_0_2_1() {
 
     env.set_env("SYSTEM1_LAYA_API_KEY", "sekret");
     // The fake backend answers 0.5/0.5 with no routing: accepted for a built-in pin, below 0.6.
-    let (v, code) = decide(&env, &["-q", "Is this a greeting?", "--context", r#"{"text": "hello"}"#]);
+    let (v, code) = env.decide_json(&["-q", "Is this a greeting?", "--context", r#"{"text": "hello"}"#]);
     assert_eq!(code, 4, "{v}");
     assert_eq!(v["status"], "abstained");
     assert_eq!(v["confidence"], 0.5);
     assert!(v["attempts"][0]["detail"].as_str().unwrap().contains("no routing"), "{v}");
     let (v, code) =
-        decide(&env, &["-q", "Which team?", "-o", "infra", "-o", "app", "-o", "docs", "--min-confidence", "0.3"]);
+        env.decide_json(&["-q", "Which team?", "-o", "infra", "-o", "app", "-o", "docs", "--min-confidence", "0.3"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["decision"], "infra", "the fake picks the first option");
     assert_eq!(v["rationale"], "laya english: infra=0.33, app=0.33, docs=0.33");
 
     // A checkpoint name 0.2.1 does not know: its 422 body in the error shape of that package.
     env.set_env("SYSTEM1_LAYA_MODEL", "typed-decisions");
-    let (v, _) = decide(&env, &["-q", "Ok?"]);
+    let (v, _) = env.decide_json(&["-q", "Ok?"]);
     let msg = v["error"]["message"].as_str().unwrap();
     assert!(msg.contains("HTTP 422: unknown model 'typed-decisions'") && msg.contains("(model)"), "{msg}");
 

@@ -6,15 +6,7 @@ mod fake_http;
 
 use common::{TestEnv, stdout};
 use fake_http::{FakeServer, Reply, Request};
-use serde_json::{Value, json};
-
-fn decide_json(env: &TestEnv, args: &[&str]) -> (Value, i32) {
-    let mut full = vec!["decide", "--json"];
-    full.extend_from_slice(args);
-    let out = env.run(&full, "");
-    let v: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
-    (v, out.status.code().unwrap_or(-1))
-}
+use serde_json::json;
 
 #[test]
 fn von_answers_yes_no_from_noul_raw() {
@@ -32,13 +24,13 @@ fn von_answers_yes_no_from_noul_raw() {
     env.set_env("SYSTEM1_PROVIDER", "von");
     env.set_env("SYSTEM1_VON_ENDPOINT", &server.url());
     let (v, code) =
-        decide_json(&env, &["-q", "Does the command delete data?", "--context", r#"{"command": "rm -rf /srv"}"#]);
+        env.decide_json(&["-q", "Does the command delete data?", "--context", r#"{"command": "rm -rf /srv"}"#]);
     // 0.5858 is below the default threshold: the banded 0.8086 would have passed it.
     assert_eq!(code, 4, "{v}");
     assert_eq!(v["status"], "abstained");
     assert_eq!(v["confidence"], 0.5858);
     assert_eq!(v["probabilities"], json!({"yes": 0.5858, "no": 0.4142}));
-    let (v, code) = decide_json(&env, &["-q", "Does the command delete data?", "--min-confidence", "0.5"]);
+    let (v, code) = env.decide_json(&["-q", "Does the command delete data?", "--min-confidence", "0.5"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["decision"], "yes");
     assert_eq!(v["provider"], "von");
@@ -61,7 +53,7 @@ fn ollama_decides_from_first_token_logprobs() {
     env.set_env("SYSTEM1_PROVIDER", "ollama");
     env.set_env("SYSTEM1_OLLAMA_ENDPOINT", &server.url());
     env.set_env("SYSTEM1_OLLAMA_MODEL", "qwen3:4b");
-    let (v, code) = decide_json(&env, &["-q", "Which team?", "-o", "infra", "-o", "app"]);
+    let (v, code) = env.decide_json(&["-q", "Which team?", "-o", "infra", "-o", "app"]);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["decision"], "app");
     assert_eq!(v["provider"], "ollama");

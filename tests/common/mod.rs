@@ -91,6 +91,15 @@ impl TestEnv {
         child.wait_with_output().expect("wait for system1")
     }
 
+    /// `system1 decide --json <args>`: the parsed response and the exit code.
+    pub fn decide_json(&self, args: &[&str]) -> (Value, i32) {
+        let mut full = vec!["decide", "--json"];
+        full.extend_from_slice(args);
+        let out = self.run(&full, "");
+        let v: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+        (v, out.status.code().unwrap_or(-1))
+    }
+
     /// Starts `system1 mcp` in this environment.
     pub fn mcp(&self) -> McpClient {
         McpClient::spawn(self.command(&["mcp"]))
