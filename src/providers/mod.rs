@@ -7,7 +7,7 @@
 
 pub mod answers;
 #[cfg(test)]
-#[path = "../../tests/common/fake_http.rs"]
+#[path = "../../tests/it/support/fake_http.rs"]
 pub mod fake_http;
 pub mod http;
 pub mod laya;

@@ -2,11 +2,9 @@
 //! ping, notifications, cancellation, concurrency and end of input, all through the real binary
 //! over real pipes. Malformed input has its own file (`mcp_bad_input.rs`).
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::TestEnv;
+use crate::support::TestEnv;
 use serde_json::{Value, json};
 
 const VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];

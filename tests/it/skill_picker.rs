@@ -2,11 +2,9 @@
 //! project, dormancy above the engine's `max_options`, record-only logging, the hint, and the
 //! budget it shares with routing.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{TestEnv, stderr, stdout, write};
+use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const TASK: &str = "Fill in the quarterly tax form from the spreadsheet in docs and save it as PDF";

@@ -8,17 +8,13 @@
 
 #![cfg(unix)]
 
-#[path = "support/claude_cli.rs"]
-mod claude_cli;
-mod common;
-#[path = "support/fake_anthropic.rs"]
-mod fake_anthropic;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{TestEnv, stderr, stdout};
-use fake_anthropic::{Block, FakeAnthropic, is_subagent, texts, tool_result};
+use crate::support;
+use crate::support::claude_cli;
+use crate::support::fake_anthropic::{Block, FakeAnthropic, is_subagent, texts, tool_result};
+use crate::support::{TestEnv, stderr, stdout};
 use serde_json::{Value, json};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -46,7 +42,7 @@ fn report_reads_a_transcript_written_by_the_real_cli() {
     // The plugin's hook launcher runs the binary from the install dir.
     let bin_dir = env.install_dir.join("bin");
     std::fs::create_dir_all(&bin_dir).unwrap();
-    std::fs::copy(common::BIN, bin_dir.join("system1")).unwrap();
+    std::fs::copy(support::BIN, bin_dir.join("system1")).unwrap();
     let project = env.root.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let api = FakeAnthropic::start();

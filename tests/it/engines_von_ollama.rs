@@ -1,11 +1,8 @@
 //! Von and Ollama through the real binary, each against a loopback fake in its wire format.
 
-mod common;
-#[path = "common/fake_http.rs"]
-mod fake_http;
-
-use common::{TestEnv, stdout};
-use fake_http::{FakeServer, Reply, Request};
+use crate::support;
+use crate::support::fake_http::{FakeServer, Reply, Request};
+use crate::support::{TestEnv, stdout};
 use serde_json::json;
 
 #[test]
@@ -63,7 +60,7 @@ fn ollama_decides_from_first_token_logprobs() {
 #[test]
 fn the_example_config_with_every_engine_section_is_valid() {
     let env = TestEnv::new();
-    env.write_config(include_str!("../config.example.toml"));
+    env.write_config(include_str!("../../config.example.toml"));
     let out = env.run(&["config", "check"], "");
-    assert!(out.status.success(), "{}{}", stdout(&out), common::stderr(&out));
+    assert!(out.status.success(), "{}{}", stdout(&out), support::stderr(&out));
 }

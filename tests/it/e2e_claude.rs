@@ -9,18 +9,16 @@
 
 #![cfg(unix)]
 
-#[path = "support/claude_cli.rs"]
-mod claude_cli;
-mod common;
-#[path = "support/fake_anthropic.rs"]
-mod fake_anthropic;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, stderr, stdout};
-use fake_anthropic::{Block, FakeAnthropic, is_subagent, system_messages, texts, tool_names, tool_result};
+use crate::support;
+use crate::support::claude_cli;
+use crate::support::fake_anthropic::{
+    Block, FakeAnthropic, is_subagent, system_messages, texts, tool_names, tool_result,
+};
+use crate::support::{TestEnv, stderr, stdout};
 use serde_json::{Value, json};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -59,7 +57,7 @@ impl E2e {
 
     /// The installed binary (or the test build when `installed` is false).
     fn system1(&self, installed: bool, args: &[&str]) -> Output {
-        let bin = if installed { self.env.install_dir.join("bin/system1") } else { PathBuf::from(common::BIN) };
+        let bin = if installed { self.env.install_dir.join("bin/system1") } else { PathBuf::from(support::BIN) };
         let mut cmd = Command::new(bin);
         cmd.args(args);
         Self::setup(&mut cmd, &self.env, &self.api.base_url(), &self.path, &self.project);

@@ -2,9 +2,8 @@
 //! that speaks), `toggle` (pause takes effect on a running server with no restart), `smoke`
 //! against the mock and against a missing or broken server, and `doctor`'s findings.
 
-mod common;
-
-use common::{TestEnv, stderr, stdout, write};
+use crate::support;
+use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const SESSION_START: &str = r#"{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"SessionStart","source":"startup"}"#;
@@ -201,7 +200,7 @@ fn toggle_status_shows_routing_and_picker_modes() {
 #[test]
 fn smoke_checks_the_server_as_a_client_does() {
     let env = TestEnv::with_mock("");
-    let out = env.run(&["smoke", "--bin", common::BIN, "--question", "Which?", "--options", "red", "green"], "");
+    let out = env.run(&["smoke", "--bin", support::BIN, "--question", "Which?", "--options", "red", "green"], "");
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
     for step in
@@ -224,7 +223,7 @@ fn smoke_launches_the_installed_binary_by_default() {
 
     let bin = env.install_dir.join("bin/system1");
     std::fs::create_dir_all(bin.parent().expect("dir")).expect("mkdir");
-    std::fs::copy(common::BIN, &bin).expect("install");
+    std::fs::copy(support::BIN, &bin).expect("install");
     let out = env.run(&["smoke"], "");
     assert!(out.status.success(), "{}", stdout(&out));
     assert!(stdout(&out).contains(&format!("launch     {} mcp", bin.display())));
@@ -233,11 +232,11 @@ fn smoke_launches_the_installed_binary_by_default() {
 #[test]
 fn smoke_launches_the_registered_command() {
     let env = TestEnv::with_mock("");
-    let registered = json!({"mcpServers": {"system1": {"type": "stdio", "command": common::BIN, "args": ["mcp"]}}});
+    let registered = json!({"mcpServers": {"system1": {"type": "stdio", "command": support::BIN, "args": ["mcp"]}}});
     write(&env.claude_dir.join(".claude.json"), &registered.to_string());
     let out = env.run(&["smoke"], "");
     assert!(out.status.success(), "{}", stdout(&out));
-    assert!(stdout(&out).contains(&format!("launch     {} mcp", common::BIN)), "{}", stdout(&out));
+    assert!(stdout(&out).contains(&format!("launch     {} mcp", support::BIN)), "{}", stdout(&out));
 }
 
 #[cfg(unix)]
@@ -265,10 +264,10 @@ fn smoke_reports_a_broken_server_with_its_stderr() {
 #[test]
 fn smoke_fails_when_the_engine_is_down_or_the_decision_errs() {
     let env = TestEnv::with_mock("[providers.mock]\ndown = true\n");
-    let text = stdout(&env.run(&["smoke", "--bin", common::BIN], ""));
+    let text = stdout(&env.run(&["smoke", "--bin", support::BIN], ""));
     assert!(text.contains("FAIL       system1_health: down (mock down"), "{text}");
     let env = TestEnv::with_mock("[providers.mock]\nfail = \"malformed\"\n");
-    let out = env.run(&["smoke", "--bin", common::BIN, "-q", "Ship?"], "");
+    let out = env.run(&["smoke", "--bin", support::BIN, "-q", "Ship?"], "");
     assert_eq!(out.status.code(), Some(1));
     assert!(stdout(&out).contains("FAIL       system1_decide: error malformed_response"), "{}", stdout(&out));
 }
@@ -278,7 +277,7 @@ fn healthy_env(extra: &str) -> TestEnv {
     let mut env = TestEnv::with_mock(extra);
     let bin = env.install_dir.join("bin/system1");
     std::fs::create_dir_all(bin.parent().expect("dir")).expect("mkdir");
-    std::fs::copy(common::BIN, &bin).expect("install");
+    std::fs::copy(support::BIN, &bin).expect("install");
     let claude_json = json!({"mcpServers": {"system1": {"type": "stdio", "command": bin, "args": ["mcp"], "env": {}}}});
     write(&env.claude_dir.join(".claude.json"), &claude_json.to_string());
     env.set_env("CLAUDE_PLUGIN_ROOT", env!("CARGO_MANIFEST_DIR"));

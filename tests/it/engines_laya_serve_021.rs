@@ -4,13 +4,11 @@
 //! `routing` in answers. `scripts/test` installs it into `.test-deps/` and passes its path in
 //! `SYSTEM1_TEST_LAYA_SERVE_021`.
 
-mod common;
-
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, stdout};
+use crate::support::{TestEnv, stdout};
 use serde_json::Value;
 
 struct Server(Child);

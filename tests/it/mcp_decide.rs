@@ -2,11 +2,9 @@
 //! validation rule and error code of schema "1", yes/no, abstention, each failure kind with its
 //! attempt, provider limits, pause, broken configs, environment overrides and calibration.
 
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, write};
+use crate::support::{TestEnv, write};
 use serde_json::{Value, json};
 
 const NEWEST: &str = "2025-11-25";

@@ -2,11 +2,10 @@
 //! for a notification), the server keeps serving afterwards, and every line it writes is a
 //! JSON-RPC message.
 
-mod common;
-
 use std::time::Duration;
 
-use common::{McpClient, TestEnv};
+use crate::support;
+use crate::support::{McpClient, TestEnv};
 use serde_json::{Value, json};
 
 /// Sends `bytes` as one line, then a ping with a marker id, and returns every message written
@@ -272,7 +271,7 @@ fn stdout_carries_only_protocol_lines_whatever_the_input() {
         ids.push(msg["id"].clone());
     }
     assert_eq!(ids.len(), 7, "initialize, 3 errors, decide, capabilities, ping: {text}");
-    assert!(!common::stderr(&out).is_empty(), "logs went to stderr");
+    assert!(!support::stderr(&out).is_empty(), "logs went to stderr");
 }
 
 #[test]

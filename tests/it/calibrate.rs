@@ -1,11 +1,8 @@
 //! `system1 calibrate` and `system1 evaluate` through the real binary, with the mock engine (whose
 //! per-question answers and fixed confidence make every figure computable by hand here).
 
-mod common;
-#[path = "common/fake_http.rs"]
-mod fake_http;
-
-use common::{TestEnv, stderr, stdout, write};
+use crate::support::fake_http;
+use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 fn log_path(env: &TestEnv) -> std::path::PathBuf {

@@ -2,12 +2,10 @@
 //! stdin and the mock engine (its per-question `answers`, `confidence`, `fail` and `delay_ms`
 //! drive every case; a local calibration fit lowers one feature's confidence).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use common::{TestEnv, stderr, stdout, write};
+use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 /// Ten words and more, read-only and fully specified with the default mock answers below.

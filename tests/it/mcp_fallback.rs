@@ -4,14 +4,11 @@
 //! accepts and never answers; health probes in parallel, bounded by the timeout. The chain mixes
 //! the mock with the Laya adapter, whose engine is a loopback fake speaking laya-serve's format.
 
-mod common;
-#[path = "common/fake_http.rs"]
-mod fake_http;
-
 use std::time::{Duration, Instant};
 
-use common::{McpClient, TestEnv};
-use fake_http::{FakeServer, Reply, Request};
+use crate::support;
+use crate::support::fake_http::{FakeServer, Reply, Request};
+use crate::support::{McpClient, TestEnv};
 use serde_json::{Value, json};
 
 /// laya-serve's answer to `body`: the second option of each question at 0.8.
@@ -210,7 +207,7 @@ fn a_local_fit_beats_the_shipped_one_for_the_same_engine_and_question() {
 
     let fits = json!({"format": "system1-calibration", "version": 1, "fits": [
         {"provider": "laya", "model": "typed-decisions", "question": question, "temperature": 2.0}]});
-    common::write(&env.install_dir.join("calibration.json"), &fits.to_string());
+    support::write(&env.install_dir.join("calibration.json"), &fits.to_string());
     let local = 0.8f64.sqrt() / (0.8f64.sqrt() + 0.2f64.sqrt());
     let s = server(&env).call("system1_decide", json!({"question": question}));
     assert_eq!((s["decision"].as_str(), s["calibrated"].as_bool()), (Some("no"), Some(true)), "{s}");

@@ -2,15 +2,11 @@
 //! features go out as one request, an engine that refuses the connection is silent at once, and
 //! one that never answers is cut off at the hook's engine budget, which the picker then skips.
 
-mod common;
-#[path = "common/fake_http.rs"]
-mod fake_http;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, stderr, stdout, write};
-use fake_http::{FakeServer, Reply, Request};
+use crate::support::fake_http::{FakeServer, Reply, Request};
+use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const TASK: &str = "Read src/main.rs and explain how the command line arguments are parsed and dispatched";

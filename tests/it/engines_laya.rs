@@ -1,14 +1,10 @@
 //! The Laya adapter through the real binary (`system1 decide`, `system1 mcp`), with the engine
 //! replaced by a loopback fake that speaks laya-serve 0.4.15's wire format.
 
-mod common;
-#[path = "common/fake_http.rs"]
-mod fake_http;
-
 use std::time::{Duration, Instant};
 
-use common::TestEnv;
-use fake_http::{FakeServer, Reply, Request};
+use crate::support::TestEnv;
+use crate::support::fake_http::{FakeServer, Reply, Request};
 use serde_json::{Value, json};
 
 /// laya-serve's answer to `body`: the first option of each question at `top`.

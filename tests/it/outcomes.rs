@@ -2,12 +2,10 @@
 //! `<session>/subagents/agent-<id>.jsonl` with its `.meta.json`), one fixture per rule and per
 //! doubtful case, and `--apply` into a routing log that 20 other processes append to meanwhile.
 
-mod common;
-
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use common::{TestEnv, stderr, stdout, write};
+use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const PROJECT: &str = "-home-u-w1";

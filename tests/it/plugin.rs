@@ -2,12 +2,11 @@
 //! validation, the manifests carry the crate's version, and the hook launcher finds the installed
 //! binary (or, without one, stays silent except for SessionStart's pointer to /system1:setup).
 
-mod common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{TestEnv, stdout};
+use crate::support;
+use crate::support::{TestEnv, stdout};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -48,7 +47,7 @@ fn read_json(rel: &str) -> Value {
 fn marketplace_passes_strict_validation() {
     let Some(claude) = claude_cli() else { return };
     let out = validate(&claude, Path::new(ROOT));
-    let text = format!("{}{}", stdout(&out), common::stderr(&out));
+    let text = format!("{}{}", stdout(&out), support::stderr(&out));
     assert!(out.status.success(), "marketplace validation failed:\n{text}");
     assert!(text.contains("marketplace.json"), "validated the marketplace:\n{text}");
 }
@@ -57,7 +56,7 @@ fn marketplace_passes_strict_validation() {
 fn plugin_hooks_and_skills_pass_strict_validation() {
     let Some(claude) = claude_cli() else { return };
     let out = validate(&claude, &Path::new(ROOT).join(".claude-plugin/plugin.json"));
-    let text = format!("{}{}", stdout(&out), common::stderr(&out));
+    let text = format!("{}{}", stdout(&out), support::stderr(&out));
     assert!(out.status.success(), "plugin validation failed:\n{text}");
     assert!(text.contains("plugin.json"), "validated the plugin manifest:\n{text}");
 }
@@ -137,7 +136,7 @@ fn launcher_without_a_binary_points_to_setup_only_at_session_start() {
         let out = launch(&env, event, "/usr/bin:/bin");
         assert!(out.status.success(), "{event} exits 0");
         assert_eq!(stdout(&out), "", "{event} is silent without a binary");
-        assert_eq!(common::stderr(&out), "", "{event} writes nothing to stderr");
+        assert_eq!(support::stderr(&out), "", "{event} writes nothing to stderr");
     }
 }
 
@@ -145,7 +144,7 @@ fn launcher_without_a_binary_points_to_setup_only_at_session_start() {
 /// Installs a copy of a small script as `<dir>/bin/system1` that records how it was called.
 fn fake_binary(dir: &Path, tag: &str) {
     let bin = dir.join("bin/system1");
-    common::write(&bin, &format!("#!/bin/sh\necho \"{tag} $*\"\n"));
+    support::write(&bin, &format!("#!/bin/sh\necho \"{tag} $*\"\n"));
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
@@ -179,7 +178,7 @@ fn launcher_runs_the_real_binary() {
     let env = TestEnv::with_mock("");
     let bin = env.install_dir.join("bin/system1");
     std::fs::create_dir_all(bin.parent().expect("bin dir")).expect("mkdir");
-    std::fs::copy(common::BIN, &bin).expect("install the binary");
+    std::fs::copy(support::BIN, &bin).expect("install the binary");
     let out = launch(&env, "session-start", "/usr/bin:/bin");
     assert!(out.status.success());
     assert_eq!(stdout(&out), "", "all is well: the session-start hook is silent");
@@ -217,7 +216,7 @@ fn plugin_adds_at_most_about_250_tokens_per_session() {
         let prefix = format!("- system1:{user_only}:");
         assert!(!listing.iter().any(|l| l.starts_with(&prefix)), "{user_only} is user-only: {listing:?}");
     }
-    // SessionStart adds nothing when all is well (tests/plugin_commands.rs), so the listing is it.
+    // SessionStart adds nothing when all is well (plugin_commands.rs), so the listing is it.
     let chars: usize = listing.iter().map(|l| l.chars().count() + 1).sum();
     let tokens = chars.div_ceil(4);
     eprintln!(

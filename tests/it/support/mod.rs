@@ -4,6 +4,11 @@
 
 #![allow(dead_code)]
 
+pub mod claude_cli;
+pub mod fake_anthropic;
+pub mod fake_http;
+pub mod fakes;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Output, Stdio};

@@ -4,15 +4,13 @@
 
 #![cfg(unix)]
 
-mod common;
-
 use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{TestEnv, stderr, stdout, write};
+use crate::support::{TestEnv, stderr, stdout, write};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -1,9 +1,7 @@
 //! The committed schema files are what the binary generates, and they describe every field of the
 //! real response.
 
-mod common;
-
-use common::{TestEnv, stdout};
+use crate::support::{TestEnv, stdout};
 use serde_json::Value;
 
 #[test]

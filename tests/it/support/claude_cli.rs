@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::common::TestEnv;
+use crate::support::TestEnv;
 
 /// The CLI `scripts/test` installs (`SYSTEM1_TEST_CLAUDE`); required when `CI` is set, otherwise
 /// a missing CLI skips `test` loudly.

@@ -4,11 +4,10 @@
 //! tool results with `resolvedModel` including a `[1m]` suffix, malformed lines, a truncated file).
 //! Every figure is checked against the value worked out by hand in the comments.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::{TestEnv, stdout};
+use crate::support;
+use crate::support::{TestEnv, stdout};
 use serde_json::{Value, json};
 
 const OPUS: &str = "claude-opus-4-8";
@@ -373,18 +372,18 @@ fn missing_dir_and_bad_dates_are_clear_errors() {
     let env = TestEnv::new();
     let out = env.run(&["report"], "");
     assert_eq!(out.status.code(), Some(1));
-    assert!(common::stderr(&out).contains("projects"));
+    assert!(support::stderr(&out).contains("projects"));
     fixtures(&env.claude_dir);
     let out = env.run(&["report", "--since", "last tuesday"], "");
     assert_eq!(out.status.code(), Some(2));
-    assert!(common::stderr(&out).contains("--since"));
+    assert!(support::stderr(&out).contains("--since"));
     let out = env.run(&["report", "--since", "2026-11-20", "--until", "2026-11-01"], "");
     assert_eq!(out.status.code(), Some(2));
     let prices = env.root.join("prices.json");
     std::fs::write(&prices, "{not json").unwrap();
     let out = env.run(&["report", "--prices", prices.to_str().unwrap()], "");
     assert_ne!(out.status.code(), Some(0));
-    assert!(common::stderr(&out).contains("prices.json"));
+    assert!(support::stderr(&out).contains("prices.json"));
 }
 
 #[test]

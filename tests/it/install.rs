@@ -5,16 +5,15 @@
 
 #![cfg(unix)]
 
-mod common;
-#[path = "support/fakes.rs"]
-mod fakes;
-
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{BIN, TestEnv, stderr, stdout};
-use fakes::{FAKE_CARGO, FAKE_CLAUDE, FAKE_SYSTEMCTL, StaticServer, log_lines, script, sha256, tool_farm};
+use crate::support;
+use crate::support::fakes::{
+    FAKE_CARGO, FAKE_CLAUDE, FAKE_SYSTEMCTL, StaticServer, log_lines, script, sha256, tool_farm,
+};
+use crate::support::{BIN, TestEnv, stderr, stdout};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -185,7 +184,7 @@ fn uninstall_goes_on_when_unregistering_fails_and_says_so() {
 fn install_keeps_laya_in_the_config_when_laya_answers() {
     let mut s = Scratch::new(true);
     let health = s.env.root.join("health.json");
-    common::write(&health, r#"{"status": "ok", "loaded": ["typed-decisions"], "device": "cpu"}"#);
+    support::write(&health, r#"{"status": "ok", "loaded": ["typed-decisions"], "device": "cpu"}"#);
     let laya = StaticServer::start(BTreeMap::from([("/health".to_string(), health)]));
     s.env.set_env("SYSTEM1_LAYA_ENDPOINT", &laya.base_url());
     let out = s.env.run(&["install"], "");
@@ -237,7 +236,7 @@ fn plant_autostart(s: &Scratch) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let ours = vec![units.join("system1-laya.service"), units.join("system1-von.service")];
     let theirs = vec![units.join("other.service")];
     for p in ours.iter().chain(&theirs) {
-        common::write(p, "[Unit]\n");
+        support::write(p, "[Unit]\n");
     }
     (ours, theirs)
 }
@@ -246,8 +245,8 @@ fn plant_autostart(s: &Scratch) -> (Vec<PathBuf>, Vec<PathBuf>) {
 fn uninstall_unregisters_removes_the_binary_and_start_at_login_entries_and_keeps_the_data() {
     let s = Scratch::new(true);
     ok(&s.env.run(&["install"], ""));
-    common::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
-    common::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
+    support::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
+    support::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
     let (ours, theirs) = plant_autostart(&s);
 
     let out = s.run(&s.bin(), &["uninstall"]);
@@ -282,9 +281,9 @@ fn uninstall_unregisters_removes_the_binary_and_start_at_login_entries_and_keeps
 fn uninstall_purge_removes_the_config_engines_and_logs() {
     let s = Scratch::new(true);
     ok(&s.env.run(&["install"], ""));
-    common::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
-    common::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
-    common::write(&s.env.install_dir.join("calibration.json"), "{}");
+    support::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
+    support::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
+    support::write(&s.env.install_dir.join("calibration.json"), "{}");
     let out = s.run(&s.bin(), &["uninstall", "--purge"]);
     ok(&out);
     assert!(!s.env.install_dir.exists(), "install dir left: {}", stdout(&out));
@@ -334,7 +333,7 @@ fn install_sh_fails_when_the_installed_server_does_not_check_out() {
 fn release_server(sums: &str, dir: &Path) -> (StaticServer, String) {
     let asset = format!("system1-{VERSION}-{}-unknown-linux-musl", std::env::consts::ARCH);
     let sums_file = dir.join("SHA256SUMS");
-    common::write(&sums_file, &sums.replace("{asset}", &asset));
+    support::write(&sums_file, &sums.replace("{asset}", &asset));
     let tag = format!("/system1--v{VERSION}");
     let files =
         BTreeMap::from([(format!("{tag}/SHA256SUMS"), sums_file), (format!("{tag}/{asset}"), PathBuf::from(BIN))]);

@@ -2,9 +2,8 @@
 //! and the logs (stderr at the configured level, tagged with the request id, question text only at
 //! DEBUG, `log_file` appending).
 
-mod common;
-
-use common::{TestEnv, stderr, stdout};
+use crate::support;
+use crate::support::{TestEnv, stderr, stdout};
 use serde_json::{Value, json};
 
 fn code(o: &std::process::Output) -> i32 {
@@ -49,7 +48,7 @@ fn decide_exits_4_when_it_abstains() {
     let v: Value = serde_json::from_slice(&o.stdout).expect("JSON");
     assert_eq!(v["status"], "abstained");
     let paused = TestEnv::with_mock("");
-    common::write(&paused.install_dir.join("paused"), "");
+    support::write(&paused.install_dir.join("paused"), "");
     let o = paused.run(&["decide", "-q", "Ship it?"], "");
     assert_eq!(code(&o), 4);
     assert!(stdout(&o).contains("paused"), "{}", stdout(&o));
@@ -237,7 +236,7 @@ fn shown(env: &TestEnv) -> std::collections::BTreeMap<String, (String, String)> 
 #[test]
 fn config_example_lists_every_key_at_its_default() {
     let example = TestEnv::new();
-    example.write_config(include_str!("../config.example.toml"));
+    example.write_config(include_str!("../../config.example.toml"));
     let o = example.run(&["config", "check"], "");
     assert_eq!(code(&o), 0, "config.example.toml is valid: {}", stderr(&o));
     let defaults = TestEnv::new();

@@ -1,11 +1,10 @@
-//! The server driven by the official MCP Python SDK client (`tests/sdk_client.py`, mcp 2.3.0 in
+//! The server driven by the official MCP Python SDK client (`support/sdk_client.py`, mcp 2.3.0 in
 //! the venv `scripts/test` creates and names in `SYSTEM1_TEST_PYTHON`), once in each era: the
 //! `server/discover` probe adopting protocol 2026-07-28, and the `initialize` handshake; the tool list, each tool, and every structuredContent validated against
 //! its outputSchema. Without that Python the test fails under CI and is skipped loudly elsewhere.
 
-mod common;
-
-use common::{TestEnv, stderr, stdout};
+use crate::support;
+use crate::support::{TestEnv, stderr, stdout};
 use serde_json::Value;
 
 fn sdk_python() -> Option<String> {
@@ -28,9 +27,9 @@ fn sdk_python() -> Option<String> {
 fn the_official_python_sdk_client_speaks_to_the_server() {
     let Some(python) = sdk_python() else { return };
     let env = TestEnv::with_mock("");
-    let script = format!("{}/tests/sdk_client.py", env!("CARGO_MANIFEST_DIR"));
+    let script = format!("{}/tests/it/support/sdk_client.py", env!("CARGO_MANIFEST_DIR"));
     let mut cmd = std::process::Command::new(&python);
-    cmd.arg(&script).arg(common::BIN);
+    cmd.arg(&script).arg(support::BIN);
     // The scratch environment of TestEnv, which the SDK passes on to the server it spawns.
     let scratch = env.command(&[]);
     for (k, v) in scratch.get_envs() {

@@ -1,0 +1,29 @@
+//! Every integration test, in one binary: each module is one area, and drives the real `system1`
+//! binary (over stdio, HTTP on 127.0.0.1, files in temp dirs). Run one area with
+//! `cargo test --test it -- report::`. What the tests share (scratch environments, the MCP client,
+//! the loopback fakes) is in `support/`.
+
+mod support;
+
+mod calibrate;
+mod cli_core;
+mod e2e_claude;
+mod engines_laya;
+mod engines_laya_serve_021;
+mod engines_servers;
+mod engines_von_ollama;
+mod install;
+mod mcp_bad_input;
+mod mcp_decide;
+mod mcp_fallback;
+mod mcp_protocol;
+mod outcomes;
+mod plugin;
+mod plugin_commands;
+mod report;
+mod report_e2e;
+mod routing_hook;
+mod routing_laya;
+mod schema_files;
+mod sdk_client;
+mod skill_picker;
