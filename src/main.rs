@@ -19,6 +19,7 @@ mod report;
 mod routing;
 mod state;
 mod transcripts;
+mod tuning;
 
 fn main() {
     // Broken pipe is success (`system1 report | head`): `println!` panics when stdout's reader has

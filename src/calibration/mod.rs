@@ -13,15 +13,9 @@
 //! question text of a `system1_decide` call) or an `options` count. Extra fields (`n`, `accuracy`,
 //! `ece_before`, `ece_after`, `source`, `fitted_at`) are kept and shown by `system1_capabilities`.
 //! Rescaling is p_i^(1/T) / sum_j p_j^(1/T): it never changes which option wins.
-
-pub mod apply;
-pub mod data;
-pub mod evaluate;
-pub mod fit;
-pub mod labels;
-pub mod plot;
-pub mod report;
-pub mod seeds;
+//!
+//! This is the runtime half, which the gateway uses and which imports nothing above it; fitting the
+//! temperatures from labelled data is `crate::tuning`.
 
 use std::path::Path;
 

@@ -1,18 +1,8 @@
-//! `system1 evaluate --provider P`: read-only. Asks engine P the four routing features for every
-//! routing-log entry that has feature labels or an outcome, through the hook's own code and with
-//! the calibration in force, and prints the measures and the READY verdict
-//! (`calibration::evaluate` has the definitions).
+//! `system1 evaluate --provider P`: read-only; says whether engine P is ready for routing hints.
+//! Only the arguments live here; `tuning::readiness` does the work.
 
-use std::collections::BTreeMap;
-
-use serde_json::{Value, json};
-
-use crate::calibration::data;
-use crate::calibration::evaluate::{self, Bars, Report, Row, RuleReport};
-use crate::commands::calibrate::{gateway_for, progress};
-use crate::error::{Context, Error, Result};
-use crate::paths;
-use crate::routing::{features, log};
+use crate::error::Result;
+use crate::tuning::readiness::{self, Options};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,144 +23,12 @@ pub struct Args {
     json: bool,
 }
 
-/// The labels and outcome of a log entry, if it has any.
-fn row_of(e: &Value) -> Option<(String, Row)> {
-    let text = e.get("prompt").and_then(Value::as_str)?.to_string();
-    let labels = data::labels_of(e);
-    let outcome = e.get("outcome").and_then(Value::as_str).filter(|o| *o == "succeeded" || *o == "failed");
-    if labels.is_empty() && outcome.is_none() {
-        return None;
-    }
-    Some((
-        text,
-        Row {
-            labels,
-            engine: BTreeMap::new(),
-            outcome: outcome.map(String::from),
-            outcome_tier: e.get("outcome_tier").and_then(Value::as_str).map(String::from),
-        },
-    ))
-}
-
 pub fn run(args: Args) -> Result<i32> {
-    for (name, v) in [("--min-feature-accuracy", args.min_feature_accuracy), ("--min-safety", args.min_safety)] {
-        if !(0.0..=1.0).contains(&v) {
-            return Err(Error::usage(format!("{name} must be between 0 and 1")));
-        }
-    }
-    let gateway = gateway_for(Some(&args.provider))?;
-    let entries = log::read_all().context(|| format!("cannot read {}", paths::routing_log().display()))?;
-    let mut rows: Vec<(String, Row)> = entries.entries.iter().filter_map(row_of).collect();
-    if rows.is_empty() {
-        return Err(Error::failure("no routing-log entry has feature labels or an outcome yet")
-            .with_hint("run `system1 outcomes --apply` and label entries with /system1:calibrate first"));
-    }
-    let mut engine = (None, None);
-    let mut failed = 0;
-    let mut tick = progress("entries");
-    let n = rows.len();
-    for (i, (text, row)) in rows.iter_mut().enumerate() {
-        tick(i, n);
-        let asked = features::ask(&gateway, text, None, &format!("evaluate-{i}"));
-        match asked.features {
-            Ok(fs) => {
-                for f in fs {
-                    row.engine.insert(f.name.to_string(), f.answer.map(|a| (a, f.confidence)));
-                }
-                if engine.0.is_none() {
-                    engine = (asked.provider, asked.model);
-                }
-            }
-            Err(_) => failed += 1,
-        }
-    }
-    let cfg = gateway.loaded.config.routing.clone();
-    let bars = Bars {
+    readiness::run(Options {
+        provider: args.provider,
         min_feature_accuracy: args.min_feature_accuracy,
         min_safety: args.min_safety,
         min_failures: args.min_failures,
-    };
-    let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-    let report = evaluate::evaluate(&rows, &cfg.rules, &cfg.default_tier, cfg.min_confidence, bars);
-    let engine_name =
-        format!("{}/{}", engine.0.as_deref().unwrap_or(&args.provider), engine.1.as_deref().unwrap_or("?"));
-    if args.json {
-        let out = json!({
-            "provider": args.provider,
-            "engine": engine_name,
-            "engine_failures": failed,
-            "verdict": if report.ready { "READY" } else { "NOT READY" },
-            "bars": bars,
-            "report": report,
-        });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
-    } else {
-        print!("{}", text(&report, &engine_name, failed, bars));
-    }
-    Ok(0)
-}
-
-fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", 100.0 * v)).unwrap_or_else(|| "-".into())
-}
-
-fn rule_line(name: &str, k: usize, n: usize, share: Option<f64>) -> String {
-    format!("{name} {k}/{n} {}", pct(share))
-}
-
-fn rule_block(r: &RuleReport) -> [String; 3] {
-    [
-        rule_line("", r.higher_on_failures, r.failures, r.safety),
-        rule_line("", r.same_on_successes, r.successes, r.agreement),
-        rule_line("", r.cheaper_on_successes, r.successes, r.savings),
-    ]
-}
-
-pub fn text(r: &Report, engine: &str, failed: usize, bars: Bars) -> String {
-    let mut s = format!(
-        "Engine {engine} on {} labelled log entries ({} the engine could not answer); routing threshold {:.2}\n\n",
-        r.rows, failed, r.threshold
-    );
-    s.push_str(&format!(
-        "{:<10} {:>8} {:>8} {:>9} {:>6} {:>14} {:>14}\n",
-        "feature", "labelled", "answered", "accuracy", "AUROC", "coverage@thr", "accuracy@thr"
-    ));
-    for f in &r.features {
-        s.push_str(&format!(
-            "{:<10} {:>8} {:>8} {:>9} {:>6} {:>14} {:>14}  {}\n",
-            f.feature,
-            f.labelled,
-            f.answered,
-            pct(f.accuracy),
-            f.auroc.map(|a| format!("{a:.2}")).unwrap_or_else(|| "-".into()),
-            format!("{:.1}%", 100.0 * f.coverage_at_threshold),
-            pct(f.accuracy_at_threshold),
-            if f.passes { "ok" } else { "below the bar" }
-        ));
-    }
-    let e = rule_block(&r.rule_engine);
-    let t = rule_block(&r.rule_teacher);
-    s.push_str(&format!(
-        "\nThe rule, on spawns with an outcome   {:>22}   {:>22}\n",
-        "engine's answers", "teacher labels (ceiling)"
-    ));
-    for (i, name) in ["safety (failures it sends higher)", "agreement on successes", "savings on successes (cheaper)"]
-        .iter()
-        .enumerate()
-    {
-        s.push_str(&format!("  {name:<35} {:>22}   {:>22}\n", e[i].trim(), t[i].trim()));
-    }
-    s.push_str(&format!("\nFailed spawns labelled: {}\n", r.failures_labelled));
-    s.push_str(&format!("\nVerdict: {}\n", if r.ready { "READY" } else { "NOT READY" }));
-    for why in &r.reasons {
-        s.push_str(&format!("  - {why}\n"));
-    }
-    s.push_str(&format!(
-        "Bars: --min-feature-accuracy {} --min-safety {} --min-failures {}\n",
-        bars.min_feature_accuracy, bars.min_safety, bars.min_failures
-    ));
-    if r.ready {
-        s.push_str("Hints can go on: set [routing] hint = true (or /system1:calibrate applies it).\n");
-    }
-    s
+        json: args.json,
+    })
 }

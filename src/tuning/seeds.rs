@@ -96,4 +96,17 @@ mod tests {
         assert!(yes >= 10 && seeds.len() - yes >= 10, "{yes} destructive of {}", seeds.len());
         assert!(seeds.iter().all(|s| !s.why.is_empty()), "every label says why");
     }
+
+    #[test]
+    fn seed_set_labels_are_these_features_and_pass_the_gate() {
+        let seeds = routing().unwrap();
+        for s in &seeds {
+            let mut want = ROUTING_FEATURES.to_vec();
+            want.sort();
+            let got: Vec<&str> = s.labels.keys().map(String::as_str).collect();
+            assert_eq!(got, want, "{}", s.id);
+            assert_eq!(crate::routing::prompt_gate(&s.prompt), None, "{}", s.id);
+        }
+        assert!(seeds.len() >= 40, "the seed set has {} prompts", seeds.len());
+    }
 }

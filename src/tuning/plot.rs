@@ -148,8 +148,8 @@ fn panel(r: &QuestionReport, ox: f64, oy: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibration::fit::Sample;
-    use crate::calibration::report::measure;
+    use crate::tuning::fit::Sample;
+    use crate::tuning::report::measure;
 
     #[test]
     fn one_panel_per_question_with_both_series() {

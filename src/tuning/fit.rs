@@ -10,7 +10,7 @@
 //! bracket evenly between sharpening and softening. Scaling never reorders the options, so the
 //! winner and the accuracy stay as they were; only the confidences move.
 
-use super::rescale;
+use crate::calibration::rescale;
 
 /// Temperatures outside this range are not fitted: a fit that wants them is either fitting noise
 /// (tiny samples) or a degenerate engine, and the bound keeps the result usable.

@@ -10,7 +10,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::{File, Fit};
+use crate::calibration::{File, Fit};
 
 /// Writes `text` to `path` through a temp file in the same directory and a rename.
 pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {

@@ -1,0 +1,285 @@
+//! What `system1 calibrate` does: `pending` lists what waits for labels (JSON, so that Claude can
+//! propose them), `label` records a person's labels on one log entry, `fit` fits the temperatures
+//! from the labelled log plus the seed sets and, with `apply`, writes them and the routing threshold.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::{Map, json};
+
+use super::data::{self, Labelled, Origin};
+use super::report::{self, QuestionReport};
+use super::{apply, fit, labels, plot};
+use crate::calibration::{Calibration, Fit};
+use crate::config::{self, ROUTING_FEATURES};
+use crate::error::{Context, Error, Result};
+use crate::paths;
+use crate::routing::log;
+
+/// What `calibrate fit` was asked to do.
+pub struct FitOptions {
+    /// Write the fits to the local calibration file and the chosen threshold to the config.
+    pub apply: bool,
+    /// Also write a reliability diagram (before and after) to this SVG file.
+    pub plot: Option<PathBuf>,
+    /// Ask this provider instead of the configured chain.
+    pub provider: Option<String>,
+    /// The routing threshold chosen is the lowest at which every feature is this accurate.
+    pub target_accuracy: f64,
+    /// Fit on the labelled log only, without the built-in seed sets.
+    pub no_seeds: bool,
+}
+
+fn read_log() -> Result<log::Entries> {
+    log::read_all().context(|| format!("cannot read {}", paths::routing_log().display()))
+}
+
+/// `calibrate pending`: the entries waiting for labels and the tally, as JSON on stdout.
+pub fn pending(limit: usize) -> Result<i32> {
+    let entries = read_log()?;
+    let (list, tally) = labels::pending(&entries.entries, limit);
+    let out = json!({
+        "log": paths::routing_log().display().to_string(),
+        "tally": tally,
+        "shown": list.len(),
+        "entries": list,
+        "how_to_label": "system1 calibrate label --id ID --feature read_only=true --feature design=false --feature review=false --feature specified=true --tier haiku [--outcome succeeded|failed] --by user",
+    });
+    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    Ok(0)
+}
+
+/// `calibrate label`: records labels on one entry, under the log's lock.
+pub fn label(id: &str, features: &[String], tier: Option<String>, outcome: Option<String>, by: String) -> Result<i32> {
+    let features =
+        features.iter().map(|f| labels::parse_feature(f)).collect::<Result<Vec<_>, _>>().map_err(Error::usage)?;
+    let l = labels::Labels { features, tier, outcome, by };
+    l.validate().map_err(Error::usage)?;
+    log::rewrite(|entries| labels::label(entries, id, &l))
+        .context(|| format!("cannot update {}", paths::routing_log().display()))?
+        .map_err(Error::failure)?;
+    println!("labelled {id}");
+    Ok(0)
+}
+
+/// `calibrate fit`: asks the engine about every labelled item with calibration off, fits, reports,
+/// and with `apply` writes the fits and the routing threshold.
+pub fn fit(a: FitOptions) -> Result<i32> {
+    if !(0.0..=1.0).contains(&a.target_accuracy) {
+        return Err(Error::usage("--target-accuracy must be between 0 and 1"));
+    }
+    let entries = read_log()?;
+    let mut items = data::log_items(&entries.entries);
+    let from_log = items.len();
+    if !a.no_seeds {
+        items.extend(data::seed_items().map_err(Error::failure)?);
+    }
+    let mut gateway = super::gateway_for(a.provider.as_deref())?;
+    // Raw probabilities: the fit must not be fitted on top of the fit in force.
+    gateway.calibration = Calibration::default();
+    let mut answers = data::ask_routing(&gateway, &items, super::progress("routing prompts"));
+    if !a.no_seeds {
+        let d = data::ask_destructive(&gateway, super::progress("commands")).map_err(Error::failure)?;
+        answers.labelled.extend(d.labelled);
+        answers.failed.extend(d.failed);
+        answers.abstained += d.abstained;
+    }
+    if answers.labelled.is_empty() {
+        let why = answers.failed.first().cloned().unwrap_or_else(|| "nothing is labelled yet".into());
+        return Err(Error::failure(format!("no labelled answers to fit on: {why}")).with_hint(
+            "label some entries first (`system1 calibrate pending`), and check the engine with `system1 doctor`",
+        ));
+    }
+    let reports = build_reports(&answers.labelled);
+
+    println!(
+        "Fitted on {} labelled log entries{} ({} answers). Engine failures: {}; abstentions: {}.\n",
+        from_log,
+        if a.no_seeds {
+            String::new()
+        } else {
+            format!(" plus {} seed prompts and the command set", items.len() - from_log)
+        },
+        answers.labelled.len(),
+        answers.failed.len(),
+        answers.abstained
+    );
+    for r in &reports {
+        println!("{}", r.text());
+    }
+
+    // The routing threshold, from the engine that answered most.
+    let routing: Vec<&QuestionReport> = main_engine(&reports)
+        .map(|(p, m)| {
+            reports
+                .iter()
+                .filter(|r| r.provider == p && r.model == m)
+                .filter(|r| r.question.as_deref().is_some_and(|q| ROUTING_FEATURES.contains(&q)))
+                .collect()
+        })
+        .unwrap_or_default();
+    let chosen = report::choose_threshold(&routing, a.target_accuracy);
+    let current = config::load().config.routing.min_confidence;
+    match chosen {
+        Some(t) => {
+            let joint = joint_coverage(&answers.labelled, &reports, t);
+            println!(
+                "Routing threshold: {t:.2} is the lowest at which every feature is at least {:.0}% accurate (now {current:.2}). \
+                 At {t:.2}, all four features clear it on {:.0}% of prompts, so that is how often a hint could be given.",
+                100.0 * a.target_accuracy,
+                100.0 * joint
+            );
+        }
+        None => println!(
+            "Routing threshold: no threshold up to 0.90 makes every feature {:.0}% accurate; [routing] min_confidence stays {current:.2}. \
+             Hints should stay off for this engine (see `system1 evaluate`).",
+            100.0 * a.target_accuracy
+        ),
+    }
+    println!("\nThese figures are measured on the data the fit was made on, with small samples: treat them as rough.");
+
+    if let Some(path) = &a.plot {
+        let title = format!(
+            "Reliability before and after calibration ({})",
+            main_engine(&reports).map(|(p, m)| format!("{p}/{m}")).unwrap_or_default()
+        );
+        apply::write_atomically(path, &plot::svg(&reports, &title))
+            .context(|| format!("cannot write {}", path.display()))?;
+        println!("Reliability diagram: {}", path.display());
+    }
+
+    if a.apply {
+        let fits = fits_to_write(&reports);
+        let local = paths::local_calibration();
+        let existing = match std::fs::read_to_string(&local) {
+            Ok(t) => Some(t),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", local.display()))),
+        };
+        let file = apply::merge_local(existing.as_deref(), fits.clone())
+            .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", local.display())))?;
+        let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
+        apply::write_atomically(&local, &format!("{text}\n"))
+            .context(|| format!("cannot write {}", local.display()))?;
+        println!("\nWrote {} fits to {}.", fits.len(), local.display());
+        if let Some(t) = chosen {
+            let cfg_path = paths::config_file();
+            let old = match std::fs::read_to_string(&cfg_path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
+            };
+            let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
+            apply::write_atomically(&cfg_path, &new).context(|| format!("cannot write {}", cfg_path.display()))?;
+            println!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display());
+            if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
+                println!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.");
+            }
+        }
+    } else {
+        println!("\nNothing written. `system1 calibrate fit --apply` writes the fits and the threshold.");
+    }
+    Ok(0)
+}
+
+type Key = (String, String, String);
+
+/// One report per (provider, model, question), then one per (provider, model, option count) for
+/// the fallback; questions below the minimum n are measured with the fallback's temperature.
+fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
+    let mut by_q: BTreeMap<Key, Vec<&Labelled>> = BTreeMap::new();
+    let mut by_options: BTreeMap<(String, String, usize), Vec<&Labelled>> = BTreeMap::new();
+    for l in labelled {
+        by_q.entry((l.provider.clone(), l.model.clone(), l.key.clone())).or_default().push(l);
+        by_options.entry((l.provider.clone(), l.model.clone(), l.sample.probs.len())).or_default().push(l);
+    }
+    let sources = |ls: &[&Labelled]| {
+        let log = ls.iter().filter(|l| l.origin == Origin::Log).count();
+        format!("{log} log + {} seed", ls.len() - log)
+    };
+    let mut fallback: BTreeMap<(String, String, usize), QuestionReport> = BTreeMap::new();
+    for ((p, m, k), ls) in &by_options {
+        let samples: Vec<fit::Sample> = ls.iter().map(|l| l.sample.clone()).collect();
+        let mut r = report::measure(p, m, None, &samples, sources(ls), None);
+        r.question = None;
+        fallback.insert((p.clone(), m.clone(), *k), r);
+    }
+    let mut out = Vec::new();
+    for ((p, m, q), ls) in &by_q {
+        let samples: Vec<fit::Sample> = ls.iter().map(|l| l.sample.clone()).collect();
+        let fb =
+            fallback.get(&(p.clone(), m.clone(), samples[0].probs.len())).filter(|f| f.own_fit).map(|f| f.applied_t);
+        out.push(report::measure(p, m, Some(q), &samples, sources(ls), fb));
+    }
+    // Routing features first, in their usual order, then other questions, then the fallbacks.
+    out.sort_by_key(|r| {
+        let q = r.question.as_deref().unwrap_or("");
+        (
+            r.provider.clone(),
+            r.model.clone(),
+            ROUTING_FEATURES.iter().position(|f| *f == q).unwrap_or(99),
+            q.to_string(),
+        )
+    });
+    out.extend(fallback.into_values());
+    out
+}
+
+/// The (provider, model) with the most answers.
+fn main_engine(reports: &[QuestionReport]) -> Option<(String, String)> {
+    let mut n: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for r in reports.iter().filter(|r| r.question.is_some()) {
+        *n.entry((r.provider.clone(), r.model.clone())).or_default() += r.n;
+    }
+    n.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k)
+}
+
+/// The share of routing prompts whose four calibrated confidences all reach `t`.
+fn joint_coverage(labelled: &[Labelled], reports: &[QuestionReport], t: f64) -> f64 {
+    let temp = |l: &Labelled| {
+        reports
+            .iter()
+            .find(|r| r.provider == l.provider && r.model == l.model && r.question.as_deref() == Some(&l.key))
+            .map(|r| r.applied_t)
+            .unwrap_or(1.0)
+    };
+    let mut per_item: BTreeMap<usize, (usize, bool)> = BTreeMap::new();
+    for l in labelled {
+        let Some(i) = l.item else { continue };
+        let e = per_item.entry(i).or_insert((0, true));
+        e.0 += 1;
+        e.1 &= l.sample.top(temp(l)).1 >= t - 1e-12;
+    }
+    let all: Vec<&(usize, bool)> = per_item.values().filter(|(n, _)| *n == ROUTING_FEATURES.len()).collect();
+    if all.is_empty() { 0.0 } else { all.iter().filter(|(_, ok)| *ok).count() as f64 / all.len() as f64 }
+}
+
+/// The fits to write: every question with its own fit, and every option-count fallback with enough samples.
+fn fits_to_write(reports: &[QuestionReport]) -> Vec<Fit> {
+    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    reports
+        .iter()
+        .filter(|r| r.own_fit)
+        .map(|r| {
+            let mut extra = Map::new();
+            extra.insert("n".into(), json!(r.n));
+            extra.insert("accuracy".into(), json!(round3(r.accuracy)));
+            extra.insert("ece_before".into(), json!(round3(r.ece_before)));
+            extra.insert("ece_after".into(), json!(round3(r.ece_after)));
+            extra.insert("source".into(), json!(format!("system1 calibrate fit ({})", r.sources)));
+            extra.insert("fitted_at".into(), json!(now));
+            Fit {
+                provider: r.provider.clone(),
+                model: r.model.clone(),
+                question: r.question.clone(),
+                options: if r.question.is_none() { Some(r.options) } else { None },
+                temperature: (r.applied_t * 10_000.0).round() / 10_000.0,
+                extra,
+            }
+        })
+        .collect()
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}

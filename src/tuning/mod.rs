@@ -1,0 +1,52 @@
+//! Offline tuning: everything that learns from labelled data rather than answering a request. The
+//! seed sets, collecting engine answers about labelled items, labels in the routing log, the
+//! temperature-fitting math, the reports and plots of `system1 calibrate`, and the measures and the
+//! READY verdict of `system1 evaluate`. It sits above routing (it asks the features through the
+//! hook's own code); the runtime half, the fits file and rescaling, is `crate::calibration`.
+
+pub mod apply;
+pub mod calibrate;
+pub mod data;
+pub mod evaluate;
+pub mod fit;
+pub mod labels;
+pub mod plot;
+pub mod readiness;
+pub mod report;
+pub mod seeds;
+
+use std::io::IsTerminal;
+
+use crate::config;
+use crate::error::{Error, Result};
+use crate::gateway::Gateway;
+
+/// The gateway to ask: the configured chain, or only `provider`.
+pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
+    let mut loaded = config::load();
+    if let Some(p) = provider {
+        if !crate::providers::NAMES.contains(&p) {
+            return Err(Error::usage(format!("unknown provider {p:?}; known: {}", crate::providers::NAMES.join(", "))));
+        }
+        loaded.config.gateway.provider = p.to_string();
+        loaded.config.gateway.fallback.clear();
+    }
+    let gateway = Gateway::new(loaded);
+    if !gateway.is_ok() {
+        return Err(Error::config(gateway.config_errors.join("; ")).with_hint("run `system1 config check`"));
+    }
+    Ok(gateway)
+}
+
+/// Progress on stderr when it is a terminal, so long runs show they are alive.
+pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
+    let tty = std::io::stderr().is_terminal();
+    move |i, n| {
+        if tty {
+            eprint!("\r{what}: {}/{n}", i + 1);
+            if i + 1 == n {
+                eprintln!();
+            }
+        }
+    }
+}
