@@ -18,6 +18,7 @@ mod providers;
 mod report;
 mod routing;
 mod state;
+mod tier;
 mod transcripts;
 mod tuning;
 

@@ -74,7 +74,7 @@ pub struct Proposal {
 /// The Claude tier of a model id: `claude-opus-4-8[1m]` is opus. Aliases map to themselves. The
 /// usage report reads model ids the same way (`Tier::of`).
 pub fn tier_of(model: &str) -> Option<&'static str> {
-    crate::report::prices::Tier::of(model).map(|t| t.name())
+    crate::tier::Tier::of(model).map(|t| t.name())
 }
 
 /// The tier that actually ran: `resolvedModel` first (it already covers `inherit`), then the

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
-use super::prices::Tier;
+use crate::tier::Tier;
 
 use crate::routing::{HINT_MARKER as ROUTING_HINT, SKILL_HINT_MARKER as SKILL_HINT};
 

@@ -29,9 +29,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
-use prices::{Prices, Rates, Tier};
+use prices::{Prices, Rates};
 
 const NO_AGENT: u32 = u32::MAX;
 
