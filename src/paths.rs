@@ -7,6 +7,9 @@
 //! | config file | `~/.config/system1/config.toml`, `%APPDATA%\system1\config.toml` | `SYSTEM1_CONFIG` |
 //! | Claude Code dir | `~/.claude` | `CLAUDE_CONFIG_DIR` |
 //! | Claude Code settings (user MCP servers) | `~/.claude.json` | `$CLAUDE_CONFIG_DIR/.claude.json` |
+//!
+//! Programs system1 runs (the `claude` CLI, service managers) are found on `PATH` with
+//! [`find_on_path`].
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -111,5 +114,27 @@ pub fn ensure_parent(p: &Path) -> std::io::Result<()> {
     match p.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
         _ => Ok(()),
+    }
+}
+
+/// The first of `names` found as an executable file in a `PATH` directory, as `which` finds it.
+pub fn find_on_path(names: &[&str]) -> Option<PathBuf> {
+    let path = env::var_os("PATH")?;
+    env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(p: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(p) else { return false };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.is_file() && meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        meta.is_file()
     }
 }

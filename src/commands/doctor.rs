@@ -235,7 +235,7 @@ fn check_registration(r: &mut Report) {
     let fix = format!("register it again: `claude mcp remove --scope user system1`, then `{}`", register_command());
     if args != ["mcp"] {
         r.fail(format!("the registered command `{shown}` does not run `system1 mcp`"), fix);
-    } else if !Path::new(command).exists() && claude::find_on_path(&[command]).is_none() {
+    } else if !Path::new(command).exists() && paths::find_on_path(&[command]).is_none() {
         r.fail(format!("the registered command `{shown}` points to a missing file"), fix);
     } else {
         r.ok(format!("MCP server registered ({scope}): {shown}"));

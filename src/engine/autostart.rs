@@ -82,7 +82,7 @@ pub fn contents(spec: &Spec, platform: Platform) -> String {
 /// Runs a service-manager command when the tool exists; returns a line saying what happened.
 fn tell(tool: &str, args: &[&str]) -> Option<String> {
     // Without the tool, the file alone takes effect at the next login.
-    crate::install::claude::find_on_path(&[tool, &format!("{tool}.exe")])?;
+    paths::find_on_path(&[tool, &format!("{tool}.exe")])?;
     let line = format!("{tool} {}", args.join(" "));
     Some(match Command::new(tool).args(args).status() {
         Ok(s) if s.success() => format!("ran `{line}`"),

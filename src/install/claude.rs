@@ -36,29 +36,7 @@ pub enum Registered {
 /// `claude` on PATH (on Windows also `claude.cmd`, the npm shim).
 pub fn find_claude() -> Option<PathBuf> {
     let names: &[&str] = if cfg!(windows) { &["claude.exe", "claude.cmd", "claude.bat"] } else { &["claude"] };
-    find_on_path(names)
-}
-
-/// The first of `names` found in a `PATH` directory.
-pub fn find_on_path(names: &[&str]) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .filter(|dir| !dir.as_os_str().is_empty())
-        .flat_map(|dir| names.iter().map(move |n| dir.join(n)))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(p) else { return false };
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.is_file() && meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        meta.is_file()
-    }
+    paths::find_on_path(names)
 }
 
 /// Reads the current user-scoped registration from `.claude.json`.
