@@ -24,6 +24,14 @@ pub fn set_paused(paused: bool) -> std::io::Result<()> {
     }
 }
 
+/// When the pause began, from the pause file (`paused at <RFC 3339>`), to the minute.
+pub fn paused_since() -> Option<String> {
+    let text = std::fs::read_to_string(paths::pause_file()).ok()?;
+    let stamp = text.trim().strip_prefix("paused at ")?;
+    let t = chrono::DateTime::parse_from_rfc3339(stamp).ok()?;
+    Some(t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
+}
+
 /// Today's date in UTC, the key of the decision tally.
 pub fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()

@@ -11,9 +11,9 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::checks::{self, start_hint};
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
-use crate::hook::session_start::{pending_labels, start_hint};
 use crate::install::claude;
 use crate::providers::{EngineRequest, Question};
 use crate::{logging, paths, state};

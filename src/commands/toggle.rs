@@ -54,7 +54,7 @@ fn status() -> Result<i32> {
     let cfg = &gateway.loaded.config;
 
     if paused {
-        let since = paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
+        let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
         println!("System-1:      paused{since} (`system1 toggle on` resumes)");
     } else {
         println!("System-1:      on");
@@ -98,12 +98,4 @@ fn status() -> Result<i32> {
     let detail = if by_status.is_empty() { String::new() } else { format!(" ({})", by_status.join(", ")) };
     println!("decisions today: {total}{detail}");
     Ok(exit::OK)
-}
-
-/// When the pause began, from the pause file (`paused at <RFC 3339>`), to the minute.
-pub fn paused_since() -> Option<String> {
-    let text = std::fs::read_to_string(paths::pause_file()).ok()?;
-    let stamp = text.trim().strip_prefix("paused at ")?;
-    let t = chrono::DateTime::parse_from_rfc3339(stamp).ok()?;
-    Some(t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
 }
