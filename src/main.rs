@@ -2,6 +2,7 @@
 //! and turns its outcome into one message and an exit code, here and nowhere else.
 
 mod calibration;
+mod checks;
 mod cli;
 mod commands;
 mod config;

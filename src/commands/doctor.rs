@@ -378,7 +378,7 @@ fn check_tallies(days: u32, r: &mut Report) {
 
 fn check_pause(gateway: &Gateway, r: &mut Report) {
     if state::is_paused() {
-        let since = crate::commands::toggle::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
+        let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
         r.warn(
             format!("System-1 is paused{since}: decisions abstain and the hooks are silent"),
             "`system1 toggle on` (or /system1:toggle on)",
@@ -395,8 +395,8 @@ fn check_pause(gateway: &Gateway, r: &mut Report) {
 }
 
 fn check_labels(r: &mut Report) {
-    let pending = pending_labels();
-    if pending >= crate::hook::session_start::PENDING_LABELS_THRESHOLD {
+    let pending = checks::pending_labels();
+    if pending >= checks::PENDING_LABELS_THRESHOLD {
         r.warn(
             format!("{pending} logged prompts wait for labels"),
             "label them and refit the calibration with /system1:calibrate",
