@@ -16,9 +16,10 @@ pub use settings::{Resolved, Settings, Source};
 
 use crate::paths;
 
-/// Names of the providers the registry knows, for validating `provider`, `fallback` and
-/// `[providers.*]` tables without building them.
-pub use crate::providers::NAMES as PROVIDER_NAMES;
+/// The engines a config may name in `provider`, `fallback` and `[providers.<name>]`, in the order
+/// they are documented; the config is checked against this list without building any provider.
+/// The provider registry builds exactly these (its module asserts so when it compiles).
+pub const PROVIDER_NAMES: &[&str] = &["laya", "von", "ollama", "mock"];
 
 /// The four routing features, in the order they are asked.
 pub const ROUTING_FEATURES: [&str; 4] = ["read_only", "design", "review", "specified"];

@@ -3,7 +3,8 @@
 //! An adapter translates the gateway's questions into its engine's wire format and the engine's
 //! answer back into plain JSON answers. It does not judge them: the gateway validates every answer
 //! (shape, confidence range, decision among the options), applies calibration and the threshold,
-//! and runs the fallback chain. Adding an engine is one file here plus one line in [`REGISTRY`].
+//! and runs the fallback chain. Adding an engine is one file here, one line in [`REGISTRY`] and
+//! its name in `config::PROVIDER_NAMES`.
 
 pub mod answers;
 #[cfg(test)]
@@ -34,6 +35,35 @@ pub const REGISTRY: &[(&str, Constructor)] = &[
 
 /// Every provider name the registry can build, in the registry's order.
 pub const NAMES: &[&str] = &registry_names::<{ REGISTRY.len() }>();
+
+// The config checks provider names against its own list (it sits below this module), so the
+// registry must build exactly the names that list accepts, in the same order.
+const _: () = assert!(
+    same_names(NAMES, crate::config::PROVIDER_NAMES),
+    "providers::REGISTRY and config::PROVIDER_NAMES must name the same providers in the same order"
+);
+
+const fn same_names(a: &[&str], b: &[&str]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        let (x, y) = (a[i].as_bytes(), b[i].as_bytes());
+        if x.len() != y.len() {
+            return false;
+        }
+        let mut j = 0;
+        while j < x.len() {
+            if x[j] != y[j] {
+                return false;
+            }
+            j += 1;
+        }
+        i += 1;
+    }
+    true
+}
 
 const fn registry_names<const N: usize>() -> [&'static str; N] {
     let mut names = [""; N];
