@@ -79,10 +79,15 @@ fn pending_then_label_through_the_log() {
     assert_eq!(std::fs::read_to_string(log_path(&env)).unwrap(), before);
 }
 
-/// The seed set's share of prompts whose label for `feature` equals `answer`, read here from the file.
-fn seed_share(feature: &str, answer: bool) -> f64 {
+/// The routing seed set, read here from the file (the set grows, so no count is written down here).
+fn routing_seeds() -> Vec<Value> {
     let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/routing.jsonl")).unwrap();
-    let seeds: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// The seed set's share of prompts whose label for `feature` equals `answer`.
+fn seed_share(feature: &str, answer: bool) -> f64 {
+    let seeds = routing_seeds();
     seeds.iter().filter(|s| s["labels"][feature] == answer).count() as f64 / seeds.len() as f64
 }
 
@@ -102,7 +107,8 @@ fn fit_on_the_seed_sets_matches_temperatures_computed_here() {
     let out = env.run(&["calibrate", "fit", "--apply", "--plot", svg.to_str().unwrap()], "");
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("design  [mock/mock]  n=50 (0 log + 50 seed)"), "{text}");
+    let n = routing_seeds().len();
+    assert!(text.contains(&format!("design  [mock/mock]  n={n} (0 log + {n} seed)")), "{text}");
 
     let cal: Value =
         serde_json::from_str(&std::fs::read_to_string(env.install_dir.join("calibration.json")).unwrap()).unwrap();
@@ -117,7 +123,7 @@ fn fit_on_the_seed_sets_matches_temperatures_computed_here() {
     assert!((t("review").unwrap() - want).abs() < 1e-3);
     let fit = cal["fits"].as_array().unwrap().iter().find(|f| f["question"] == "design").unwrap();
     assert_eq!(fit["provider"], "mock");
-    assert_eq!(fit["n"], 50);
+    assert_eq!(fit["n"], n);
     // The option-count fallback is written too.
     assert!(cal["fits"].as_array().unwrap().iter().any(|f| f["options"] == 2 && f.get("question").is_none()));
     // No threshold makes every feature 85% right with these answers: the config is not touched.
