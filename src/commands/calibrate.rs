@@ -30,7 +30,7 @@ enum Cmd {
         /// A feature label, e.g. `--feature read_only=true` (repeatable).
         #[arg(long = "feature", value_name = "FEATURE=BOOL")]
         features: Vec<String>,
-        /// The tier the task needed: haiku, sonnet or opus.
+        /// The tier the task needed: haiku, sonnet, opus or fable.
         #[arg(long)]
         tier: Option<String>,
         /// For a subagent spawn: succeeded or failed.

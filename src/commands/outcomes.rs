@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::error::{Context, Result};
 use crate::outcomes::{self, Outcome, Proposal};
 use crate::routing::log;
+use crate::tier::Tier;
 use crate::transcripts::{self, Scope};
 
 #[derive(clap::Args)]
@@ -113,15 +114,18 @@ pub fn summary(ps: &[Proposal]) -> String {
             s.push_str(&format!("  {n:>5}  {r}\n"));
         }
     }
-    let mut tiers: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut tiers: BTreeMap<Option<Tier>, (usize, usize)> = BTreeMap::new();
     for p in ps {
-        let t = tiers.entry(p.tier.as_deref().unwrap_or("unknown")).or_default();
+        let t = tiers.entry(p.tier).or_default();
         t.0 += 1;
         t.1 += usize::from(p.outcome == Outcome::Failed);
     }
     s.push_str("\nBy the tier that ran:\n");
-    for (t, (n, f)) in &tiers {
-        s.push_str(&format!("  {t:<8} {n:>5} spawns  {f:>4} failed\n"));
+    // Cheapest first, then the spawns nothing says the tier of.
+    let (known, unknown): (Vec<_>, Vec<_>) = tiers.iter().partition(|(t, _)| t.is_some());
+    for (t, (n, f)) in known.into_iter().chain(unknown) {
+        let name = t.map_or("unknown", Tier::name);
+        s.push_str(&format!("  {name:<8} {n:>5} spawns  {f:>4} failed\n"));
     }
     if !doubtful.is_empty() {
         s.push_str("\nDoubtful (decide these with /system1:calibrate):\n");
@@ -130,7 +134,7 @@ pub fn summary(ps: &[Proposal]) -> String {
                 "  {}  {}  {}  proposed {}: {}\n      why doubtful: {}\n      {:?}\n",
                 p.tool_use_id,
                 p.timestamp.get(..10).unwrap_or(&p.timestamp),
-                p.tier.as_deref().unwrap_or("?"),
+                p.tier.map_or("?", Tier::name),
                 p.outcome.as_str(),
                 p.reason,
                 p.doubtful.as_deref().unwrap_or(""),

@@ -54,7 +54,7 @@ fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> 
             Ok(fs) => json!(
                 fs.iter()
                     .map(|f| (
-                        f.name.to_string(),
+                        f.feature.name().to_string(),
                         json!({"answer": f.answer, "confidence": f.confidence, "calibrated": f.calibrated})
                     ))
                     .collect::<serde_json::Map<String, Value>>()

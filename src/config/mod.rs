@@ -14,17 +14,14 @@ use toml::{Table, Value};
 
 pub use settings::{Resolved, Settings, Source};
 
+use crate::feature::Feature;
 use crate::paths;
+use crate::tier::Tier;
 
 /// The engines a config may name in `provider`, `fallback` and `[providers.<name>]`, in the order
 /// they are documented; the config is checked against this list without building any provider.
 /// The provider registry builds exactly these (its module asserts so when it compiles).
 pub const PROVIDER_NAMES: &[&str] = &["laya", "von", "ollama", "mock"];
-
-/// The four routing features, in the order they are asked.
-pub const ROUTING_FEATURES: [&str; 4] = ["read_only", "design", "review", "specified"];
-/// Claude model tiers a routing rule may name, cheapest first.
-pub const TIERS: [&str; 3] = ["haiku", "sonnet", "opus"];
 
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
@@ -39,8 +36,8 @@ pub struct GatewayConfig {
 /// One routing rule: when every named feature has the given answer, use `tier`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rule {
-    pub when: BTreeMap<String, bool>,
-    pub tier: String,
+    pub when: BTreeMap<Feature, bool>,
+    pub tier: Tier,
 }
 
 #[derive(Debug, Clone)]
@@ -49,7 +46,7 @@ pub struct RoutingConfig {
     pub hint: bool,
     pub log_dirs: Vec<String>,
     pub min_confidence: f64,
-    pub default_tier: String,
+    pub default_tier: Tier,
     pub rules: Vec<Rule>,
     /// Engine time per prompt, shared by routing and the skill picker.
     pub budget_ms: u64,
@@ -289,17 +286,17 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
     GatewayConfig { provider, fallback, timeout_s, min_confidence, log_level, log_file }
 }
 
+/// `[routing] default_tier` when the config does not set it: the tier when no rule matches.
+pub const DEFAULT_TIER: Tier = Tier::Sonnet;
+
 /// The default routing rule: design or review needs opus; read-only and fully specified work
 /// goes to haiku; everything else to sonnet.
 pub fn default_rules() -> Vec<Rule> {
-    let rule = |when: &[(&str, bool)], tier: &str| Rule {
-        when: when.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
-        tier: tier.to_string(),
-    };
+    let rule = |when: &[(Feature, bool)], tier: Tier| Rule { when: when.iter().copied().collect(), tier };
     vec![
-        rule(&[("design", true)], "opus"),
-        rule(&[("review", true)], "opus"),
-        rule(&[("read_only", true), ("specified", true)], "haiku"),
+        rule(&[(Feature::Design, true)], Tier::Opus),
+        rule(&[(Feature::Review, true)], Tier::Opus),
+        rule(&[(Feature::ReadOnly, true), (Feature::Specified, true)], Tier::Haiku),
     ]
 }
 
@@ -308,10 +305,10 @@ fn read_routing(s: &Settings) -> RoutingConfig {
     let hint = s.bool("hint", false);
     let log_dirs = s.list("log_dirs");
     let min_confidence = s.f64("min_confidence", 0.6, 0.0, 1.0);
-    let default_tier = s.string("default_tier", "sonnet");
-    if !TIERS.contains(&default_tier.as_str()) {
-        s.error(format!("routing.default_tier: unknown tier {default_tier:?}; use one of {}", TIERS.join(", ")));
-    }
+    let default_tier = s.string("default_tier", DEFAULT_TIER.name()).parse().unwrap_or_else(|e| {
+        s.error(format!("routing.default_tier: {e}"));
+        DEFAULT_TIER
+    });
     let rules = match s.value("rules") {
         None => {
             s.default_shown("rules", &rules_value(&default_rules()));
@@ -332,10 +329,10 @@ fn rules_value(rules: &[Rule]) -> Value {
         rules
             .iter()
             .map(|r| {
-                let when: Table = r.when.iter().map(|(k, v)| (k.clone(), Value::Boolean(*v))).collect();
+                let when: Table = r.when.iter().map(|(k, v)| (k.name().to_string(), Value::Boolean(*v))).collect();
                 let mut t = Table::new();
                 t.insert("when".into(), Value::Table(when));
-                t.insert("tier".into(), Value::String(r.tier.clone()));
+                t.insert("tier".into(), Value::String(r.tier.name().to_string()));
                 Value::Table(t)
             })
             .collect(),
@@ -355,26 +352,18 @@ pub fn parse_rules(v: &Value) -> Result<Vec<Rule>, String> {
             }
         }
         let tier = match t.get("tier") {
-            Some(Value::String(s)) if TIERS.contains(&s.as_str()) => s.clone(),
-            Some(Value::String(s)) => {
-                return Err(format!("rule {n}: unknown tier {s:?}; use one of {}", TIERS.join(", ")));
-            }
-            _ => return Err(format!("rule {n}: `tier` must be one of {}", TIERS.join(", "))),
+            Some(Value::String(s)) => s.parse::<Tier>().map_err(|e| format!("rule {n}: {e}"))?,
+            _ => return Err(format!("rule {n}: `tier` must be one of {}", Tier::names())),
         };
         let mut when = BTreeMap::new();
         match t.get("when") {
             Some(Value::Table(w)) => {
-                for (feature, answer) in w {
-                    if !ROUTING_FEATURES.contains(&feature.as_str()) {
-                        return Err(format!(
-                            "rule {n}: unknown feature {feature:?}; use {}",
-                            ROUTING_FEATURES.join(", ")
-                        ));
-                    }
+                for (name, answer) in w {
+                    let feature = name.parse::<Feature>().map_err(|e| format!("rule {n}: {e}"))?;
                     let Value::Boolean(b) = answer else {
-                        return Err(format!("rule {n}: feature {feature:?} must be true or false"));
+                        return Err(format!("rule {n}: feature {name:?} must be true or false"));
                     };
-                    when.insert(feature.clone(), *b);
+                    when.insert(feature, *b);
                 }
             }
             None => {}
@@ -471,7 +460,19 @@ mod tests {
         );
         assert!(l.is_ok(), "{:?}", l.errors);
         assert_eq!(l.config.routing.rules.len(), 1);
-        assert_eq!(l.config.routing.rules[0].tier, "sonnet");
+        assert_eq!(l.config.routing.rules[0].tier, Tier::Sonnet);
+        assert_eq!(l.config.routing.rules[0].when, [(Feature::Review, true)].into());
+        assert_eq!(l.config.routing.default_tier, Tier::Haiku);
+        // Every tier of the table may be named, Claude Code's fourth included.
+        let l = load_text(
+            "[routing]\ndefault_tier = \"fable\"\nrules = [{ when = { design = true }, tier = \"fable\" }]\n",
+            &[],
+        );
+        assert!(l.is_ok(), "{:?}", l.errors);
+        assert_eq!((l.config.routing.default_tier, l.config.routing.rules[0].tier), (Tier::Fable, Tier::Fable));
+        let l = load_text("[routing]\ndefault_tier = \"claude-opus-4-8\"\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("routing.default_tier: unknown tier")), "{:?}", l.errors);
+        assert_eq!(l.config.routing.default_tier, Tier::Sonnet, "a bad default tier keeps the default");
         let l = load_text("[routing]\nrules = [{ when = { vibes = true }, tier = \"opus\" }]\n", &[]);
         assert!(l.errors.iter().any(|e| e.contains("unknown feature \"vibes\"")), "{:?}", l.errors);
         let l = load_text("[routing]\nrules = [{ when = { design = true }, tier = \"gpt\" }]\n", &[]);

@@ -67,7 +67,7 @@ mod tests {
             tool_use_id: id.into(),
             outcome,
             reason: "r".into(),
-            tier: Some("sonnet".into()),
+            tier: Some(crate::tier::Tier::Sonnet),
             doubtful: doubtful.map(String::from),
             timestamp: String::new(),
             description: String::new(),

@@ -8,6 +8,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
+use crate::tier::Tier;
+
 /// Everything the transcripts say about one Agent (or Task) tool call.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spawn {
@@ -62,8 +64,8 @@ pub struct Proposal {
     pub tool_use_id: String,
     pub outcome: Outcome,
     pub reason: String,
-    /// haiku, sonnet or opus; None when nothing says which model ran.
-    pub tier: Option<String>,
+    /// The tier that ran; None when nothing says which model ran.
+    pub tier: Option<Tier>,
     /// Why a person should look at it, when the evidence is weak.
     pub doubtful: Option<String>,
     pub timestamp: String,
@@ -71,17 +73,12 @@ pub struct Proposal {
     pub subagent_type: String,
 }
 
-/// The Claude tier of a model id: `claude-opus-4-8[1m]` is opus. Aliases map to themselves. The
-/// usage report reads model ids the same way (`Tier::of`).
-pub fn tier_of(model: &str) -> Option<&'static str> {
-    crate::tier::Tier::of(model).map(|t| t.name())
-}
-
 /// The tier that actually ran: `resolvedModel` first (it already covers `inherit`), then the
 /// subagent's own lines, then what was asked for (with `inherit` or nothing meaning the parent's
 /// model). The bool says whether the tier came from a guess rather than from the run itself.
-pub fn tier(s: &Spawn) -> (Option<&'static str>, bool) {
-    if let Some(t) = tier_of(&s.resolved_model).or_else(|| tier_of(&s.subagent_model)) {
+/// Model ids read as the usage report reads them (`Tier::of`): `claude-opus-4-8[1m]` is opus.
+pub fn tier(s: &Spawn) -> (Option<Tier>, bool) {
+    if let Some(t) = Tier::of(&s.resolved_model).or_else(|| Tier::of(&s.subagent_model)) {
         return (Some(t), false);
     }
     let asked = if s.requested_model.is_empty() || s.requested_model == "inherit" {
@@ -89,7 +86,7 @@ pub fn tier(s: &Spawn) -> (Option<&'static str>, bool) {
     } else {
         &s.requested_model
     };
-    (tier_of(asked), true)
+    (Tier::of(asked), true)
 }
 
 /// The agent says in its report that it was blocked: a statement about itself, not the word
@@ -204,7 +201,7 @@ pub fn propose_one(s: &Spawn, later: &[&Spawn]) -> Proposal {
         tool_use_id: s.tool_use_id.clone(),
         outcome: Outcome::Failed,
         reason: String::new(),
-        tier: tier.map(String::from),
+        tier,
         doubtful: None,
         timestamp: s.timestamp.clone(),
         description: s.description.clone(),
@@ -263,17 +260,19 @@ mod tests {
 
     #[test]
     fn tiers_from_model_ids() {
-        assert_eq!(tier_of("claude-opus-4-8[1m]"), Some("opus"));
-        assert_eq!(tier_of("claude-haiku-4-5-20251001"), Some("haiku"));
-        assert_eq!(tier_of("sonnet"), Some("sonnet"));
-        assert_eq!(tier_of("inherit"), None);
         let mut s = spawn("01", "x");
         s.resolved_model.clear();
         s.requested_model = "inherit".into();
         s.parent_model = "claude-opus-4-8".into();
-        assert_eq!(tier(&s), (Some("opus"), true));
+        assert_eq!(tier(&s), (Some(Tier::Opus), true));
         s.subagent_model = "claude-haiku-4-5".into();
-        assert_eq!(tier(&s), (Some("haiku"), false));
+        assert_eq!(tier(&s), (Some(Tier::Haiku), false));
+        s.resolved_model = "claude-fable-5-1".into();
+        assert_eq!(tier(&s), (Some(Tier::Fable), false));
+        s.resolved_model = "inherit".into();
+        s.subagent_model.clear();
+        s.requested_model = "fable".into();
+        assert_eq!(tier(&s), (Some(Tier::Fable), true));
     }
 
     #[test]
@@ -303,7 +302,7 @@ mod tests {
         let mut s = spawn("01", "Check the links");
         s.resolved_model.clear();
         let p = propose_one(&s, &[]);
-        assert_eq!((p.outcome, p.tier.as_deref()), (Outcome::Succeeded, None));
+        assert_eq!((p.outcome, p.tier), (Outcome::Succeeded, None));
         assert_eq!(p.doubtful.as_deref(), Some("nothing says which model ran"));
         // No task id, but the very same description comes back as a retry: a redo, doubtful.
         let first = spawn("01", "fix the flaky email test");

@@ -97,7 +97,7 @@ pub fn hash(parts: &[&str]) -> u128 {
 
 /// The tier a hint names: `model "haiku"` and the like.
 pub fn hinted_tier(text: &str) -> Option<Tier> {
-    ["haiku", "sonnet", "opus"].iter().find(|t| text.contains(&format!("model \"{t}\""))).and_then(|t| Tier::of(t))
+    Tier::ALL.into_iter().find(|t| text.contains(&format!("model \"{t}\"")))
 }
 
 /// Words in a prompt line's text (counted, never kept).
@@ -372,10 +372,10 @@ mod tests {
         assert_eq!(hinted_tier("System-1 routing hint: use model \"opus\""), Some(Tier::Opus));
         assert_eq!(hinted_tier("System-1 routing hint: nothing"), None);
         // The hook's own wording, whatever it becomes, must stay readable here.
-        for tier in ["haiku", "sonnet", "opus"] {
+        for tier in Tier::ALL {
             let text = crate::routing::hint_text(tier);
             assert!(text.starts_with(ROUTING_HINT));
-            assert_eq!(hinted_tier(&text).map(|t| t.name()), Some(tier));
+            assert_eq!(hinted_tier(&text), Some(tier));
         }
         assert_eq!(approx_tokens("abcd"), 1);
         assert_eq!(approx_tokens("abcde"), 2);
@@ -387,8 +387,10 @@ mod tests {
         let info =
             FileInfo { path: "s.jsonl".into(), project: "-p".into(), session_id: "s".into(), agent: None, size: 0 };
         let mut c = Collector::new(&info);
-        let context =
-            format!("{}\nSystem-1 skill hint: consider the `pdf` skill if it fits", crate::routing::hint_text("haiku"));
+        let context = format!(
+            "{}\nSystem-1 skill hint: consider the `pdf` skill if it fits",
+            crate::routing::hint_text(Tier::Haiku)
+        );
         let raw = serde_json::json!({"type": "attachment", "uuid": "h1", "attachment": {
             "type": "hook_additional_context", "hookEvent": "UserPromptSubmit", "content": [context]}})
         .to_string();

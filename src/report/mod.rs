@@ -393,10 +393,10 @@ impl Report {
         let n = agg.models.len();
         let mut per_model = vec![(0u64, Tokens::default()); n];
         let (mut main, mut sub) = ((0u64, Tokens::default(), 0.0f64, 0u64), (0u64, Tokens::default(), 0.0f64, 0u64));
-        let mut tier_rows: BTreeMap<String, (u64, u64, Tokens, f64)> = BTreeMap::new();
+        let mut tier_rows: BTreeMap<Option<Tier>, (u64, u64, Tokens, f64)> = BTreeMap::new();
         let mut agent_usage: HashMap<u32, Vec<(u32, Tokens)>> = HashMap::new();
         let mut overhead = 0.0;
-        let mut main_tier_requests = [0u64; 3];
+        let mut main_tier_requests = [0u64; Tier::COUNT];
         let mut tier_model_requests: HashMap<u32, u64> = HashMap::new();
         for r in agg.records() {
             let m = r.model as usize;
@@ -417,8 +417,7 @@ impl Report {
                 *tier_model_requests.entry(r.model).or_default() += 1;
             }
             if subagent {
-                let tier = tiers[m].map(|t| t.name()).unwrap_or("unknown").to_string();
-                let row = tier_rows.entry(tier).or_default();
+                let row = tier_rows.entry(tiers[m]).or_default();
                 row.1 += 1;
                 row.2.add(&tokens);
                 row.3 += cost.unwrap_or(0.0);
@@ -493,15 +492,15 @@ impl Report {
             share: None,
             with_model_given: 0,
         };
-        let mut unhinted_mix = [0u64; 3];
-        let mut spawns_per_tier: BTreeMap<String, u64> = BTreeMap::new();
+        let mut unhinted_mix = [0u64; Tier::COUNT];
+        let mut spawns_per_tier: BTreeMap<Option<Tier>, u64> = BTreeMap::new();
         // (agent, tier actually run, hinted tier, followed?)
         let mut followed: Vec<Option<u32>> = Vec::new();
         let mut upgraded: Vec<(Option<u32>, Tier)> = Vec::new();
         for s in agg.spawns.values() {
             let agent = spawn_agent(s);
             let tier = spawn_tier(s, agent);
-            *spawns_per_tier.entry(tier.map(|t| t.name()).unwrap_or("unknown").to_string()).or_default() += 1;
+            *spawns_per_tier.entry(tier).or_default() += 1;
             match s.hint {
                 None => {
                     if let Some(t) = tier {
@@ -531,16 +530,16 @@ impl Report {
         adherence.share = ratio(adherence.followed, adherence.followed + adherence.upgraded + adherence.downgraded);
 
         let mut subagents_by_tier: Vec<TierRow> = Vec::new();
-        let mut names: Vec<String> = Tier::ALL.iter().map(|t| t.name().to_string()).collect();
-        names.push("unknown".into());
-        for name in names {
-            let row = tier_rows.get(&name).cloned().unwrap_or_default();
-            let spawns = spawns_per_tier.get(&name).copied().unwrap_or(0);
-            if name == "unknown" && spawns == 0 && row.1 == 0 {
+        // Cheapest first, then what no model id names; a tier not always listed (fable), and the
+        // unknown row, only when something ran there.
+        for tier in Tier::ALL.map(Some).into_iter().chain([None]) {
+            let row = tier_rows.get(&tier).cloned().unwrap_or_default();
+            let spawns = spawns_per_tier.get(&tier).copied().unwrap_or(0);
+            if !tier.is_some_and(Tier::always_listed) && spawns == 0 && row.1 == 0 {
                 continue;
             }
             subagents_by_tier.push(TierRow {
-                tier: name,
+                tier: tier.map_or("unknown", Tier::name).to_string(),
                 spawns,
                 requests: row.1,
                 tokens: row.2.into(),
@@ -554,11 +553,11 @@ impl Report {
         } else if main_tier_requests.iter().sum::<u64>() > 0 {
             ("main thread", main_tier_requests)
         } else {
-            ("none", [0; 3])
+            ("none", [0; Tier::COUNT])
         };
         let mix_total: u64 = mix_counts.iter().sum();
         let mut tier_models: BTreeMap<String, String> = BTreeMap::new();
-        let mut tier_rates: [Option<Rates>; 3] = [None; 3];
+        let mut tier_rates: [Option<Rates>; Tier::COUNT] = [None; Tier::COUNT];
         for t in Tier::ALL {
             let most_used = tier_model_requests
                 .iter()

@@ -10,29 +10,29 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
-use crate::config::ROUTING_FEATURES;
+use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
 
-/// The question asked for each feature, in `ROUTING_FEATURES` order.
-pub const QUESTIONS: [(&str, &str); 4] = [
+/// The question asked for each feature, in `Feature::ALL` order.
+pub const QUESTIONS: [(Feature, &str); 4] = [
     (
-        "read_only",
+        Feature::ReadOnly,
         "Can this task be done by only reading, searching, running read-only commands or explaining, \
          without creating or changing any file, code, setting or system?",
     ),
     (
-        "design",
+        Feature::Design,
         "Does this task ask for a design: choosing an architecture, an API, a data model, an algorithm \
          or a plan where several approaches must be weighed?",
     ),
     (
-        "review",
+        Feature::Review,
         "Does this task ask to review, audit or critique existing work, such as code, a diff, a pull \
          request, a design or a document, and judge its quality or find its problems?",
     ),
     (
-        "specified",
+        Feature::Specified,
         "Is the task fully specified: does the text say exactly what to do and where, so that no \
          open decision is left to whoever does it?",
     ),
@@ -43,8 +43,8 @@ const MAX_STATE_CHARS: usize = 8000;
 
 /// One feature's answer: `answer` is `None` when the engine abstained on it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Feature {
-    pub name: &'static str,
+pub struct FeatureAnswer {
+    pub feature: Feature,
     pub answer: Option<bool>,
     /// The calibrated confidence of the answer (0 when abstained).
     pub confidence: f64,
@@ -55,7 +55,7 @@ pub struct Feature {
 #[derive(Debug, Clone)]
 pub struct Asked {
     /// One entry per feature, or the reason there are none (the engine failed, timed out, is absent).
-    pub features: Result<Vec<Feature>, String>,
+    pub features: Result<Vec<FeatureAnswer>, String>,
     pub provider: Option<String>,
     pub model: Option<String>,
     pub latency_ms: f64,
@@ -67,7 +67,7 @@ impl Asked {
         match &self.features {
             Ok(fs) => Value::Object(
                 fs.iter()
-                    .map(|f| (f.name.to_string(), json!({"answer": f.answer, "confidence": f.confidence})))
+                    .map(|f| (f.feature.name().to_string(), json!({"answer": f.answer, "confidence": f.confidence})))
                     .collect::<Map<String, Value>>(),
             ),
             Err(_) => Value::Null,
@@ -81,8 +81,8 @@ pub fn request(text: &str) -> EngineRequest {
         context: Some(Value::String(clip(text))),
         questions: QUESTIONS
             .iter()
-            .map(|(key, question)| Question {
-                key: key.to_string(),
+            .map(|(feature, question)| Question {
+                key: feature.name().to_string(),
                 text: question.to_string(),
                 options: vec!["yes".to_string(), "no".to_string()],
             })
@@ -93,18 +93,18 @@ pub fn request(text: &str) -> EngineRequest {
 /// Asks the four features about `text` in one `run_chain` call, within `deadline`.
 pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str) -> Asked {
     let started = Instant::now();
-    let keys: Vec<String> = ROUTING_FEATURES.iter().map(|k| k.to_string()).collect();
+    let keys: Vec<String> = QUESTIONS.iter().map(|(f, _)| f.name().to_string()).collect();
     let outcome = gateway.run_chain(&request(text), &keys, deadline, rid);
     let latency_ms = crate::gateway::millis(started.elapsed());
     let features = match outcome.answers {
-        Some(answers) => Ok(ROUTING_FEATURES
+        Some(answers) => Ok(QUESTIONS
             .iter()
             .zip(answers)
-            .map(|(name, a)| match a {
+            .map(|(&(feature, _), a)| match a {
                 Answer::Decided { decision, confidence, calibrated, .. } => {
-                    Feature { name, answer: Some(decision == "yes"), confidence, calibrated }
+                    FeatureAnswer { feature, answer: Some(decision == "yes"), confidence, calibrated }
                 }
-                Answer::Abstained { .. } => Feature { name, answer: None, confidence: 0.0, calibrated: false },
+                Answer::Abstained { .. } => FeatureAnswer { feature, answer: None, confidence: 0.0, calibrated: false },
             })
             .collect()),
         None => Err(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".to_string())),
@@ -131,7 +131,8 @@ mod tests {
     fn one_question_per_feature_in_order() {
         let r = request("Explain how the cache works");
         let keys: Vec<&str> = r.questions.iter().map(|q| q.key.as_str()).collect();
-        assert_eq!(keys, ROUTING_FEATURES);
+        assert_eq!(keys, Feature::ALL.map(Feature::name));
+        assert_eq!(QUESTIONS.map(|(f, _)| f), Feature::ALL, "asked in the features' order");
         assert!(r.questions.iter().all(|q| q.options == ["yes", "no"]));
         assert_eq!(r.context, Some(Value::String("Explain how the cache works".into())));
     }

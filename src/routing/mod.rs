@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 
 use crate::config::{Loaded, RoutingConfig};
+use crate::feature::Feature;
 use crate::gateway::{Gateway, new_request_id};
 use crate::state;
+use crate::tier::Tier;
 use features::Asked;
 use rule::Chosen;
 use skills::{Pick, Picked};
@@ -65,7 +67,7 @@ impl<'a> Input<'a> {
 pub struct Routed {
     pub asked: Asked,
     /// `None` when the engine gave no answer for some feature.
-    pub tier: Option<(String, Chosen)>,
+    pub tier: Option<(Tier, Chosen)>,
 }
 
 /// Everything one prompt went through.
@@ -211,9 +213,8 @@ pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Insta
     let asked = features::ask(gateway, text, Some(deadline), rid);
     let tier = match &asked.features {
         Ok(fs) if fs.iter().all(|f| f.answer.is_some()) => {
-            let answers: BTreeMap<&str, bool> = fs.iter().filter_map(|f| Some((f.name, f.answer?))).collect();
-            let (tier, chosen) = rule::choose(&cfg.rules, &cfg.default_tier, &answers);
-            Some((tier.to_string(), chosen))
+            let answers: BTreeMap<Feature, bool> = fs.iter().filter_map(|f| Some((f.feature, f.answer?))).collect();
+            Some(rule::choose(&cfg.rules, cfg.default_tier, &answers))
         }
         _ => None,
     };
@@ -227,15 +228,15 @@ fn routing_hint(cfg: &RoutingConfig, routed: &Routed) -> Result<String, String> 
     }
     let features = routed.asked.features.as_ref().map_err(|e| format!("no engine answer: {e}"))?;
     if let Some(f) = features.iter().find(|f| f.answer.is_none()) {
-        return Err(format!("the engine abstained on {}", f.name));
+        return Err(format!("the engine abstained on {}", f.feature));
     }
     if let Some(f) = features.iter().find(|f| f.confidence < cfg.min_confidence) {
         return Err(format!(
             "{} confidence {:.2} is below [routing] min_confidence {:.2}",
-            f.name, f.confidence, cfg.min_confidence
+            f.feature, f.confidence, cfg.min_confidence
         ));
     }
-    let Some((tier, _)) = &routed.tier else { return Err("no tier".into()) };
+    let Some((tier, _)) = routed.tier else { return Err("no tier".into()) };
     if !cfg.hint {
         return Err("hints are off ([routing] hint = false): log only".into());
     }
@@ -243,7 +244,7 @@ fn routing_hint(cfg: &RoutingConfig, routed: &Routed) -> Result<String, String> 
 }
 
 /// The one line Claude reads.
-pub fn hint_text(tier: &str) -> String {
+pub fn hint_text(tier: Tier) -> String {
     format!(
         "{HINT_MARKER} use model \"{tier}\" for any subagent you spawn for this task (set it as the Agent tool's `model`)."
     )
@@ -283,7 +284,7 @@ fn base_entry(source: &str, input: &Input, log_dir: &Path, prompt: &str) -> Map<
 fn routed_fields(m: &mut Map<String, Value>, routed: &Routed, hinted: bool) {
     m.insert("features".into(), routed.asked.features_json());
     let (tier, chosen) = match &routed.tier {
-        Some((t, c)) => (json!(t), c.to_json()),
+        Some((t, c)) => (json!(t), json!(c)),
         None => (Value::Null, Value::Null),
     };
     m.insert("rule_tier".into(), tier.clone());
@@ -385,7 +386,7 @@ mod tests {
 
     #[test]
     fn hint_carries_marker_and_tier() {
-        let h = hint_text("haiku");
+        let h = hint_text(Tier::Haiku);
         assert!(h.starts_with(HINT_MARKER));
         assert!(h.contains("model \"haiku\""));
         assert!(!h.contains('\n'));

@@ -4,33 +4,51 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::config::Rule;
+use crate::feature::Feature;
+use crate::tier::Tier;
 
 /// Which rule chose the tier.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Chosen {
     /// The 1-based position of the rule in the list.
     Rule(usize),
     Default,
 }
 
-impl Chosen {
-    /// As the routing log keeps it: the rule's number, or `"default"`.
-    pub fn to_json(&self) -> Value {
+/// As the routing log keeps it: the rule's number, or `"default"`.
+impl Serialize for Chosen {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
-            Chosen::Rule(n) => json!(n),
-            Chosen::Default => json!("default"),
+            Chosen::Rule(n) => s.serialize_u64(*n as u64),
+            Chosen::Default => s.serialize_str("default"),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Chosen {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Chosen, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Wire {
+            Number(usize),
+            Text(String),
+        }
+        match Wire::deserialize(d)? {
+            Wire::Number(n) if n > 0 => Ok(Chosen::Rule(n)),
+            Wire::Text(t) if t == "default" => Ok(Chosen::Default),
+            _ => Err(serde::de::Error::custom("a rule is a number from 1, or \"default\"")),
         }
     }
 }
 
 /// Applies the rules to the feature answers. A condition on a feature without an answer does not hold.
-pub fn choose<'a>(rules: &'a [Rule], default_tier: &'a str, answers: &BTreeMap<&str, bool>) -> (&'a str, Chosen) {
+pub fn choose(rules: &[Rule], default_tier: Tier, answers: &BTreeMap<Feature, bool>) -> (Tier, Chosen) {
     for (i, rule) in rules.iter().enumerate() {
-        if rule.when.iter().all(|(feature, want)| answers.get(feature.as_str()) == Some(want)) {
-            return (&rule.tier, Chosen::Rule(i + 1));
+        if rule.when.iter().all(|(feature, want)| answers.get(feature) == Some(want)) {
+            return (rule.tier, Chosen::Rule(i + 1));
         }
     }
     (default_tier, Chosen::Default)
@@ -41,7 +59,8 @@ pub fn describe(rule: &Rule) -> String {
     if rule.when.is_empty() {
         return "always".to_string();
     }
-    let parts: Vec<String> = rule.when.iter().map(|(f, v)| if *v { f.clone() } else { format!("not {f}") }).collect();
+    let parts: Vec<String> =
+        rule.when.iter().map(|(f, v)| if *v { f.to_string() } else { format!("not {f}") }).collect();
     parts.join(" and ")
 }
 
@@ -50,31 +69,44 @@ mod tests {
     use super::*;
     use crate::config::default_rules;
 
-    fn answers(pairs: &[(&'static str, bool)]) -> BTreeMap<&'static str, bool> {
+    fn answers(pairs: &[(Feature, bool)]) -> BTreeMap<Feature, bool> {
         pairs.iter().copied().collect()
     }
 
     #[test]
     fn default_rule_reproduces_the_policy() {
+        use Feature::*;
+        use Tier::*;
         let r = default_rules();
-        let all = |ro, de, rv, sp| answers(&[("read_only", ro), ("design", de), ("review", rv), ("specified", sp)]);
-        assert_eq!(choose(&r, "sonnet", &all(false, true, false, false)), ("opus", Chosen::Rule(1)));
-        assert_eq!(choose(&r, "sonnet", &all(true, false, true, true)), ("opus", Chosen::Rule(2)));
-        assert_eq!(choose(&r, "sonnet", &all(true, false, false, true)), ("haiku", Chosen::Rule(3)));
-        assert_eq!(choose(&r, "sonnet", &all(true, false, false, false)), ("sonnet", Chosen::Default));
-        assert_eq!(choose(&r, "sonnet", &all(false, false, false, true)), ("sonnet", Chosen::Default));
+        let all = |ro, de, rv, sp| answers(&[(ReadOnly, ro), (Design, de), (Review, rv), (Specified, sp)]);
+        assert_eq!(choose(&r, Sonnet, &all(false, true, false, false)), (Opus, Chosen::Rule(1)));
+        assert_eq!(choose(&r, Sonnet, &all(true, false, true, true)), (Opus, Chosen::Rule(2)));
+        assert_eq!(choose(&r, Sonnet, &all(true, false, false, true)), (Haiku, Chosen::Rule(3)));
+        assert_eq!(choose(&r, Sonnet, &all(true, false, false, false)), (Sonnet, Chosen::Default));
+        assert_eq!(choose(&r, Sonnet, &all(false, false, false, true)), (Sonnet, Chosen::Default));
     }
 
     #[test]
     fn first_match_wins_and_missing_answers_never_match() {
         let rules = vec![
-            Rule { when: [("design".to_string(), false)].into(), tier: "haiku".into() },
-            Rule { when: BTreeMap::new(), tier: "opus".into() },
+            Rule { when: [(Feature::Design, false)].into(), tier: Tier::Haiku },
+            Rule { when: BTreeMap::new(), tier: Tier::Fable },
         ];
-        assert_eq!(choose(&rules, "sonnet", &answers(&[("design", false)])), ("haiku", Chosen::Rule(1)));
-        assert_eq!(choose(&rules, "sonnet", &answers(&[])), ("opus", Chosen::Rule(2)));
+        assert_eq!(choose(&rules, Tier::Sonnet, &answers(&[(Feature::Design, false)])), (Tier::Haiku, Chosen::Rule(1)));
+        assert_eq!(choose(&rules, Tier::Sonnet, &answers(&[])), (Tier::Fable, Chosen::Rule(2)));
         assert_eq!(describe(&rules[0]), "not design");
         assert_eq!(describe(&rules[1]), "always");
+    }
+
+    #[test]
+    fn the_chosen_rule_reads_as_the_log_keeps_it() {
+        for (chosen, text) in [(Chosen::Rule(3), "3"), (Chosen::Default, "\"default\"")] {
+            assert_eq!(serde_json::to_string(&chosen).unwrap(), text);
+            assert_eq!(serde_json::from_str::<Chosen>(text).unwrap(), chosen);
+        }
+        for bad in ["0", "\"first\"", "true", "-1"] {
+            assert!(serde_json::from_str::<Chosen>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -11,10 +11,12 @@ use super::data::{self, Labelled, Origin};
 use super::report::{self, QuestionReport};
 use super::{apply, fit, labels, plot};
 use crate::calibration::{Calibration, Fit};
-use crate::config::{self, ROUTING_FEATURES};
+use crate::config;
 use crate::error::{Context, Error, Result};
+use crate::feature::Feature;
 use crate::paths;
 use crate::routing::log;
+use crate::tier::Tier;
 
 /// What `calibrate fit` was asked to do.
 pub struct FitOptions {
@@ -53,6 +55,7 @@ pub fn pending(limit: usize) -> Result<i32> {
 pub fn label(id: &str, features: &[String], tier: Option<String>, outcome: Option<String>, by: String) -> Result<i32> {
     let features =
         features.iter().map(|f| labels::parse_feature(f)).collect::<Result<Vec<_>, _>>().map_err(Error::usage)?;
+    let tier = tier.map(|t| t.parse::<Tier>()).transpose().map_err(Error::usage)?;
     let l = labels::Labels { features, tier, outcome, by };
     l.validate().map_err(Error::usage)?;
     log::rewrite(|entries| labels::label(entries, id, &l))
@@ -114,7 +117,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
             reports
                 .iter()
                 .filter(|r| r.provider == p && r.model == m)
-                .filter(|r| r.question.as_deref().is_some_and(|q| ROUTING_FEATURES.contains(&q)))
+                .filter(|r| r.question.as_deref().and_then(Feature::named).is_some())
                 .collect()
         })
         .unwrap_or_default();
@@ -214,12 +217,7 @@ fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
     // Routing features first, in their usual order, then other questions, then the fallbacks.
     out.sort_by_key(|r| {
         let q = r.question.as_deref().unwrap_or("");
-        (
-            r.provider.clone(),
-            r.model.clone(),
-            ROUTING_FEATURES.iter().position(|f| *f == q).unwrap_or(99),
-            q.to_string(),
-        )
+        (r.provider.clone(), r.model.clone(), Feature::named(q).map_or(99, |f| f as usize), q.to_string())
     });
     out.extend(fallback.into_values());
     out
@@ -250,7 +248,7 @@ fn joint_coverage(labelled: &[Labelled], reports: &[QuestionReport], t: f64) -> 
         e.0 += 1;
         e.1 &= l.sample.top(temp(l)).1 >= t - 1e-12;
     }
-    let all: Vec<&(usize, bool)> = per_item.values().filter(|(n, _)| *n == ROUTING_FEATURES.len()).collect();
+    let all: Vec<&(usize, bool)> = per_item.values().filter(|(n, _)| *n == Feature::ALL.len()).collect();
     if all.is_empty() { 0.0 } else { all.iter().filter(|(_, ok)| *ok).count() as f64 / all.len() as f64 }
 }
 

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::fit::Sample;
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
-use crate::config::ROUTING_FEATURES;
+use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
 use crate::routing::features;
@@ -28,20 +28,15 @@ pub enum Origin {
 #[derive(Debug, Clone)]
 pub struct RoutingItem {
     pub text: String,
-    pub labels: BTreeMap<String, bool>,
+    pub labels: BTreeMap<Feature, bool>,
     pub origin: Origin,
 }
 
 /// The routing-feature labels of a log entry (unknown names and non-booleans left out).
-pub fn labels_of(e: &Value) -> BTreeMap<String, bool> {
+pub fn labels_of(e: &Value) -> BTreeMap<Feature, bool> {
     e.get("labels")
         .and_then(Value::as_object)
-        .map(|l| {
-            l.iter()
-                .filter(|(k, _)| ROUTING_FEATURES.contains(&k.as_str()))
-                .filter_map(|(k, v)| Some((k.clone(), v.as_bool()?)))
-                .collect()
-        })
+        .map(|l| l.iter().filter_map(|(k, v)| Some((Feature::named(k)?, v.as_bool()?))).collect())
         .unwrap_or_default()
 }
 
@@ -110,7 +105,7 @@ pub fn ask_routing(gateway: &Gateway, items: &[RoutingItem], mut progress: impl 
         let provider = asked.provider.unwrap_or_default();
         let model = asked.model.unwrap_or_default();
         for f in fs {
-            let Some(label) = item.labels.get(f.name) else { continue };
+            let Some(label) = item.labels.get(&f.feature) else { continue };
             let Some(answer) = f.answer else {
                 out.abstained += 1;
                 continue;
@@ -118,7 +113,7 @@ pub fn ask_routing(gateway: &Gateway, items: &[RoutingItem], mut progress: impl 
             out.labelled.push(Labelled {
                 provider: provider.clone(),
                 model: model.clone(),
-                key: f.name.to_string(),
+                key: f.feature.name().to_string(),
                 sample: Sample { probs: yes_no(answer, f.confidence), correct: if *label { 0 } else { 1 } },
                 origin: item.origin,
                 item: Some(i),

@@ -16,20 +16,22 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::fit::{self, Point};
-use crate::config::{ROUTING_FEATURES, Rule, TIERS};
+use crate::config::Rule;
+use crate::feature::Feature;
 use crate::routing::rule;
+use crate::tier::Tier;
 
 /// One log entry as evaluate sees it.
 #[derive(Debug, Clone, Default)]
 pub struct Row {
-    pub labels: BTreeMap<String, bool>,
+    pub labels: BTreeMap<Feature, bool>,
     /// The engine's answer and calibrated confidence per feature; None for a feature it abstained
     /// on; an empty map when it failed altogether.
-    pub engine: BTreeMap<String, Option<(bool, f64)>>,
+    pub engine: BTreeMap<Feature, Option<(bool, f64)>>,
     /// `succeeded` or `failed`, for spawns.
     pub outcome: Option<String>,
     /// The tier that ran.
-    pub outcome_tier: Option<String>,
+    pub outcome_tier: Option<Tier>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -41,7 +43,7 @@ pub struct Bars {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FeatureReport {
-    pub feature: String,
+    pub feature: Feature,
     /// Rows with a teacher label for this feature.
     pub labelled: usize,
     /// Of those, how many the engine answered.
@@ -81,10 +83,6 @@ pub struct Report {
     pub reasons: Vec<String>,
 }
 
-fn tier_rank(t: &str) -> Option<usize> {
-    TIERS.iter().position(|x| *x == t)
-}
-
 fn share(k: usize, n: usize) -> Option<f64> {
     (n > 0).then(|| k as f64 / n as f64)
 }
@@ -92,8 +90,8 @@ fn share(k: usize, n: usize) -> Option<f64> {
 fn rule_report(
     rows: &[Row],
     rules: &[Rule],
-    default_tier: &str,
-    answers: impl Fn(&Row) -> Option<BTreeMap<&'static str, bool>>,
+    default_tier: Tier,
+    answers: impl Fn(&Row) -> Option<BTreeMap<Feature, bool>>,
 ) -> RuleReport {
     let mut r = RuleReport {
         failures: 0,
@@ -106,12 +104,11 @@ fn rule_report(
         savings: None,
     };
     for row in rows {
-        let (Some(outcome), Some(ran)) = (row.outcome.as_deref(), row.outcome_tier.as_deref().and_then(tier_rank))
-        else {
+        let (Some(outcome), Some(ran)) = (row.outcome.as_deref(), row.outcome_tier) else {
             continue;
         };
         // Without all four answers the rule picks nothing: the spawn counts, and the pick is not higher.
-        let picked = answers(row).and_then(|a| tier_rank(rule::choose(rules, default_tier, &a).0));
+        let picked = answers(row).map(|a| rule::choose(rules, default_tier, &a).0);
         match outcome {
             "failed" => {
                 r.failures += 1;
@@ -131,16 +128,16 @@ fn rule_report(
     r
 }
 
-pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: &str, threshold: f64, bars: Bars) -> Report {
+pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64, bars: Bars) -> Report {
     let mut features = Vec::new();
-    for f in ROUTING_FEATURES {
+    for f in Feature::ALL {
         let mut points: Vec<Point> = Vec::new();
         let mut scored: Vec<(f64, bool)> = Vec::new();
         let mut labelled = 0;
         for row in rows {
-            let Some(&label) = row.labels.get(f) else { continue };
+            let Some(&label) = row.labels.get(&f) else { continue };
             labelled += 1;
-            if let Some(Some((answer, confidence))) = row.engine.get(f) {
+            if let Some(Some((answer, confidence))) = row.engine.get(&f) {
                 points.push(Point { confidence: *confidence, correct: *answer == label });
                 scored.push((if *answer { *confidence } else { 1.0 - *confidence }, label));
             }
@@ -150,7 +147,7 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: &str, threshold: f64
         let coverage = share(at.covered, labelled).unwrap_or(0.0);
         let passes = at.accuracy.is_some_and(|a| a >= bars.min_feature_accuracy - 1e-12);
         features.push(FeatureReport {
-            feature: f.to_string(),
+            feature: f,
             labelled,
             answered: points.len(),
             accuracy: fit::accuracy(&points),
@@ -160,11 +157,11 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: &str, threshold: f64
             passes,
         });
     }
-    let engine_answers = |row: &Row| -> Option<BTreeMap<&'static str, bool>> {
-        ROUTING_FEATURES.iter().map(|f| Some((*f, row.engine.get(*f).copied().flatten()?.0))).collect()
+    let engine_answers = |row: &Row| -> Option<BTreeMap<Feature, bool>> {
+        Feature::ALL.iter().map(|f| Some((*f, row.engine.get(f).copied().flatten()?.0))).collect()
     };
-    let teacher_answers = |row: &Row| -> Option<BTreeMap<&'static str, bool>> {
-        ROUTING_FEATURES.iter().map(|f| Some((*f, *row.labels.get(*f)?))).collect()
+    let teacher_answers = |row: &Row| -> Option<BTreeMap<Feature, bool>> {
+        Feature::ALL.iter().map(|f| Some((*f, *row.labels.get(f)?))).collect()
     };
     let rule_engine = rule_report(rows, rules, default_tier, engine_answers);
     let rule_teacher = rule_report(rows, rules, default_tier, teacher_answers);
@@ -209,14 +206,12 @@ mod tests {
     use super::*;
     use crate::config::default_rules;
 
-    fn row(labels: [bool; 4], engine: Option<[(bool, f64); 4]>, outcome: Option<(&str, &str)>) -> Row {
+    fn row(labels: [bool; 4], engine: Option<[(bool, f64); 4]>, outcome: Option<(&str, Tier)>) -> Row {
         Row {
-            labels: ROUTING_FEATURES.iter().zip(labels).map(|(f, b)| (f.to_string(), b)).collect(),
-            engine: engine
-                .map(|e| ROUTING_FEATURES.iter().zip(e).map(|(f, a)| (f.to_string(), Some(a))).collect())
-                .unwrap_or_default(),
+            labels: Feature::ALL.into_iter().zip(labels).collect(),
+            engine: engine.map(|e| Feature::ALL.into_iter().zip(e.map(Some)).collect()).unwrap_or_default(),
             outcome: outcome.map(|o| o.0.to_string()),
-            outcome_tier: outcome.map(|o| o.1.to_string()),
+            outcome_tier: outcome.map(|o| o.1),
         }
     }
 
@@ -229,31 +224,31 @@ mod tests {
             row(
                 [false, true, false, false],
                 Some([(false, 0.8), (true, 0.9), (false, 0.7), (false, 0.6)]),
-                Some(("failed", "sonnet")),
+                Some(("failed", Tier::Sonnet)),
             ),
             // Teacher: read-only, not specified -> sonnet. The engine wrongly says specified (0.55) -> haiku,
             // the tier that failed: not higher. The teacher's sonnet is higher.
             row(
                 [true, false, false, false],
                 Some([(true, 0.95), (false, 0.9), (false, 0.9), (true, 0.55)]),
-                Some(("failed", "haiku")),
+                Some(("failed", Tier::Haiku)),
             ),
             // Teacher: plain -> sonnet; the engine wrongly says read_only + specified -> haiku. Succeeded on
             // sonnet: the engine's pick is cheaper, the teacher's the same.
             row(
                 [false, false, false, false],
                 Some([(true, 0.6), (false, 0.9), (false, 0.8), (true, 0.7)]),
-                Some(("succeeded", "sonnet")),
+                Some(("succeeded", Tier::Sonnet)),
             ),
             // The engine failed on this one; succeeded on opus. Teacher: review -> opus (the same).
-            row([false, false, true, false], None, Some(("succeeded", "opus"))),
+            row([false, false, true, false], None, Some(("succeeded", Tier::Opus))),
         ]
     }
 
     #[test]
     fn every_metric_by_hand() {
-        let r = evaluate(&rows(), &default_rules(), "sonnet", 0.7, BARS);
-        let f = |name: &str| r.features.iter().find(|x| x.feature == name).unwrap().clone();
+        let r = evaluate(&rows(), &default_rules(), Tier::Sonnet, 0.7, BARS);
+        let f = |name: &str| r.features.iter().find(|x| x.feature.name() == name).unwrap().clone();
         // read_only: (no vs no, 0.8) right, (yes vs yes, 0.95) right, (yes vs no, 0.6) wrong: 2/3.
         let ro = f("read_only");
         assert_eq!((ro.labelled, ro.answered), (4, 3));
@@ -294,16 +289,16 @@ mod tests {
     /// `rows()` with the engine's two wrong answers put right: every bar holds.
     fn good() -> Vec<Row> {
         let mut good = rows();
-        good[1].engine.insert("specified".into(), Some((false, 0.9)));
-        good[2].engine.insert("read_only".into(), Some((false, 0.9)));
-        good[2].engine.insert("specified".into(), Some((false, 0.9)));
+        good[1].engine.insert(Feature::Specified, Some((false, 0.9)));
+        good[2].engine.insert(Feature::ReadOnly, Some((false, 0.9)));
+        good[2].engine.insert(Feature::Specified, Some((false, 0.9)));
         good
     }
 
     #[test]
     fn ready_on_both_sides_of_each_bar() {
         let rules = default_rules();
-        let eval = |rows: &[Row], bars: Bars| evaluate(rows, &rules, "sonnet", 0.7, bars);
+        let eval = |rows: &[Row], bars: Bars| evaluate(rows, &rules, Tier::Sonnet, 0.7, bars);
         let r = eval(&good(), BARS);
         assert!(r.ready, "{:?}", r.reasons);
         assert_eq!(r.rule_engine.safety, Some(1.0));
@@ -311,13 +306,13 @@ mod tests {
         assert!(eval(&good(), Bars { min_feature_accuracy: 1.0, ..BARS }).ready);
         // ...and one wrong review answer (2 of 3 right at >= 0.7, 66.7%) misses 85% but meets 66%.
         let mut one_wrong = good();
-        one_wrong[0].engine.insert("review".into(), Some((true, 0.9)));
+        one_wrong[0].engine.insert(Feature::Review, Some((true, 0.9)));
         let r = eval(&one_wrong, BARS);
         assert!(!r.ready && r.reasons.iter().any(|x| x.starts_with("review: 66.7%")), "{:?}", r.reasons);
         assert!(eval(&one_wrong, Bars { min_feature_accuracy: 0.66, ..BARS }).ready);
         // Safety bar: the second failure ran on opus, above the rule's sonnet: safety 1/2.
         let mut unsafe_rows = good();
-        unsafe_rows[1].outcome_tier = Some("opus".into());
+        unsafe_rows[1].outcome_tier = Some(Tier::Opus);
         let r = eval(&unsafe_rows, BARS);
         assert_eq!(r.rule_engine.safety, Some(0.5));
         assert!(!r.ready && r.reasons.iter().any(|x| x.starts_with("safety")));

@@ -8,7 +8,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::config::{ROUTING_FEATURES, TIERS};
+use crate::feature::Feature;
+use crate::tier::Tier;
 
 /// What an entry still lacks.
 pub fn needs(e: &Value) -> Vec<&'static str> {
@@ -18,7 +19,7 @@ pub fn needs(e: &Value) -> Vec<&'static str> {
     }
     let mut out = Vec::new();
     let labels = e.get("labels").and_then(Value::as_object);
-    if ROUTING_FEATURES.iter().any(|f| labels.and_then(|l| l.get(*f)).and_then(Value::as_bool).is_none()) {
+    if Feature::ALL.iter().any(|f| labels.and_then(|l| l.get(f.name())).and_then(Value::as_bool).is_none()) {
         out.push("labels");
         // The tier is asked along with the features; nothing measured needs it on its own, so an
         // entry whose features are labelled is not kept waiting for it.
@@ -112,8 +113,8 @@ pub fn pending(entries: &[Value], limit: usize) -> (Vec<Value>, Tally) {
 /// What `calibrate label` records on one entry.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Labels {
-    pub features: Vec<(String, bool)>,
-    pub tier: Option<String>,
+    pub features: Vec<(Feature, bool)>,
+    pub tier: Option<Tier>,
     pub outcome: Option<String>,
     pub by: String,
 }
@@ -121,16 +122,6 @@ pub struct Labels {
 impl Labels {
     /// Checks names and values, so a typo never lands in the log.
     pub fn validate(&self) -> Result<(), String> {
-        for (f, _) in &self.features {
-            if !ROUTING_FEATURES.contains(&f.as_str()) {
-                return Err(format!("unknown feature {f:?}; use {}", ROUTING_FEATURES.join(", ")));
-            }
-        }
-        if let Some(t) = &self.tier
-            && !TIERS.contains(&t.as_str())
-        {
-            return Err(format!("unknown tier {t:?}; use {}", TIERS.join(", ")));
-        }
         if let Some(o) = &self.outcome
             && o != "succeeded"
             && o != "failed"
@@ -148,14 +139,14 @@ impl Labels {
 }
 
 /// Parses `read_only=true` (also `yes`/`no`, `1`/`0`).
-pub fn parse_feature(s: &str) -> Result<(String, bool), String> {
+pub fn parse_feature(s: &str) -> Result<(Feature, bool), String> {
     let (name, value) = s.split_once('=').ok_or_else(|| format!("{s:?}: use FEATURE=true|false"))?;
     let v = match value.trim().to_ascii_lowercase().as_str() {
         "true" | "yes" | "1" => true,
         "false" | "no" | "0" => false,
         other => return Err(format!("{name}: {other:?} is not true or false")),
     };
-    Ok((name.trim().to_string(), v))
+    Ok((name.trim().parse()?, v))
 }
 
 /// Records `labels` on the entry with `id`. Errors when there is none, or when it is not a prompt
@@ -180,7 +171,7 @@ pub fn label(entries: &mut [Value], id: &str, l: &Labels) -> Result<(), String> 
         }
         if let Value::Object(lm) = labels {
             for (f, v) in &l.features {
-                lm.insert(f.clone(), json!(v));
+                lm.insert(f.name().to_string(), json!(v));
             }
         }
     }
@@ -230,7 +221,7 @@ mod tests {
         let mut entries = log();
         let l = Labels {
             features: vec![parse_feature("read_only=true").unwrap(), parse_feature("design = no").unwrap()],
-            tier: Some("sonnet".into()),
+            tier: Some(Tier::Sonnet),
             outcome: None,
             by: "user".into(),
         };
@@ -248,8 +239,7 @@ mod tests {
         assert!(label(&mut entries, "zz", &l).unwrap_err().contains("no entry"));
         assert!(label(&mut entries, "s1", &l).unwrap_err().contains("only prompt and agent"));
         assert!(parse_feature("design=maybe").is_err());
-        let bad = Labels { features: vec![("vibes".into(), true)], by: "user".into(), ..Labels::default() };
-        assert!(bad.validate().unwrap_err().contains("unknown feature"));
+        assert!(parse_feature("vibes=true").unwrap_err().contains("unknown feature"));
         assert!(Labels { by: "user".into(), ..Labels::default() }.validate().is_err());
     }
 }

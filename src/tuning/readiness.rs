@@ -12,6 +12,7 @@ use super::evaluate::{self, Bars, Report, Row, RuleReport};
 use crate::error::{Context, Error, Result};
 use crate::paths;
 use crate::routing::{features, log};
+use crate::tier::Tier;
 
 /// What `system1 evaluate` was asked.
 pub struct Options {
@@ -41,7 +42,7 @@ fn row_of(e: &Value) -> Option<(String, Row)> {
             labels,
             engine: BTreeMap::new(),
             outcome: outcome.map(String::from),
-            outcome_tier: e.get("outcome_tier").and_then(Value::as_str).map(String::from),
+            outcome_tier: e.get("outcome_tier").and_then(Value::as_str).and_then(Tier::named),
         },
     ))
 }
@@ -71,7 +72,7 @@ pub fn run(args: Options) -> Result<i32> {
         match asked.features {
             Ok(fs) => {
                 for f in fs {
-                    row.engine.insert(f.name.to_string(), f.answer.map(|a| (a, f.confidence)));
+                    row.engine.insert(f.feature, f.answer.map(|a| (a, f.confidence)));
                 }
                 if engine.0.is_none() {
                     engine = (asked.provider, asked.model);
@@ -87,7 +88,7 @@ pub fn run(args: Options) -> Result<i32> {
         min_failures: args.min_failures,
     };
     let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-    let report = evaluate::evaluate(&rows, &cfg.rules, &cfg.default_tier, cfg.min_confidence, bars);
+    let report = evaluate::evaluate(&rows, &cfg.rules, cfg.default_tier, cfg.min_confidence, bars);
     let engine_name =
         format!("{}/{}", engine.0.as_deref().unwrap_or(&args.provider), engine.1.as_deref().unwrap_or("?"));
     if args.json {

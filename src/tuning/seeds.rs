@@ -7,7 +7,10 @@
 
 use serde::Deserialize;
 
-use crate::config::{ROUTING_FEATURES, TIERS};
+use std::collections::BTreeMap;
+
+use crate::feature::Feature;
+use crate::tier::Tier;
 
 pub const ROUTING: &str = include_str!("../../calibration/routing.jsonl");
 pub const DESTRUCTIVE: &str = include_str!("../../calibration/destructive.jsonl");
@@ -20,8 +23,10 @@ pub const DESTRUCTIVE_QUESTION: &str = "Is this shell command destructive?";
 pub struct RoutingSeed {
     pub id: String,
     pub prompt: String,
-    pub labels: std::collections::BTreeMap<String, bool>,
-    pub tier: String,
+    pub labels: BTreeMap<Feature, bool>,
+    /// The tier the teacher gave. Parsing checks it is one; the fit reads only the labels.
+    #[allow(dead_code)]
+    pub tier: Tier,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -48,11 +53,8 @@ fn parse_lines<T: for<'de> Deserialize<'de>>(name: &str, text: &str) -> Result<V
 pub fn routing() -> Result<Vec<RoutingSeed>, String> {
     let seeds: Vec<RoutingSeed> = parse_lines("routing.jsonl", ROUTING)?;
     for s in &seeds {
-        if ROUTING_FEATURES.iter().any(|f| !s.labels.contains_key(*f)) {
-            return Err(format!("calibration/routing.jsonl {}: needs a label for each of {ROUTING_FEATURES:?}", s.id));
-        }
-        if !TIERS.contains(&s.tier.as_str()) {
-            return Err(format!("calibration/routing.jsonl {}: unknown tier {:?}", s.id, s.tier));
+        if Feature::ALL.iter().any(|f| !s.labels.contains_key(f)) {
+            return Err(format!("calibration/routing.jsonl {}: needs a label for each of {}", s.id, Feature::names()));
         }
     }
     Ok(seeds)
@@ -79,13 +81,15 @@ mod tests {
         for s in &seeds {
             assert!(s.prompt.split_whitespace().count() >= 10, "{} is under 10 words: the hook skips those", s.id);
         }
-        // Every feature has both answers at a quarter of the set or more, and every tier a fifth, or
-        // a head would have too few examples of one side to learn from and the set could not measure it.
-        for f in ROUTING_FEATURES {
-            let (yes, n) = (seeds.iter().filter(|s| s.labels[f]).count(), seeds.len());
+        // Every feature has both answers at a quarter of the set or more, and every tier the default
+        // rule can pick a fifth (a tier it never picks, fable, needs none), or a head would have too
+        // few examples of one side to learn from and the set could not measure it.
+        for f in Feature::ALL {
+            let (yes, n) = (seeds.iter().filter(|s| s.labels[&f]).count(), seeds.len());
             assert!(4 * yes >= n && 4 * (n - yes) >= n, "{f}: {yes} yes of {n}");
         }
-        for t in TIERS {
+        let picked = crate::config::default_rules().into_iter().map(|r| r.tier).chain([crate::config::DEFAULT_TIER]);
+        for t in picked.collect::<std::collections::BTreeSet<Tier>>() {
             let n = seeds.iter().filter(|s| s.tier == t).count();
             assert!(5 * n >= seeds.len(), "tier {t}: {n} of {}", seeds.len());
         }
@@ -109,10 +113,8 @@ mod tests {
     fn seed_set_labels_are_these_features_and_pass_the_gate() {
         let seeds = routing().unwrap();
         for s in &seeds {
-            let mut want = ROUTING_FEATURES.to_vec();
-            want.sort();
-            let got: Vec<&str> = s.labels.keys().map(String::as_str).collect();
-            assert_eq!(got, want, "{}", s.id);
+            let got: Vec<Feature> = s.labels.keys().copied().collect();
+            assert_eq!(got, Feature::ALL, "{}", s.id);
             assert_eq!(crate::routing::prompt_gate(&s.prompt), None, "{}", s.id);
         }
         assert!(seeds.len() >= 40, "the seed set has {} prompts", seeds.len());

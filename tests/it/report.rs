@@ -272,6 +272,8 @@ fn every_figure_matches_the_hand_computed_value() {
 
     let tiers: Vec<&Value> = r["subagents_by_tier"].as_array().unwrap().iter().collect();
     let tier = |name: &str| *tiers.iter().find(|t| t["tier"] == name).unwrap();
+    let names: Vec<&str> = tiers.iter().map(|t| t["tier"].as_str().unwrap()).collect();
+    assert_eq!(names, ["haiku", "sonnet", "opus"], "no fable row where nothing ran on fable");
     assert_eq!(tier("haiku")["spawns"], 2);
     assert_eq!(tier("haiku")["requests"], 3);
     assert_eq!(tier("haiku")["tokens"]["total"], 15794);
@@ -384,6 +386,41 @@ fn missing_dir_and_bad_dates_are_clear_errors() {
     let out = env.run(&["report", "--prices", prices.to_str().unwrap()], "");
     assert_ne!(out.status.code(), Some(0));
     assert!(support::stderr(&out).contains("prices.json"));
+}
+
+#[test]
+fn a_spawn_that_ran_on_fable_gets_a_fable_row() {
+    let env = TestEnv::new();
+    let dir = env.claude_dir.join("projects").join("-home-u-w1");
+    let t = "2026-11-10T12:00:00.000Z";
+    let mut main = File::new("sF", t);
+    main.prompt("p1");
+    main.reply("a1", "m1", "r1", OPUS, usage(10, 10, 0, 0, 0), spawn("tu1", Some("fable")), false);
+    main.agent_result("tu1", "a1", "claude-fable-5-1");
+    main.write(&dir.join("sF.jsonl"), true);
+    let mut sub = File::new("sF", t);
+    sub.reply("s1", "s1", "rs1", "claude-fable-5-1", usage(1000, 100, 0, 0, 0), text_block(), true);
+    subagent(&dir, "sF", "a1", "tu1", &sub, true);
+    // Fable at $10 input and $50 output per million tokens (the built-in prices have none yet).
+    let prices = env.root.join("fable.json");
+    let entry = |family: &str, input: f64, output: f64| {
+        json!({"name":format!("{family} test"),"family":family,"from":"0","input":input,"output":output,
+               "cache_write_5m":0.0,"cache_write_1h":0.0,"cache_read":0.0})
+    };
+    std::fs::write(
+        &prices,
+        json!({"as_of":"test","models":[entry("opus", 5.0, 25.0), entry("fable", 10.0, 50.0)]}).to_string(),
+    )
+    .unwrap();
+    let r = report_json(&env, &["--prices", prices.to_str().unwrap()]);
+    let tiers = r["subagents_by_tier"].as_array().unwrap();
+    let names: Vec<&str> = tiers.iter().map(|t| t["tier"].as_str().unwrap()).collect();
+    assert_eq!(names, ["haiku", "sonnet", "opus", "fable"], "cheapest first, fable last");
+    let fable = &tiers[3];
+    assert_eq!((fable["spawns"].as_u64(), fable["requests"].as_u64()), (Some(1), Some(1)));
+    // 1000 × $10 + 100 × $50 per million.
+    close(&fable["cost_usd"], 0.015);
+    assert_eq!(tiers[0]["spawns"], 0, "the three usual tiers are listed even when empty");
 }
 
 #[test]
