@@ -1,0 +1,208 @@
+//! The provider chain: each provider in order until one answers, within the per-attempt timeout
+//! and the caller's deadline. A timeout, an error or a malformed answer moves on to the next
+//! provider; an abstention is an answer and ends the chain.
+
+use std::time::Instant;
+
+use super::{Answer, Attempt, ErrorCode, ErrorInfo, Gateway, Outcome, millis};
+use crate::logging;
+use crate::providers::{EngineRequest, Failure};
+
+/// The result of running the provider chain on one engine request.
+#[derive(Debug, Clone)]
+pub struct ChainOutcome {
+    /// One answer per question, from the provider that answered; `None` when every attempt failed.
+    pub answers: Option<Vec<Answer>>,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub attempts: Vec<Attempt>,
+    /// The code and message of the last failure, when no provider answered.
+    pub failure: Option<ErrorInfo>,
+}
+
+impl Gateway {
+    /// Runs the chain on `request` until a provider answers. `cal_keys[i]` is the calibration key of
+    /// question i. `deadline`, when set, bounds the whole chain (the hook's engine budget).
+    pub fn run_chain(
+        &self,
+        request: &EngineRequest,
+        cal_keys: &[String],
+        deadline: Option<Instant>,
+        rid: &str,
+    ) -> ChainOutcome {
+        let mut attempts = Vec::new();
+        let mut failure = None;
+        for provider in &self.chain {
+            let name = provider.name().to_string();
+            let mut timeout = self.timeout;
+            if let Some(d) = deadline {
+                let left = d.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    let detail = "the engine time budget was used up".to_string();
+                    attempts.push(Attempt {
+                        provider: name,
+                        outcome: Outcome::Timeout,
+                        latency_ms: 0.0,
+                        detail: Some(detail.clone()),
+                    });
+                    failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
+                    break;
+                }
+                timeout = timeout.min(left);
+            }
+            let caps = provider.capabilities();
+            if let Some(q) = request.questions.iter().find(|q| q.options.len() > caps.max_options) {
+                let detail = format!("{} options exceed {name}'s limit of {}", q.options.len(), caps.max_options);
+                logging::info(rid, &format!("{name}: {detail}"));
+                attempts.push(Attempt {
+                    provider: name,
+                    outcome: Outcome::Error,
+                    latency_ms: 0.0,
+                    detail: Some(detail.clone()),
+                });
+                failure = Some(ErrorInfo { code: ErrorCode::ProviderError, message: detail });
+                continue;
+            }
+            let started = Instant::now();
+            let result = provider.decide(request, timeout);
+            let latency_ms = millis(started.elapsed());
+            let checked = result.and_then(|values| self.check_answers(provider.as_ref(), request, cal_keys, values));
+            match checked {
+                Ok((answers, detail)) => {
+                    let outcome = if answers.iter().all(|a| matches!(a, Answer::Abstained { .. })) {
+                        Outcome::Abstained
+                    } else {
+                        Outcome::Ok
+                    };
+                    // The call's own summary line says the rest at INFO; this detail is for DEBUG.
+                    if logging::enabled(logging::Level::Debug) {
+                        logging::debug(rid, &format!("{name}: {outcome:?} in {latency_ms} ms"));
+                    }
+                    attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail });
+                    return ChainOutcome {
+                        answers: Some(answers),
+                        provider: Some(name),
+                        model: Some(provider.model()),
+                        attempts,
+                        failure: None,
+                    };
+                }
+                Err(f) => {
+                    let (outcome, code) = match &f {
+                        Failure::Timeout(_) => (Outcome::Timeout, ErrorCode::ProviderTimeout),
+                        Failure::Error(_) => (Outcome::Error, ErrorCode::ProviderError),
+                        Failure::Malformed(_) => (Outcome::Malformed, ErrorCode::MalformedResponse),
+                    };
+                    logging::warn(rid, &format!("{name}: {outcome:?} after {latency_ms} ms: {}", f.detail()));
+                    attempts.push(Attempt {
+                        provider: name.clone(),
+                        outcome,
+                        latency_ms,
+                        detail: Some(f.detail().to_string()),
+                    });
+                    failure = Some(ErrorInfo { code, message: format!("{name}: {}", f.detail()) });
+                }
+            }
+        }
+        if failure.is_none() {
+            failure = Some(ErrorInfo { code: ErrorCode::ConfigError, message: "no provider is configured".into() });
+        }
+        ChainOutcome { answers: None, provider: None, model: None, attempts, failure }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    use serde_json::json;
+
+    use super::super::testing::{Scripted, gateway, yes, yes_no};
+    use super::*;
+    use crate::providers::Question;
+
+    #[test]
+    fn each_failure_kind_falls_back_and_every_try_is_recorded() {
+        for (failure, outcome, code) in [
+            (Failure::Error("refused".into()), Outcome::Error, ErrorCode::ProviderError),
+            (Failure::Timeout("no answer within 0.5 s".into()), Outcome::Timeout, ErrorCode::ProviderTimeout),
+            (Failure::Malformed("not JSON".into()), Outcome::Malformed, ErrorCode::MalformedResponse),
+            (Failure::Error("x".into()), Outcome::Error, ErrorCode::ProviderError),
+        ] {
+            let first = Scripted::new("first", Err(failure.clone()));
+            let second = Scripted::new("second", Ok(vec![yes()]));
+            let third = Scripted::new("third", Ok(vec![yes()]));
+            let g = gateway(&[first.clone(), second.clone(), third.clone()]);
+            let out = g.run_chain(&yes_no(1), &["k".into()], None, "t");
+            assert_eq!(out.provider.as_deref(), Some("second"), "{failure:?}");
+            assert_eq!(out.model.as_deref(), Some("second-model"));
+            assert!(matches!(out.answers.as_deref(), Some([Answer::Decided { .. }])));
+            let tried: Vec<(&str, Outcome)> = out.attempts.iter().map(|a| (a.provider.as_str(), a.outcome)).collect();
+            assert_eq!(tried, [("first", outcome), ("second", Outcome::Ok)]);
+            assert_eq!(out.attempts[0].detail.as_deref(), Some(failure.detail()));
+            assert_eq!((first.calls(), second.calls(), third.calls()), (1, 1, 0), "stops at the first answer");
+            // With no fallback, the failure's code is the answer.
+            let alone = gateway(&[Scripted::new("only", Err(failure.clone()))]);
+            let out = alone.run_chain(&yes_no(1), &["k".into()], None, "t");
+            assert!(out.answers.is_none());
+            assert_eq!(out.failure.map(|f| f.code), Some(code));
+        }
+    }
+
+    #[test]
+    fn a_malformed_answer_is_judged_by_the_gateway_and_falls_back() {
+        for bad in
+            [json!("yes"), json!({"decision": "maybe", "confidence": 0.9}), json!({"decision": "yes", "confidence": 2})]
+        {
+            let first = Scripted::new("first", Ok(vec![bad.clone()]));
+            let second = Scripted::new("second", Ok(vec![yes()]));
+            let out = gateway(&[first, second]).run_chain(&yes_no(1), &["k".into()], None, "t");
+            assert_eq!(out.attempts[0].outcome, Outcome::Malformed, "{bad}");
+            assert_eq!(out.provider.as_deref(), Some("second"));
+        }
+        // The wrong number of answers for the questions asked is malformed too.
+        let first = Scripted::new("first", Ok(vec![yes()]));
+        let out = gateway(&[first]).run_chain(&yes_no(2), &["a".into(), "b".into()], None, "t");
+        assert_eq!(out.attempts[0].outcome, Outcome::Malformed);
+        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::MalformedResponse));
+    }
+
+    #[test]
+    fn abstention_never_falls_back() {
+        let first = Scripted::new("first", Ok(vec![json!({"abstain": true, "rationale": "non-Latin text"})]));
+        let second = Scripted::new("second", Ok(vec![yes()]));
+        let out = gateway(&[first, second.clone()]).run_chain(&yes_no(1), &["k".into()], None, "t");
+        assert_eq!(out.provider.as_deref(), Some("first"));
+        assert_eq!(out.attempts.len(), 1);
+        assert_eq!(out.attempts[0].outcome, Outcome::Abstained);
+        assert_eq!(second.calls(), 0);
+        assert_eq!(out.answers, Some(vec![Answer::Abstained { rationale: Some("non-Latin text".into()) }]));
+    }
+
+    #[test]
+    fn a_providers_option_limit_is_an_error_that_falls_back_without_asking_it() {
+        let small = Arc::new(Scripted {
+            max_options: 20,
+            ..Arc::into_inner(Scripted::new("small", Ok(vec![]))).expect("one owner")
+        });
+        let big = Scripted::new("big", Ok(vec![json!({"decision": "o0", "confidence": 0.7})]));
+        let options: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
+        let request =
+            EngineRequest { context: None, questions: vec![Question { key: "k".into(), text: "?".into(), options }] };
+        let out = gateway(&[small.clone(), big]).run_chain(&request, &["k".into()], None, "t");
+        assert_eq!(small.calls(), 0, "the limit is checked before the provider is asked");
+        assert_eq!(out.attempts[0].outcome, Outcome::Error);
+        assert!(out.attempts[0].detail.as_deref().is_some_and(|d| d.contains("21 options exceed small's limit of 20")));
+        assert_eq!(out.provider.as_deref(), Some("big"));
+    }
+
+    #[test]
+    fn a_spent_budget_stops_the_chain_with_a_timeout() {
+        let first = Scripted::new("first", Ok(vec![yes()]));
+        let out = gateway(std::slice::from_ref(&first)).run_chain(&yes_no(1), &["k".into()], Some(Instant::now()), "t");
+        assert_eq!(first.calls(), 0);
+        assert_eq!(out.attempts[0].outcome, Outcome::Timeout);
+        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::ProviderTimeout));
+    }
+}

@@ -1,0 +1,163 @@
+//! `system1_health`: every provider of the chain probed side by side, within the timeout.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::request::SCHEMA_VERSION;
+use super::{Gateway, HealthResponse, ProviderProbe, VERSION, millis};
+use crate::providers;
+use crate::state;
+
+impl Gateway {
+    /// `system1_health`: every provider of the chain probed in parallel. Each probe gets the timeout;
+    /// one that has not answered by then (plus a little slack) is reported as down without waiting
+    /// for it, so health never takes much longer than one timeout whatever an adapter does.
+    pub fn health(&self) -> HealthResponse {
+        self.health_with_pause(state::is_paused())
+    }
+
+    fn health_with_pause(&self, paused: bool) -> HealthResponse {
+        let timeout = self.timeout;
+        let started = Instant::now();
+        let (tx, rx) = std::sync::mpsc::channel();
+        for (i, p) in self.chain.iter().enumerate() {
+            let (tx, p) = (tx.clone(), Arc::clone(p));
+            std::thread::spawn(move || {
+                let t0 = Instant::now();
+                let probe = p.health(timeout);
+                let _ = tx.send((i, probe, millis(t0.elapsed())));
+            });
+        }
+        drop(tx);
+        let mut results: Vec<Option<(providers::Probe, f64)>> = vec![None; self.chain.len()];
+        let deadline = started + timeout + Duration::from_millis(50);
+        while results.iter().any(Option::is_none) {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok((i, probe, ms)) => results[i] = Some((probe, ms)),
+                Err(_) => break,
+            }
+        }
+        let probes: Vec<ProviderProbe> = self
+            .chain
+            .iter()
+            .zip(results)
+            .enumerate()
+            .map(|(i, (p, r))| {
+                let (probe, latency_ms) = r.unwrap_or_else(|| {
+                    let detail = format!("no answer within {:.3} s", timeout.as_secs_f64());
+                    (providers::Probe { ok: false, detail: Some(detail) }, millis(started.elapsed()))
+                });
+                ProviderProbe {
+                    name: p.name().to_string(),
+                    role: if i == 0 { "primary".into() } else { "fallback".into() },
+                    ok: probe.ok,
+                    latency_ms,
+                    detail: probe.detail,
+                }
+            })
+            .collect();
+        let status = if !self.is_ok() || probes.is_empty() {
+            "down"
+        } else if paused {
+            "paused"
+        } else if probes[0].ok {
+            "ok"
+        } else if probes.iter().skip(1).any(|p| p.ok) {
+            "degraded"
+        } else {
+            "down"
+        };
+        HealthResponse {
+            status: status.to_string(),
+            gateway_version: VERSION.to_string(),
+            schema_version: SCHEMA_VERSION.to_string(),
+            paused,
+            config_file: self.loaded.file_read.then(|| self.loaded.path.display().to_string()),
+            config_errors: self.config_errors.clone(),
+            providers: probes,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use serde_json::Value;
+
+    use super::super::testing::{Scripted, gateway};
+    use super::*;
+    use crate::calibration::Calibration;
+    use crate::providers::{EngineRequest, Failure, Provider};
+
+    /// A provider whose health probe takes a while (answering ok if it is waited for).
+    struct Sleeps(&'static str, Duration);
+
+    impl Provider for Sleeps {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn model(&self) -> String {
+            String::new()
+        }
+        fn capabilities(&self) -> providers::Capabilities {
+            providers::Capabilities { max_options: 2, one_pass: true }
+        }
+        fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
+            Err(Failure::Error("unused".into()))
+        }
+        fn health(&self, _timeout: Duration) -> providers::Probe {
+            std::thread::sleep(self.1);
+            providers::Probe { ok: true, detail: None }
+        }
+    }
+
+    #[test]
+    fn health_is_degraded_when_only_a_fallback_is_up_and_bounded_by_the_timeout() {
+        let down = Scripted::new("down", Err(Failure::Error("x".into())));
+        let up = Scripted::new("up", Ok(vec![]));
+        // The pause flag is passed in (health() reads it from the install dir), so no file is touched.
+        let h = gateway(&[down.clone(), up.clone()]).health_with_pause(false);
+        assert_eq!(h.status, "degraded");
+        assert_eq!(
+            h.providers.iter().map(|p| (p.role.as_str(), p.ok)).collect::<Vec<_>>(),
+            [("primary", false), ("fallback", true)]
+        );
+        assert_eq!(gateway(&[up.clone(), down.clone()]).health_with_pause(false).status, "ok");
+        assert_eq!(gateway(&[down.clone(), down.clone()]).health_with_pause(false).status, "down");
+        assert_eq!(gateway(std::slice::from_ref(&up)).health_with_pause(true).status, "paused");
+
+        // A probe that hangs past the timeout is reported as down when the timeout is up.
+        let loaded =
+            crate::config::load_from("/nonexistent/system1.toml".into(), &[("SYSTEM1_TIMEOUT_S".into(), "0.2".into())]);
+        let g = Gateway::with_chain(
+            loaded,
+            vec![Arc::new(Sleeps("hangs", Duration::from_secs(30))), up.clone()],
+            Calibration::default(),
+        );
+        let started = Instant::now();
+        let h = g.health_with_pause(false);
+        assert!(started.elapsed() < Duration::from_secs(5), "health waited {:?}", started.elapsed());
+        assert_eq!(h.status, "degraded");
+        assert!(h.providers[0].detail.as_deref().is_some_and(|d| d.contains("no answer within 0.200 s")));
+
+        // Probes run side by side: three that take 0.4 s each are done in about 0.4 s, not 1.2 s.
+        let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &[]);
+        let chain: Vec<Arc<dyn Provider>> = ["a", "b", "c"]
+            .into_iter()
+            .map(|n| Arc::new(Sleeps(n, Duration::from_millis(400))) as Arc<dyn Provider>)
+            .collect();
+        let g = Gateway::with_chain(loaded, chain, Calibration::default());
+        let started = Instant::now();
+        let h = g.health_with_pause(false);
+        assert!(
+            started.elapsed() < Duration::from_millis(1000),
+            "probes ran one after another: {:?}",
+            started.elapsed()
+        );
+        assert_eq!(h.status, "ok");
+        assert_eq!(h.providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b", "c"], "in chain order");
+        assert!(h.providers.iter().all(|p| p.ok && p.latency_ms >= 390.0));
+    }
+}
