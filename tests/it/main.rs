@@ -7,6 +7,7 @@ mod support;
 
 mod calibrate;
 mod cli_core;
+mod docs;
 mod e2e_claude;
 mod engines_laya;
 mod engines_laya_serve_021;

@@ -1,0 +1,229 @@
+//! The documentation stays navigable: every relative link in README.md, CONTRIBUTING.md and docs/
+//! points at a file that exists (and, with `#anchor`, at a heading that exists in it), and every
+//! repository path the docs name in backticks (`src/...`, `scripts/...`) is still there, so a moved
+//! module or script breaks this test instead of the docs. README keeps the one install command and
+//! the one test command, and the test command is the one CI runs.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// README.md, CONTRIBUTING.md and every Markdown file under docs/.
+fn doc_files() -> Vec<PathBuf> {
+    let root = root();
+    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.expect("docs/ entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.sort();
+    files.extend(docs);
+    files
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
+}
+
+/// The text outside fenced code blocks, line by line (fences hold commands, not links).
+fn prose_lines(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if !fenced {
+            out.push(line);
+        }
+    }
+    out
+}
+
+/// `line` without its inline code spans, so that `[x](y)` shown as code is not read as a link.
+fn without_code_spans(line: &str) -> String {
+    let mut out = String::new();
+    let mut in_code = false;
+    for c in line.chars() {
+        if c == '`' {
+            in_code = !in_code;
+        } else if !in_code {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The targets of inline links `[text](target)` in `text`, outside code.
+fn link_targets(text: &str) -> Vec<String> {
+    let mut targets = Vec::new();
+    for line in prose_lines(text) {
+        let line = without_code_spans(line);
+        let mut rest = line.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            match after.find(')') {
+                Some(end) => {
+                    targets.push(after[..end].trim().to_string());
+                    rest = &after[end + 1..];
+                }
+                None => break,
+            }
+        }
+    }
+    targets
+}
+
+/// GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every anchor the headings of a Markdown file define (a repeated heading gets `-1`, `-2`, ...).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    for line in prose_lines(text) {
+        let Some(heading) = line.strip_prefix('#') else { continue };
+        let heading = heading.trim_start_matches('#');
+        if !heading.starts_with(' ') {
+            continue;
+        }
+        let base = slug(heading);
+        let mut anchor = base.clone();
+        let mut n = 0;
+        while seen.contains(&anchor) {
+            n += 1;
+            anchor = format!("{base}-{n}");
+        }
+        seen.insert(anchor);
+    }
+    seen
+}
+
+/// What is wrong with one link target of `file`, if anything.
+fn broken(file: &Path, target: &str) -> Option<String> {
+    if target.is_empty() {
+        return Some("an empty link".into());
+    }
+    if target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    if target.starts_with('/') {
+        return Some(format!("{target}: an absolute path, which does not resolve on GitHub or in a clone"));
+    }
+    let (path, anchor) = match target.split_once('#') {
+        Some((p, a)) => (p, Some(a)),
+        None => (target, None),
+    };
+    let resolved = if path.is_empty() { file.to_path_buf() } else { file.parent().expect("a parent").join(path) };
+    if !resolved.exists() {
+        return Some(format!("{target}: {} does not exist", resolved.display()));
+    }
+    let root = root().canonicalize().expect("root");
+    match resolved.canonicalize() {
+        Ok(p) if p.starts_with(&root) => {}
+        _ => return Some(format!("{target}: leads out of the repository")),
+    }
+    if let Some(anchor) = anchor {
+        if resolved.extension().is_none_or(|x| x != "md") {
+            return Some(format!("{target}: an anchor into a file that is not Markdown"));
+        }
+        if !anchors(&read(&resolved)).contains(anchor) {
+            return Some(format!("{target}: {} has no heading with the anchor #{anchor}", resolved.display()));
+        }
+    }
+    None
+}
+
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let mut problems = Vec::new();
+    let mut checked = 0;
+    for file in doc_files() {
+        for target in link_targets(&read(&file)) {
+            checked += 1;
+            if let Some(why) = broken(&file, &target) {
+                problems.push(format!("{}: {why}", file.strip_prefix(root()).unwrap_or(&file).display()));
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} links found: is the link reader broken?");
+    assert!(problems.is_empty(), "broken links:\n{}", problems.join("\n"));
+}
+
+/// Top-level folders whose paths the docs name in backticks.
+const REPO_DIRS: &[&str] =
+    &["src/", "scripts/", "tests/", "docs/", "hooks/", "engines/", "calibration/", "schema/", "skills/", ".github/", ".ci/"];
+
+/// The words of `text` that are code: inside inline code spans, or on lines of fenced blocks.
+fn code_words(text: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        let code: Vec<&str> = if fenced { vec![line] } else { line.split('`').skip(1).step_by(2).collect() };
+        for span in code {
+            words.extend(span.split_whitespace().map(|w| w.trim_matches([',', '.', ':', ';', '(', ')', '"', '\'']).to_string()));
+        }
+    }
+    words
+}
+
+#[test]
+fn every_repository_path_the_docs_name_exists() {
+    let mut problems = Vec::new();
+    for file in doc_files() {
+        for word in code_words(&read(&file)) {
+            let word = word.strip_prefix("./").unwrap_or(&word);
+            if !REPO_DIRS.iter().any(|d| word.starts_with(d)) || word.contains(['<', '*', '{', '…']) {
+                continue;
+            }
+            if !root().join(word).exists() {
+                problems.push(format!("{}: `{word}` does not exist", file.strip_prefix(root()).unwrap_or(&file).display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "paths named in the docs that are gone:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn readme_keeps_the_install_command_and_the_test_command_ci_runs() {
+    let readme = read(&root().join("README.md"));
+    assert!(
+        readme.contains("sh scripts/install.sh") && root().join("scripts/install.sh").is_file(),
+        "README's install command is `sh scripts/install.sh`"
+    );
+    assert!(readme.contains("```sh\nscripts/test\n```"), "README shows its one test command, scripts/test");
+    let ci = read(&root().join(".ci/run"));
+    assert!(ci.lines().any(|l| l.trim() == "scripts/test"), ".ci/run runs README's test command");
+    let lines = readme.lines().count();
+    assert!(lines <= 300, "README.md has {lines} lines; what a new user reads first fits in 300, the rest goes in docs/");
+}
+
+#[test]
+fn the_link_reader_finds_links_and_anchors() {
+    assert_eq!(link_targets("see [a](b.md#c) and `[x](not-a-link)` and [d](https://e)"), ["b.md#c", "https://e"]);
+    assert!(link_targets("```\n[a](inside-a-fence)\n```").is_empty());
+    let a = anchors("# The MCP tools (schema \"1\")\n## `[providers.mock]`\n## Cost\n## Cost\n```\n# not a heading\n```");
+    assert_eq!(
+        a.into_iter().collect::<Vec<_>>(),
+        ["cost", "cost-1", "providersmock", "the-mcp-tools-schema-1"].map(String::from)
+    );
+}
