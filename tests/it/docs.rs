@@ -167,7 +167,7 @@ fn every_relative_link_in_the_docs_resolves() {
 
 /// Top-level folders whose paths the docs name in backticks.
 const REPO_DIRS: &[&str] =
-    &["src/", "scripts/", "tests/", "docs/", "hooks/", "engines/", "calibration/", "schema/", "skills/", ".github/", ".ci/"];
+    &["src/", "scripts/", "tests/", "docs/", "hooks/", "engines/", "calibration/", "schema/", "skills/", ".github/"];
 
 /// The words of `text` that are code: inside inline code spans, or on lines of fenced blocks.
 fn code_words(text: &str) -> Vec<String> {
@@ -180,7 +180,9 @@ fn code_words(text: &str) -> Vec<String> {
         }
         let code: Vec<&str> = if fenced { vec![line] } else { line.split('`').skip(1).step_by(2).collect() };
         for span in code {
-            words.extend(span.split_whitespace().map(|w| w.trim_matches([',', '.', ':', ';', '(', ')', '"', '\'']).to_string()));
+            words.extend(
+                span.split_whitespace().map(|w| w.trim_matches([',', '.', ':', ';', '(', ')', '"', '\'']).to_string()),
+            );
         }
     }
     words
@@ -196,7 +198,8 @@ fn every_repository_path_the_docs_name_exists() {
                 continue;
             }
             if !root().join(word).exists() {
-                problems.push(format!("{}: `{word}` does not exist", file.strip_prefix(root()).unwrap_or(&file).display()));
+                problems
+                    .push(format!("{}: `{word}` does not exist", file.strip_prefix(root()).unwrap_or(&file).display()));
             }
         }
     }
@@ -214,14 +217,18 @@ fn readme_keeps_the_install_command_and_the_test_command_ci_runs() {
     let ci = read(&root().join(".ci/run"));
     assert!(ci.lines().any(|l| l.trim() == "scripts/test"), ".ci/run runs README's test command");
     let lines = readme.lines().count();
-    assert!(lines <= 300, "README.md has {lines} lines; what a new user reads first fits in 300, the rest goes in docs/");
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines; what a new user reads first fits in 300, the rest goes in docs/"
+    );
 }
 
 #[test]
 fn the_link_reader_finds_links_and_anchors() {
     assert_eq!(link_targets("see [a](b.md#c) and `[x](not-a-link)` and [d](https://e)"), ["b.md#c", "https://e"]);
     assert!(link_targets("```\n[a](inside-a-fence)\n```").is_empty());
-    let a = anchors("# The MCP tools (schema \"1\")\n## `[providers.mock]`\n## Cost\n## Cost\n```\n# not a heading\n```");
+    let a =
+        anchors("# The MCP tools (schema \"1\")\n## `[providers.mock]`\n## Cost\n## Cost\n```\n# not a heading\n```");
     assert_eq!(
         a.into_iter().collect::<Vec<_>>(),
         ["cost", "cost-1", "providersmock", "the-mcp-tools-schema-1"].map(String::from)

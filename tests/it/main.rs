@@ -6,6 +6,7 @@
 mod support;
 
 mod calibrate;
+mod ci_workflows;
 mod cli_core;
 mod docs;
 mod e2e_claude;
