@@ -177,71 +177,35 @@ pub fn is_loopback(host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::{Read, Write};
-    use std::net::{TcpListener, TcpStream};
+    use crate::providers::fake_http::{FakeServer, Reply as FakeReply, free_port};
     use std::time::Instant;
 
-    /// A loopback server that hands each connection to `serve` on its own thread; returns the URL.
-    fn server(serve: fn(TcpStream)) -> String {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let port = listener.local_addr().expect("addr").port();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                std::thread::spawn(move || serve(stream));
-            }
-        });
-        format!("http://127.0.0.1:{port}")
-    }
-
-    /// Reads one request's head (enough for these tests: bodies are small and sent at once).
-    fn read_head(stream: &mut TcpStream) {
-        let mut buf = [0u8; 4096];
-        let mut seen = Vec::new();
-        while !seen.windows(4).any(|w| w == b"\r\n\r\n") {
-            match stream.read(&mut buf) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => seen.extend_from_slice(&buf[..n]),
-            }
-        }
-    }
-
     /// Accepts, then holds the connection open without a byte of answer.
-    fn never_answers(stream: TcpStream) {
-        std::thread::sleep(Duration::from_secs(60));
-        drop(stream);
+    fn never_answers() -> FakeServer {
+        FakeServer::start(|_| FakeReply::hang())
     }
 
     /// Answers with headers and the start of a body, then stalls.
-    fn stalls_mid_body(mut stream: TcpStream) {
-        read_head(&mut stream);
-        let _ =
-            stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a\"");
-        let _ = stream.flush();
-        std::thread::sleep(Duration::from_secs(60));
+    fn stalls_mid_body() -> FakeServer {
+        FakeServer::start(|_| FakeReply::json(200, &serde_json::json!({"a": 1})).stall_after(4))
     }
 
-    fn answers_ok(mut stream: TcpStream) {
-        read_head(&mut stream);
-        let body = br#"{"ok": true}"#;
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            body.len()
-        );
-        let _ = stream.write_all(head.as_bytes());
-        let _ = stream.write_all(body);
+    fn answers_ok() -> FakeServer {
+        FakeServer::start(|_| FakeReply::json(200, &serde_json::json!({"ok": true})))
     }
 
     fn assert_cut_off(result: Result<Reply, Failure>, started: Instant, timeout: Duration) {
         let took = started.elapsed();
         assert!(matches!(result, Err(Failure::Timeout(_))), "{result:?}");
         assert!(took >= timeout.mul_f64(0.9), "gave up early: {took:?}");
-        // Generous: the point is that it returns near the timeout, not after the server gives up.
-        assert!(took < timeout * 5, "took {took:?} for a timeout of {timeout:?}");
+        // Generous: the point is that it returns at the timeout, not after the fake's 60 s hang.
+        assert!(took < Duration::from_secs(10), "took {took:?} for a timeout of {timeout:?}");
     }
 
     #[test]
     fn a_server_that_accepts_and_never_answers_is_cut_off_at_the_timeout() {
-        let endpoint = Endpoint::new(&server(never_answers), false).expect("endpoint");
+        let server = never_answers();
+        let endpoint = Endpoint::new(&server.url(), false).expect("endpoint");
         let timeout = Duration::from_millis(300);
         let started = Instant::now();
         assert_cut_off(endpoint.post("/v1/decide", &serde_json::json!({"q": 1}), timeout, None), started, timeout);
@@ -251,7 +215,8 @@ mod tests {
 
     #[test]
     fn a_body_that_stalls_halfway_is_cut_off_at_the_timeout() {
-        let endpoint = Endpoint::new(&server(stalls_mid_body), false).expect("endpoint");
+        let server = stalls_mid_body();
+        let endpoint = Endpoint::new(&server.url(), false).expect("endpoint");
         let timeout = Duration::from_millis(300);
         let started = Instant::now();
         assert_cut_off(endpoint.post("/v1/decide", &serde_json::json!({}), timeout, None), started, timeout);
@@ -259,12 +224,11 @@ mod tests {
 
     #[test]
     fn a_refused_connection_is_an_error_at_once() {
-        let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-        let endpoint = Endpoint::new(&format!("http://127.0.0.1:{port}"), false).expect("endpoint");
+        let endpoint = Endpoint::new(&format!("http://127.0.0.1:{}", free_port()), false).expect("endpoint");
         let started = Instant::now();
-        let r = endpoint.get("/health", Duration::from_secs(5), None);
+        let r = endpoint.get("/health", Duration::from_secs(60), None);
         assert!(matches!(&r, Err(Failure::Error(d)) if d.contains("refused")), "{r:?}");
-        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(started.elapsed() < Duration::from_secs(10), "not held to the 60 s timeout");
     }
 
     /// Run by [`a_dead_proxy_in_the_environment_is_ignored_for_loopback`] in a child process
@@ -273,7 +237,8 @@ mod tests {
     #[ignore = "run with a dead proxy in the environment by its parent test"]
     fn loopback_call_with_a_dead_proxy() {
         assert!(std::env::var("HTTP_PROXY").is_ok_and(|p| p.contains("127.0.0.1:9")), "run by the parent test");
-        let endpoint = Endpoint::new(&server(answers_ok), false).expect("endpoint");
+        let server = answers_ok();
+        let endpoint = Endpoint::new(&server.url(), false).expect("endpoint");
         let reply = endpoint.get("/health", Duration::from_secs(5), None).expect("reached without the proxy");
         assert_eq!((reply.status, reply.json.clone()), (200, serde_json::json!({"ok": true})));
         let localhost = endpoint.base().replace("127.0.0.1", "localhost");

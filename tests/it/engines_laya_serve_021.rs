@@ -4,10 +4,11 @@
 //! `routing` in answers. `scripts/test` installs it into `.test-deps/` and passes its path in
 //! `SYSTEM1_TEST_LAYA_SERVE_021`.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::support::fake_http::free_port;
 use crate::support::{TestEnv, stdout};
 use serde_json::Value;
 
@@ -30,7 +31,7 @@ fn start(key: &str) -> Option<(Server, u16)> {
         eprintln!("SKIPPED: laya-serve 0.2.1 is not installed (SYSTEM1_TEST_LAYA_SERVE_021); run scripts/test");
         return None;
     };
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let child = Command::new(bin)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .env("LAYA_HOST", "127.0.0.1")

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::support::fake_http::free_port;
 use crate::support::{TestEnv, stderr, stdout, write};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
@@ -74,10 +75,6 @@ fn wait_for(path: &Path) -> String {
     panic!("{} never appeared", path.display());
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 /// Copies a launcher into `dir` (so its log and pid land there) and returns its path.
 fn launcher(dir: &Path, engine: &str) -> PathBuf {
     let to = dir.join("engine").join("start.sh");
@@ -110,7 +107,7 @@ fn the_laya_launcher_binds_loopback_preloads_typed_decisions_and_logs_beside_its
     let record = wait_for(&env.root.join("record"));
     assert_eq!(record.trim(), format!("host=127.0.0.1 port={port} models=typed-decisions device=cpu args="));
     let dir = start.parent().unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     let mut log = String::new();
     while Instant::now() < deadline && !log.contains("stand-in laya-serve up") {
         log = std::fs::read_to_string(dir.join("laya-serve.log")).unwrap_or_default();

@@ -10,8 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use crate::support;
+use crate::support::fake_http::FakeServer;
 use crate::support::fakes::{
-    FAKE_CARGO, FAKE_CLAUDE, FAKE_SYSTEMCTL, StaticServer, log_lines, script, sha256, tool_farm,
+    FAKE_CARGO, FAKE_CLAUDE, FAKE_SYSTEMCTL, file_server, log_lines, script, sha256, tool_farm,
 };
 use crate::support::{BIN, TestEnv, stderr, stdout};
 
@@ -185,11 +186,11 @@ fn install_keeps_laya_in_the_config_when_laya_answers() {
     let mut s = Scratch::new(true);
     let health = s.env.root.join("health.json");
     support::write(&health, r#"{"status": "ok", "loaded": ["typed-decisions"], "device": "cpu"}"#);
-    let laya = StaticServer::start(BTreeMap::from([("/health".to_string(), health)]));
-    s.env.set_env("SYSTEM1_LAYA_ENDPOINT", &laya.base_url());
+    let laya = file_server(BTreeMap::from([("/health".to_string(), health)]));
+    s.env.set_env("SYSTEM1_LAYA_ENDPOINT", &laya.url());
     let out = s.env.run(&["install"], "");
     ok(&out);
-    assert_eq!(laya.served(), vec!["/health".to_string()]);
+    assert_eq!(laya.paths(), vec!["/health".to_string()]);
     assert!(stdout(&out).contains("(engine: laya)"), "{}", stdout(&out));
     let config = std::fs::read_to_string(&s.env.config).unwrap();
     assert_eq!(config, std::fs::read_to_string(Path::new(REPO).join("config.example.toml")).unwrap());
@@ -330,14 +331,14 @@ fn install_sh_fails_when_the_installed_server_does_not_check_out() {
 }
 
 /// The release layout install.sh expects, served from 127.0.0.1; `sums` is the SHA256SUMS text.
-fn release_server(sums: &str, dir: &Path) -> (StaticServer, String) {
+fn release_server(sums: &str, dir: &Path) -> (FakeServer, String) {
     let asset = format!("system1-{VERSION}-{}-unknown-linux-musl", std::env::consts::ARCH);
     let sums_file = dir.join("SHA256SUMS");
     support::write(&sums_file, &sums.replace("{asset}", &asset));
     let tag = format!("/system1--v{VERSION}");
     let files =
         BTreeMap::from([(format!("{tag}/SHA256SUMS"), sums_file), (format!("{tag}/{asset}"), PathBuf::from(BIN))]);
-    (StaticServer::start(files), asset)
+    (file_server(files), asset)
 }
 
 /// A scratch HOME whose PATH has the tools install.sh needs and the fake claude, but no cargo.
@@ -375,12 +376,12 @@ fn install_sh_downloads_verifies_and_installs_without_cargo() {
     let dir = TestEnv::new();
     let (server, asset) =
         release_server(&format!("{}  {{asset}}\n0000  other-file\n", sha256(Path::new(BIN))), &dir.root);
-    let s = without_cargo(&server.base_url());
+    let s = without_cargo(&server.url());
     let out = s.run(Path::new("/bin/sh"), &[install_sh().to_str().unwrap()]);
     ok(&out);
     assert!(stdout(&out).contains("verified SHA-256"), "{}", stdout(&out));
     let tag = format!("/system1--v{VERSION}");
-    assert_eq!(server.served(), vec![format!("{tag}/SHA256SUMS"), format!("{tag}/{asset}")]);
+    assert_eq!(server.paths(), vec![format!("{tag}/SHA256SUMS"), format!("{tag}/{asset}")]);
     assert!(same_bytes(&s.bin(), Path::new(BIN)));
     assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
     assert!(s.env.config.exists());
@@ -393,12 +394,12 @@ fn install_sh_installs_nothing_when_the_checksum_does_not_match() {
     let dir = TestEnv::new();
     let wrong = "ab".repeat(32);
     let (server, asset) = release_server(&format!("{wrong}  {{asset}}\n"), &dir.root);
-    let s = without_cargo(&server.base_url());
+    let s = without_cargo(&server.url());
     let out = s.run(Path::new("/bin/sh"), &[install_sh().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let err = stderr(&out);
     assert!(err.contains(&format!("checksum mismatch for {asset}")) && err.contains("nothing was installed"), "{err}");
-    assert_eq!(server.served().len(), 2);
+    assert_eq!(server.paths().len(), 2);
     assert!(!s.env.install_dir.exists());
     assert!(!s.env.config.exists());
     assert!(s.claude_log().is_empty());

@@ -3,7 +3,8 @@
 //! against the mock and against a missing or broken server, and `doctor`'s findings.
 
 use crate::support;
-use crate::support::{TestEnv, stderr, stdout, write};
+use crate::support::fake_http::{FakeServer, Reply, Request, free_port};
+use crate::support::{CUT_OFF, TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const SESSION_START: &str = r#"{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"SessionStart","source":"startup"}"#;
@@ -26,12 +27,6 @@ fn context(v: &Value) -> String {
     let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().expect("additionalContext").to_string();
     assert_eq!(v["systemMessage"].as_str(), Some(ctx.as_str()), "the user sees the same line");
     ctx
-}
-
-/// A TCP port on loopback that refuses connections (bound, then released).
-fn refused_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 /// Writes `n` prompt entries waiting for labels, plus entries that must not count.
@@ -93,18 +88,32 @@ fn session_start_says_how_to_start_an_engine_that_does_not_answer() {
 
 #[test]
 fn session_start_reports_a_refused_engine_endpoint() {
-    let port = refused_port();
+    let port = free_port();
     let env = TestEnv::new();
     env.write_config(&format!(
         "[gateway]\nprovider = \"laya\"\ntimeout_s = 5.0\n[routing]\nenabled = true\n[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"
     ));
-    let started = std::time::Instant::now();
     let (_, v) = session_start(&env);
-    let elapsed = started.elapsed();
     let ctx = context(&v.expect("a message"));
     assert!(ctx.contains("laya") && ctx.contains("does not answer"), "{ctx}");
     assert!(ctx.contains("system1 engine start laya"), "says how to start it: {ctx}");
-    assert!(elapsed < std::time::Duration::from_secs(4), "bounded probe, not the 5 s timeout: {elapsed:?}");
+}
+
+#[test]
+fn session_start_probes_a_hanging_engine_for_a_moment_only() {
+    let hangs = FakeServer::start(|_: &Request| Reply::hang());
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"laya\"\ntimeout_s = 60\n[routing]\nenabled = true\n[providers.laya]\nendpoint = \"{}\"\n",
+        hangs.url()
+    ));
+    let started = std::time::Instant::now();
+    let (_, v) = session_start(&env);
+    // The probe has its own short bound: neither the 60 s timeout nor the fake's 60 s hang applies.
+    assert!(started.elapsed() < CUT_OFF, "bounded probe: {:?}", started.elapsed());
+    let ctx = context(&v.expect("a message"));
+    assert!(ctx.contains("laya") && ctx.contains("does not answer"), "{ctx}");
+    assert_eq!(hangs.requests().len(), 1, "one probe: {:?}", hangs.paths());
 }
 
 #[test]
@@ -377,7 +386,7 @@ fn doctor_reports_an_engine_that_is_down_malformed_or_timing_out() {
 
 #[test]
 fn doctor_reports_a_refused_engine_endpoint() {
-    let port = refused_port();
+    let port = free_port();
     let env = healthy_env("");
     env.write_config(&format!(
         "[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"

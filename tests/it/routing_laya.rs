@@ -3,10 +3,10 @@
 //! one that never answers is cut off at the hook's engine budget, which the picker then skips.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use crate::support::fake_http::{FakeServer, Reply, Request};
-use crate::support::{TestEnv, stderr, stdout, write};
+use crate::support::fake_http::{FakeServer, Reply, Request, free_port};
+use crate::support::{CUT_OFF, TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const TASK: &str = "Read src/main.rs and explain how the command line arguments are parsed and dispatched";
@@ -72,7 +72,7 @@ fn four_features_in_one_engine_request() {
 #[test]
 fn engine_down_is_silent() {
     // A port nobody listens on: the connection is refused.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = free_port();
     let env = env_for(&format!("http://127.0.0.1:{port}"), "");
     assert_eq!(prompt_hook(&env), "");
 }
@@ -85,7 +85,7 @@ fn an_engine_that_never_answers_costs_the_budget_and_the_picker_is_skipped() {
     write(&env.claude_dir.join("skills/pdf/SKILL.md"), "---\nname: pdf\ndescription: PDF forms\n---\n");
     let started = Instant::now();
     assert_eq!(prompt_hook(&env), "");
-    assert!(started.elapsed() < Duration::from_secs(20), "cut off by the budget, not the 60 s timeout");
+    assert!(started.elapsed() < CUT_OFF, "cut off by the budget, not the 60 s timeout");
     assert_eq!(server.requests_to("/v1/systemone").len(), 1, "the picker made no second request");
 
     let out = env.run(&["route", "--prompt", TASK, "--cwd", Path::new("/").to_str().unwrap(), "--json"], "");

@@ -178,7 +178,8 @@ fn limits_errors_and_timeouts() {
         .decide(&EngineRequest { context: None, questions: vec![q("d", "?", &["a", "b"])] }, Duration::from_millis(300))
         .unwrap_err();
     assert!(matches!(err, Failure::Timeout(_)), "{err:?}");
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // Generous: cut off at the timeout, not after the fake's 60 s hang.
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
 
 #[test]

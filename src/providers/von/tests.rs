@@ -187,7 +187,8 @@ fn truncation_is_reported_and_a_hang_is_cut_off() {
         )
         .unwrap_err();
     assert!(matches!(err, Failure::Timeout(_)));
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // Generous: cut off at the timeout, not after the fake's 60 s hang.
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
 
 #[test]

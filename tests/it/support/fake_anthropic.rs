@@ -1,4 +1,5 @@
-//! A fake Anthropic Messages API on 127.0.0.1 for driving the real Claude Code CLI offline.
+//! A fake Anthropic Messages API on the loopback fake server, for driving the real Claude Code CLI
+//! offline.
 //!
 //! `POST /v1/messages` is answered as a stream of server-sent events in the order the real API
 //! uses (message_start, ping, per block content_block_start/delta/stop, message_delta,
@@ -7,12 +8,12 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+
+use super::fake_http::{FakeServer, Reply, Request};
 
 /// One content block of a scripted reply.
 #[derive(Debug, Clone)]
@@ -37,31 +38,30 @@ impl Block {
 type Script = dyn Fn(&Value) -> Vec<Block> + Send + Sync;
 
 pub struct FakeAnthropic {
-    pub port: u16,
-    requests: Arc<Mutex<Vec<Value>>>,
+    server: FakeServer,
     script: Arc<Mutex<Arc<Script>>>,
 }
 
 impl FakeAnthropic {
     pub fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let port = listener.local_addr().expect("addr").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
         let default: Arc<Script> = Arc::new(|_: &Value| vec![Block::text("ok")]);
         let script = Arc::new(Mutex::new(default));
-        let (seen, scripted) = (requests.clone(), script.clone());
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let (seen, scripted) = (seen.clone(), scripted.clone());
-                std::thread::spawn(move || serve(stream, &seen, &scripted));
+        let scripted = script.clone();
+        let server = FakeServer::start(move |r: &Request| {
+            if !is_messages(r) {
+                return Reply::json(404, &json!({}));
             }
+            let request = r.json();
+            let f = scripted.lock().map(|f| f.clone()).expect("script lock");
+            Reply::new(200, "text/event-stream", events(&request, &f(&request)))
+                .with_header("cache-control", "no-cache")
+                .with_header("request-id", "req_e2e")
         });
-        FakeAnthropic { port, requests, script }
+        FakeAnthropic { server, script }
     }
 
     pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.server.url()
     }
 
     /// Replaces the reply script (each reply is computed from the request body).
@@ -71,85 +71,17 @@ impl FakeAnthropic {
 
     /// Every `/v1/messages` body received so far, in order.
     pub fn requests(&self) -> Vec<Value> {
-        self.requests.lock().unwrap().clone()
+        self.server.requests().iter().filter(|r| is_messages(r)).map(Request::json).collect()
     }
 
     pub fn clear(&self) {
-        self.requests.lock().unwrap().clear();
+        self.server.clear();
     }
 }
 
-/// Serves one connection (keep-alive: several requests may come on it).
-fn serve(stream: TcpStream, seen: &Mutex<Vec<Value>>, script: &Mutex<Arc<Script>>) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
-    let mut out = stream;
-    loop {
-        let mut request_line = String::new();
-        if reader.read_line(&mut request_line).unwrap_or(0) == 0 {
-            return;
-        }
-        let mut length = 0usize;
-        let mut chunked = false;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            let line = line.trim_end();
-            if line.is_empty() {
-                break;
-            }
-            let (name, value) = line.split_once(':').unwrap_or((line, ""));
-            match name.trim().to_ascii_lowercase().as_str() {
-                "content-length" => length = value.trim().parse().unwrap_or(0),
-                "transfer-encoding" => chunked = value.to_ascii_lowercase().contains("chunked"),
-                _ => {}
-            }
-        }
-        let body = if chunked { read_chunked(&mut reader) } else { read_exact(&mut reader, length) };
-        let mut parts = request_line.split_whitespace();
-        let (method, path) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""));
-        if method != "POST" || !path.starts_with("/v1/messages") || path.starts_with("/v1/messages/") {
-            let _ = out
-                .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}");
-            continue;
-        }
-        let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-        seen.lock().unwrap().push(request.clone());
-        let f = script.lock().unwrap().clone();
-        let blocks = f(&request);
-        let sse = events(&request, &blocks);
-        let head = format!(
-            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\nrequest-id: req_e2e\r\nContent-Length: {}\r\n\r\n",
-            sse.len()
-        );
-        if out.write_all(head.as_bytes()).and_then(|()| out.write_all(sse.as_bytes())).is_err() {
-            return;
-        }
-    }
-}
-
-fn read_exact(reader: &mut impl Read, n: usize) -> Vec<u8> {
-    let mut body = vec![0; n];
-    let _ = reader.read_exact(&mut body);
-    body
-}
-
-fn read_chunked(reader: &mut BufReader<TcpStream>) -> Vec<u8> {
-    let mut body = Vec::new();
-    loop {
-        let mut size = String::new();
-        if reader.read_line(&mut size).unwrap_or(0) == 0 {
-            return body;
-        }
-        let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
-        body.extend(read_exact(reader, n));
-        let mut crlf = String::new();
-        let _ = reader.read_line(&mut crlf);
-        if n == 0 {
-            return body;
-        }
-    }
+/// `POST /v1/messages` (with or without a query), not `/v1/messages/count_tokens` and the like.
+fn is_messages(r: &Request) -> bool {
+    r.method == "POST" && r.path.starts_with("/v1/messages") && !r.path.starts_with("/v1/messages/")
 }
 
 /// The SSE stream for one reply.

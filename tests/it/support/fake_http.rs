@@ -1,14 +1,21 @@
-//! A loopback HTTP/1.1 server for tests that stands in for an engine (laya-serve, von, Ollama).
+//! The one loopback HTTP/1.1 server of the tests: every fake that speaks HTTP is this server with
+//! its own handler (an engine's replayed answers, the Anthropic Messages API in `fake_anthropic`,
+//! release downloads in `fakes::file_server`).
 //!
 //! It binds 127.0.0.1 on a free port, records every request (method, path, headers, body) and
 //! answers through a handler the test supplies, so a test can replay an engine's captured wire
-//! format and then check exactly what the adapter sent. A reply can also hang (hold the connection
-//! without answering) to exercise timeouts. Used by the unit tests in `src/providers/` (through a
-//! `#[path]` module) and by the integration tests that drive the real binary.
+//! format and then check exactly what the client sent. Connections stay open between requests as
+//! HTTP/1.1 has them (Claude Code reuses its connection), unless the client asks to close. A reply
+//! can also hang (hold the connection without a byte of answer) or stall halfway through its body,
+//! to exercise timeouts.
+//!
+//! The providers' unit tests in `src/providers/` use this same file through a `#[path]` module: the
+//! crate is a binary, so a module in `src/` could not be reached from here, while this file can be
+//! reached from there.
 
 #![allow(dead_code)]
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -41,27 +48,41 @@ impl Request {
 pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
-    pub body: String,
-    /// Hold the connection open without answering (until the server is dropped or 60 s pass).
-    pub hang: bool,
+    pub body: Vec<u8>,
+    hold: Hold,
+}
+
+/// Whether the fake answers in full or holds the connection open (until the server is dropped or
+/// 60 s pass) at some point.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Hold {
+    No,
+    BeforeHead,
+    AfterBodyBytes(usize),
 }
 
 impl Reply {
+    pub fn new(status: u16, content_type: &str, body: impl Into<Vec<u8>>) -> Self {
+        Reply { status, headers: vec![("content-type".into(), content_type.into())], body: body.into(), hold: Hold::No }
+    }
+
     pub fn json(status: u16, body: &Value) -> Self {
-        Reply {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: body.to_string(),
-            hang: false,
-        }
+        Reply::new(status, "application/json", body.to_string())
     }
 
     pub fn text(status: u16, body: &str) -> Self {
-        Reply { status, headers: vec![("content-type".into(), "text/plain".into())], body: body.into(), hang: false }
+        Reply::new(status, "text/plain", body)
     }
 
+    /// Accepts the request and never sends a byte of answer.
     pub fn hang() -> Self {
-        Reply { status: 0, headers: Vec::new(), body: String::new(), hang: true }
+        Reply { status: 0, headers: Vec::new(), body: Vec::new(), hold: Hold::BeforeHead }
+    }
+
+    /// Sends the head (with the full body's length) and the first `n` bytes of the body, then stalls.
+    pub fn stall_after(mut self, n: usize) -> Self {
+        self.hold = Hold::AfterBodyBytes(n);
+        self
     }
 
     pub fn with_header(mut self, name: &str, value: &str) -> Self {
@@ -113,6 +134,18 @@ impl FakeServer {
     pub fn requests_to(&self, path: &str) -> Vec<Request> {
         self.requests().into_iter().filter(|r| r.path == path).collect()
     }
+
+    /// The path of every request so far, in order.
+    pub fn paths(&self) -> Vec<String> {
+        self.requests().into_iter().map(|r| r.path).collect()
+    }
+
+    /// Forgets the requests received so far.
+    pub fn clear(&self) {
+        if let Ok(mut r) = self.requests.lock() {
+            r.clear();
+        }
+    }
 }
 
 impl Drop for FakeServer {
@@ -123,21 +156,65 @@ impl Drop for FakeServer {
     }
 }
 
-fn serve(mut stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>, stop: &AtomicBool) {
+/// A loopback port nothing listens on (bound, then released at once): a client is refused there,
+/// and a server may take it.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind a loopback port").local_addr().expect("local addr").port()
+}
+
+/// Serves one connection: requests one after another until the client closes or asks to.
+fn serve(stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>>, stop: &AtomicBool) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let Some(req) = read_request(&mut stream) else { return };
-    if let Ok(mut r) = requests.lock() {
-        r.push(req.clone());
-    }
-    let reply = handler(&req);
-    if reply.hang {
-        let until = Instant::now() + Duration::from_secs(60);
-        while Instant::now() < until && !stop.load(Ordering::SeqCst) {
-            std::thread::sleep(Duration::from_millis(20));
+    let Ok(read_half) = stream.try_clone() else { return };
+    let mut reader = BufReader::new(read_half);
+    let mut out = stream;
+    while let Some(req) = read_request(&mut reader) {
+        if let Ok(mut r) = requests.lock() {
+            r.push(req.clone());
         }
-        return;
+        let close = req.header("connection").is_some_and(|v| v.eq_ignore_ascii_case("close"));
+        let reply = handler(&req);
+        if !answer(&mut out, &reply, close, stop) || close {
+            return;
+        }
     }
-    let reason = match reply.status {
+}
+
+/// Writes `reply`; false when the connection is done (a hold, or the client went away).
+fn answer(out: &mut TcpStream, reply: &Reply, close: bool, stop: &AtomicBool) -> bool {
+    if reply.hold == Hold::BeforeHead {
+        hold(stop);
+        return false;
+    }
+    let mut head = format!("HTTP/1.1 {} {}\r\nserver: fake-http\r\n", reply.status, reason(reply.status));
+    if close {
+        head.push_str("connection: close\r\n");
+    }
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("content-length: {}\r\n\r\n", reply.body.len()));
+    let body = match reply.hold {
+        Hold::AfterBodyBytes(n) => &reply.body[..n.min(reply.body.len())],
+        _ => &reply.body[..],
+    };
+    let sent = out.write_all(head.as_bytes()).and_then(|()| out.write_all(body)).and_then(|()| out.flush()).is_ok();
+    if let Hold::AfterBodyBytes(_) = reply.hold {
+        hold(stop);
+        return false;
+    }
+    sent
+}
+
+fn hold(stop: &AtomicBool) {
+    let until = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < until && !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
         200 => "OK",
         400 => "Bad Request",
         401 => "Unauthorized",
@@ -148,47 +225,59 @@ fn serve(mut stream: TcpStream, handler: &Handler, requests: &Mutex<Vec<Request>
         500 => "Internal Server Error",
         503 => "Service Unavailable",
         _ => "Status",
-    };
-    let mut head = format!("HTTP/1.1 {} {reason}\r\nserver: fake-engine\r\nconnection: close\r\n", reply.status);
-    for (k, v) in &reply.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
     }
-    head.push_str(&format!("content-length: {}\r\n\r\n", reply.body.len()));
-    let _ = stream.write_all(head.as_bytes());
-    let _ = stream.write_all(reply.body.as_bytes());
-    let _ = stream.flush();
 }
 
-fn read_request(stream: &mut TcpStream) -> Option<Request> {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let head_end = loop {
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i;
-        }
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
+/// Reads one request (a Content-Length or chunked body); None at the end of the connection.
+fn read_request(reader: &mut impl BufRead) -> Option<Request> {
+    let mut first = String::new();
+    if reader.read_line(&mut first).ok()? == 0 {
+        return None;
+    }
+    let mut parts = first.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
             return None;
         }
-        buf.extend_from_slice(&chunk[..n]);
-    };
-    let head = String::from_utf8_lossy(&buf[..head_end]).to_string();
-    let mut lines = head.split("\r\n");
-    let mut first = lines.next()?.split_whitespace();
-    let method = first.next()?.to_string();
-    let path = first.next()?.to_string();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    let len: usize = headers.iter().find(|(k, _)| k == "content-length").and_then(|(_, v)| v.parse().ok()).unwrap_or(0);
-    let mut body = buf[head_end + 4..].to_vec();
-    while body.len() < len {
-        let n = stream.read(&mut chunk).ok()?;
-        if n == 0 {
+        let line = line.trim_end();
+        if line.is_empty() {
             break;
         }
-        body.extend_from_slice(&chunk[..n]);
+        if let Some((k, v)) = line.split_once(':') {
+            headers.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+        }
     }
+    let header = |name: &str| headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let body = if header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked")) {
+        read_chunked(reader)?
+    } else {
+        let len: usize = header("content-length").and_then(|v| v.parse().ok()).unwrap_or(0);
+        let mut body = vec![0; len];
+        reader.read_exact(&mut body).ok()?;
+        body
+    };
     Some(Request { method, path, headers, body: String::from_utf8_lossy(&body).to_string() })
+}
+
+fn read_chunked(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut size = String::new();
+        if reader.read_line(&mut size).ok()? == 0 {
+            return None;
+        }
+        let n = usize::from_str_radix(size.trim().split(';').next().unwrap_or("0"), 16).ok()?;
+        let mut chunk = vec![0; n];
+        reader.read_exact(&mut chunk).ok()?;
+        body.extend(chunk);
+        let mut crlf = String::new();
+        reader.read_line(&mut crlf).ok()?;
+        if n == 0 {
+            return Some(body);
+        }
+    }
 }

@@ -1,15 +1,14 @@
 //! Stand-ins for the programs around `system1 install` in tests: a fake `claude` that records its
 //! argv and keeps the user-scoped MCP servers in `.claude.json` the way the real CLI does, a fake
-//! `cargo` that "builds" by copying the test binary, a fake `systemctl`, and a tiny static HTTP
-//! server on 127.0.0.1 that records what it served. (The real Claude Code CLI is used in e2e_claude.rs.)
+//! `cargo` that "builds" by copying the test binary, a fake `systemctl`, and the loopback fake
+//! serving release files. (The real Claude Code CLI is used in e2e_claude.rs.)
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+
+use super::fake_http::{FakeServer, Reply, Request};
 
 /// Records `$*` in `$FAKE_LOG_DIR/claude.log`; `mcp add` / `mcp remove` edit `.claude.json` in
 /// `$CLAUDE_CONFIG_DIR` (else `$HOME`) and fail on a duplicate or a missing server, like the real one.
@@ -89,67 +88,10 @@ pub fn sha256(path: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().expect("a hash").to_string()
 }
 
-/// A static file server on 127.0.0.1: URL path → file. Serves until dropped; records each path.
-pub struct StaticServer {
-    pub port: u16,
-    pub requests: Arc<Mutex<Vec<String>>>,
-}
-
-impl StaticServer {
-    pub fn start(files: BTreeMap<String, PathBuf>) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let port = listener.local_addr().expect("addr").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = requests.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { continue };
-                let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
-                let mut request_line = String::new();
-                if reader.read_line(&mut request_line).is_err() {
-                    continue;
-                }
-                // Drain the headers.
-                let mut line = String::new();
-                while reader.read_line(&mut line).map(|n| n > 0).unwrap_or(false) && line != "\r\n" {
-                    line.clear();
-                }
-                let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                if path == "/stop" {
-                    break;
-                }
-                seen.lock().unwrap().push(path.clone());
-                match files.get(&path).and_then(|f| std::fs::read(f).ok()) {
-                    Some(body) => {
-                        let head = format!(
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
-                            body.len()
-                        );
-                        let _ = stream.write_all(head.as_bytes()).and_then(|()| stream.write_all(&body));
-                    }
-                    None => {
-                        let _ = stream
-                            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
-                    }
-                }
-            }
-        });
-        StaticServer { port, requests }
-    }
-
-    pub fn base_url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    pub fn served(&self) -> Vec<String> {
-        self.requests.lock().unwrap().clone()
-    }
-}
-
-impl Drop for StaticServer {
-    fn drop(&mut self) {
-        // Wake the accept loop so the thread (and the listening socket) ends with the test.
-        let _ = std::net::TcpStream::connect(("127.0.0.1", self.port))
-            .and_then(|mut s| s.write_all(b"GET /stop HTTP/1.1\r\n\r\n"));
-    }
+/// The loopback fake serving files: URL path to file, 404 for any other path.
+pub fn file_server(files: BTreeMap<String, PathBuf>) -> FakeServer {
+    FakeServer::start(move |r: &Request| match files.get(&r.path).and_then(|f| std::fs::read(f).ok()) {
+        Some(body) => Reply::new(200, "application/octet-stream", body),
+        None => Reply::new(404, "text/plain", ""),
+    })
 }

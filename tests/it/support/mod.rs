@@ -7,6 +7,7 @@
 pub mod claude_cli;
 pub mod fake_anthropic;
 pub mod fake_http;
+pub mod fake_laya;
 pub mod fakes;
 
 use std::io::{BufRead, BufReader, Write};
@@ -19,6 +20,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_system1");
+
+/// How soon a call cut off by a timeout or budget of at most a second must return. Generous on
+/// purpose (a shared 2-core machine can be slow): the engines these calls wait on hang for 60 s
+/// (`Reply::hang`, a mock `delay_ms`, a 30 or 60 s `timeout_s`), so a call that was not cut off
+/// takes far longer. How fast the cut-off is, is for the benchmarks (`scripts/bench*`).
+pub const CUT_OFF: Duration = Duration::from_secs(10);
 
 static COUNTER: AtomicUsize = AtomicUsize::new(0);
 
