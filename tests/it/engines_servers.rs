@@ -11,13 +11,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::support::fake_http::free_port;
-use crate::support::{TestEnv, stderr, stdout, write};
+use crate::support::{TestEnv, copy_executable, stderr, stdout, write, write_executable};
 
 const REPO: &str = env!("CARGO_MANIFEST_DIR");
 
 fn script(path: &Path, body: &str) {
-    write(path, &format!("#!/bin/sh\n{body}\n"));
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    write_executable(path, &format!("#!/bin/sh\n{body}\n"));
 }
 
 /// The real python3 (pyenv shims need the real HOME, which the tests replace).
@@ -78,8 +77,7 @@ fn wait_for(path: &Path) -> String {
 /// Copies a launcher into `dir` (so its log and pid land there) and returns its path.
 fn launcher(dir: &Path, engine: &str) -> PathBuf {
     let to = dir.join("engine").join("start.sh");
-    write(&to, &std::fs::read_to_string(format!("{REPO}/engines/{engine}/start.sh")).unwrap());
-    std::fs::set_permissions(&to, std::fs::Permissions::from_mode(0o755)).unwrap();
+    copy_executable(Path::new(&format!("{REPO}/engines/{engine}/start.sh")), &to);
     to
 }
 
@@ -315,8 +313,7 @@ fn start_can_wait_until_the_engine_is_healthy() {
         "#!{}\nimport http.server, json, os, time\ntime.sleep(0.5)\nclass H(http.server.BaseHTTPRequestHandler):\n    def do_GET(self):\n        b = json.dumps({{'status': 'ok', 'loaded': os.environ['LAYA_MODELS'].split(','), 'device': 'cpu'}}).encode()\n        self.send_response(200); self.send_header('content-length', str(len(b))); self.end_headers(); self.wfile.write(b)\nhttp.server.HTTPServer((os.environ['LAYA_HOST'], int(os.environ['LAYA_PORT'])), H).serve_forever()\n",
         real_python().display()
     );
-    write(&bin.join("laya-serve"), &serving);
-    std::fs::set_permissions(bin.join("laya-serve"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    write_executable(&bin.join("laya-serve"), &serving);
     let port = free_port();
     env.write_config(&format!("[providers.laya]\nendpoint = \"http://127.0.0.1:{port}\"\n"));
     env.set_env("SYSTEM1_ENGINE_PYTHON", fake_python(&env.root).to_str().unwrap());

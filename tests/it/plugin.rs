@@ -144,9 +144,7 @@ fn launcher_without_a_binary_points_to_setup_only_at_session_start() {
 /// Installs a copy of a small script as `<dir>/bin/system1` that records how it was called.
 fn fake_binary(dir: &Path, tag: &str) {
     let bin = dir.join("bin/system1");
-    support::write(&bin, &format!("#!/bin/sh\necho \"{tag} $*\"\n"));
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    support::write_executable(&bin, &format!("#!/bin/sh\necho \"{tag} $*\"\n"));
 }
 
 #[cfg(unix)]
@@ -177,10 +175,9 @@ fn launcher_execs_the_installed_binary_in_lookup_order() {
 fn launcher_runs_the_real_binary() {
     let env = TestEnv::with_mock("");
     let bin = env.install_dir.join("bin/system1");
-    std::fs::create_dir_all(bin.parent().expect("bin dir")).expect("mkdir");
-    std::fs::copy(support::BIN, &bin).expect("install the binary");
+    support::copy_executable(Path::new(support::BIN), &bin);
     let out = launch(&env, "session-start", "/usr/bin:/bin");
-    assert!(out.status.success());
+    assert!(out.status.success(), "{}", support::stderr(&out));
     assert_eq!(stdout(&out), "", "all is well: the session-start hook is silent");
 }
 

@@ -2,6 +2,8 @@
 //! that speaks), `toggle` (pause takes effect on a running server with no restart), `smoke`
 //! against the mock and against a missing or broken server, and `doctor`'s findings.
 
+use std::path::Path;
+
 use crate::support;
 use crate::support::fake_http::{FakeServer, Reply, Request, free_port};
 use crate::support::{CUT_OFF, TestEnv, stderr, stdout, write};
@@ -231,8 +233,7 @@ fn smoke_launches_the_installed_binary_by_default() {
     assert!(text.contains("/system1:setup"), "{text}");
 
     let bin = env.install_dir.join("bin/system1");
-    std::fs::create_dir_all(bin.parent().expect("dir")).expect("mkdir");
-    std::fs::copy(support::BIN, &bin).expect("install");
+    support::copy_executable(Path::new(support::BIN), &bin);
     let out = env.run(&["smoke"], "");
     assert!(out.status.success(), "{}", stdout(&out));
     assert!(stdout(&out).contains(&format!("launch     {} mcp", bin.display())));
@@ -251,11 +252,12 @@ fn smoke_launches_the_registered_command() {
 #[cfg(unix)]
 #[test]
 fn smoke_reports_a_broken_server_with_its_stderr() {
-    use std::os::unix::fs::PermissionsExt;
     let env = TestEnv::with_mock("");
     let broken = env.root.join("broken");
-    write(&broken, "#!/bin/sh\necho 'Segmentation fault, or some banner' \necho 'boom: cannot load' >&2\nexit 3\n");
-    std::fs::set_permissions(&broken, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    support::write_executable(
+        &broken,
+        "#!/bin/sh\necho 'Segmentation fault, or some banner' \necho 'boom: cannot load' >&2\nexit 3\n",
+    );
     let out = env.run(&["smoke", "--bin", &broken.display().to_string()], "");
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{text}");
@@ -264,8 +266,7 @@ fn smoke_reports_a_broken_server_with_its_stderr() {
     assert!(text.contains("smoke: FAILED"), "{text}");
 
     let silent = env.root.join("silent");
-    write(&silent, "#!/bin/sh\necho 'gone' >&2\nexit 0\n");
-    std::fs::set_permissions(&silent, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    support::write_executable(&silent, "#!/bin/sh\necho 'gone' >&2\nexit 0\n");
     let text = stdout(&env.run(&["smoke", "--bin", &silent.display().to_string()], ""));
     assert!(text.contains("FAIL       initialize: the server closed its output"), "{text}");
 }
@@ -285,8 +286,7 @@ fn smoke_fails_when_the_engine_is_down_or_the_decision_errs() {
 fn healthy_env(extra: &str) -> TestEnv {
     let mut env = TestEnv::with_mock(extra);
     let bin = env.install_dir.join("bin/system1");
-    std::fs::create_dir_all(bin.parent().expect("dir")).expect("mkdir");
-    std::fs::copy(support::BIN, &bin).expect("install");
+    support::copy_executable(Path::new(support::BIN), &bin);
     let claude_json = json!({"mcpServers": {"system1": {"type": "stdio", "command": bin, "args": ["mcp"], "env": {}}}});
     write(&env.claude_dir.join(".claude.json"), &claude_json.to_string());
     env.set_env("CLAUDE_PLUGIN_ROOT", env!("CARGO_MANIFEST_DIR"));
@@ -327,14 +327,12 @@ fn doctor_finds_missing_install_registration_and_version_drift() {
 #[cfg(unix)]
 #[test]
 fn doctor_compares_the_installed_binary_not_itself() {
-    use std::os::unix::fs::PermissionsExt;
     let env = healthy_env("");
     let bin = env.install_dir.join("bin/system1");
-    write(&bin, "#!/bin/sh\necho 'system1 0.0.1'\n");
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    support::write_executable(&bin, "#!/bin/sh\necho 'system1 0.0.1'\n");
     let (_, text) = doctor(&env);
     assert!(text.contains("warn  binary 0.0.1 differs from the plugin's version 0.1.0"), "{text}");
-    write(&bin, "#!/bin/sh\nexit 7\n");
+    support::write_executable(&bin, "#!/bin/sh\nexit 7\n");
     let (code, text) = doctor(&env);
     assert_eq!(code, 1, "{text}");
     assert!(text.contains("FAIL  the installed binary") && text.contains("does not run"), "{text}");

@@ -41,8 +41,7 @@ fn report_reads_a_transcript_written_by_the_real_cli() {
     );
     // The plugin's hook launcher runs the binary from the install dir.
     let bin_dir = env.install_dir.join("bin");
-    std::fs::create_dir_all(&bin_dir).unwrap();
-    std::fs::copy(support::BIN, bin_dir.join("system1")).unwrap();
+    support::copy_executable(Path::new(support::BIN), &bin_dir.join("system1"));
     let project = env.root.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let api = FakeAnthropic::start();

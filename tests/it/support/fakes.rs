@@ -45,14 +45,8 @@ printf '%s\n' "$*" >> "$FAKE_LOG_DIR/systemctl.log"
 
 /// Writes an executable script.
 pub fn script(dir: &Path, name: &str, text: &str) -> PathBuf {
-    std::fs::create_dir_all(dir).expect("create fake bin dir");
     let path = dir.join(name);
-    std::fs::write(&path, text).expect("write fake");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod fake");
-    }
+    super::write_executable(&path, text);
     path
 }
 

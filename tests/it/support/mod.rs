@@ -131,6 +131,36 @@ pub fn write(path: &Path, text: &str) {
     std::fs::write(path, text).expect("write file");
 }
 
+/// Writes a program (a script) that a test runs next.
+///
+/// The bytes reach the file through `cp` in a child process, never through a descriptor of this
+/// one: the tests run on threads of one process, and a child another test spawns at that moment
+/// would inherit an open descriptor, making the file fail to run ("Text file busy") until that
+/// child has started its own program.
+#[cfg(unix)]
+pub fn write_executable(path: &Path, text: &str) {
+    let name = path.file_name().expect("a file name").to_string_lossy();
+    let staged = path.with_file_name(format!(".{name}.staged"));
+    write(&staged, text);
+    copy_executable(&staged, path);
+    let _ = std::fs::remove_file(&staged);
+}
+
+/// Copies a program (the test build of `system1`, a script) to `to`, runnable, the way
+/// [`write_executable`] writes one. An existing `to` is replaced, not written over: a process may
+/// still be running it.
+#[cfg(unix)]
+pub fn copy_executable(from: &Path, to: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir).expect("create parent");
+    }
+    let _ = std::fs::remove_file(to);
+    let status = Command::new("cp").arg(from).arg(to).status().expect("run cp");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
+    std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
