@@ -116,11 +116,9 @@ mod tests {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use serde_json::json;
-
-    use super::super::testing::{Scripted, gateway, yes, yes_no};
+    use super::super::testing::{Scripted, decided, gateway, yes, yes_no};
     use super::*;
-    use crate::providers::Question;
+    use crate::providers::{EngineAnswer, Question};
 
     #[test]
     fn each_failure_kind_falls_back_and_every_try_is_recorded() {
@@ -152,13 +150,15 @@ mod tests {
 
     #[test]
     fn a_malformed_answer_is_judged_by_the_gateway_and_falls_back() {
-        for bad in
-            [json!("yes"), json!({"decision": "maybe", "confidence": 0.9}), json!({"decision": "yes", "confidence": 2})]
-        {
+        for (bad, why) in [
+            (decided("maybe", 0.9), "decision \"maybe\" is not one of the options"),
+            (decided("yes", 2.0), "confidence 2 is outside [0, 1]"),
+        ] {
             let first = Scripted::new("first", Ok(vec![bad.clone()]));
             let second = Scripted::new("second", Ok(vec![yes()]));
             let out = gateway(&[first, second]).run_chain(&yes_no(1), &["k".into()], None, "t");
-            assert_eq!(out.attempts[0].outcome, Outcome::Malformed, "{bad}");
+            assert_eq!(out.attempts[0].outcome, Outcome::Malformed, "{bad:?}");
+            assert_eq!(out.attempts[0].detail.as_deref(), Some(format!("question \"decision\": {why}").as_str()));
             assert_eq!(out.provider.as_deref(), Some("second"));
         }
         // The wrong number of answers for the questions asked is malformed too.
@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn abstention_never_falls_back() {
-        let first = Scripted::new("first", Ok(vec![json!({"abstain": true, "rationale": "non-Latin text"})]));
+        let first = Scripted::new("first", Ok(vec![EngineAnswer::abstained("non-Latin text".into())]));
         let second = Scripted::new("second", Ok(vec![yes()]));
         let out = gateway(&[first, second.clone()]).run_chain(&yes_no(1), &["k".into()], None, "t");
         assert_eq!(out.provider.as_deref(), Some("first"));
@@ -186,7 +186,7 @@ mod tests {
             max_options: 20,
             ..Arc::into_inner(Scripted::new("small", Ok(vec![]))).expect("one owner")
         });
-        let big = Scripted::new("big", Ok(vec![json!({"decision": "o0", "confidence": 0.7})]));
+        let big = Scripted::new("big", Ok(vec![decided("o0", 0.7)]));
         let options: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
         let request =
             EngineRequest { context: None, questions: vec![Question { key: "k".into(), text: "?".into(), options }] };

@@ -1,12 +1,13 @@
 //! Answer checks: the gateway, not the adapter, judges what an engine said (the decision is one of
-//! the options, the confidence and every probability lie in [0, 1], the probabilities cover exactly
-//! the options and sum to 1), then calibration rescales it.
-
-use serde_json::{Map, Value, json};
+//! the options, the confidence and every probability lie in [0, 1], the probabilities name each
+//! option once and sum to 1), then calibration rescales it.
 
 use super::{Answer, Gateway};
 use crate::calibration;
-use crate::providers::{EngineRequest, Failure, Provider, Question};
+use crate::providers::{EngineAnswer, EngineRequest, Failure, Probabilities, Provider, Question};
+
+/// How far the probabilities may sum from 1 (engines round to 4 decimals, and some renormalise).
+const SUM_TOLERANCE: f64 = 0.02;
 
 impl Gateway {
     /// Checks a provider's answers (the gateway, not the adapter, judges them) and calibrates them.
@@ -15,21 +16,21 @@ impl Gateway {
         provider: &dyn Provider,
         request: &EngineRequest,
         cal_keys: &[String],
-        values: Vec<Value>,
+        given: Vec<EngineAnswer>,
     ) -> Result<(Vec<Answer>, Option<String>), Failure> {
-        if values.len() != request.questions.len() {
+        if given.len() != request.questions.len() {
             return Err(Failure::Malformed(format!(
                 "{} answers for {} questions",
-                values.len(),
+                given.len(),
                 request.questions.len()
             )));
         }
         let model = provider.model();
         let mut details = Vec::new();
-        let mut answers = Vec::with_capacity(values.len());
-        for (i, (q, v)) in request.questions.iter().zip(values).enumerate() {
+        let mut answers = Vec::with_capacity(given.len());
+        for (i, (q, a)) in request.questions.iter().zip(given).enumerate() {
             let (answer, detail) =
-                check_one(q, &v).map_err(|e| Failure::Malformed(format!("question {:?}: {e}", q.key)))?;
+                check_one(q, a).map_err(|e| Failure::Malformed(format!("question {:?}: {e}", q.key)))?;
             if let Some(d) = detail {
                 details.push(d);
             }
@@ -46,7 +47,7 @@ impl Gateway {
         };
         // Without reported probabilities only a two-option answer can be rescaled: the loser has the rest.
         let probs: Vec<f64> = match &probabilities {
-            Some(p) => options.iter().map(|o| p.get(o).and_then(Value::as_f64).unwrap_or(0.0)).collect(),
+            Some(p) => options.iter().map(|o| p.get(o).unwrap_or(0.0)).collect(),
             None if options.len() == 2 => {
                 options.iter().map(|o| if *o == decision { confidence } else { 1.0 - confidence }).collect()
             }
@@ -54,71 +55,66 @@ impl Gateway {
         };
         let scaled = calibration::rescale(&probs, fit.temperature);
         let idx = options.iter().position(|o| *o == decision).unwrap_or(0);
-        let map: Map<String, Value> =
-            options.iter().zip(&scaled).map(|(o, p)| (o.clone(), json!(round6(*p)))).collect();
+        let rounded: Vec<f64> = scaled.iter().map(|p| round6(*p)).collect();
         Answer::Decided {
             decision,
-            confidence: round6(scaled[idx]),
-            probabilities: Some(map),
+            confidence: rounded[idx],
+            probabilities: Some(Probabilities::of(options, &rounded)),
             calibrated: true,
             rationale,
         }
     }
 }
 
-/// Checks one raw answer against its question.
-fn check_one(q: &Question, v: &Value) -> Result<(Answer, Option<String>), String> {
-    let Value::Object(o) = v else { return Err(format!("answer is not an object: {}", short(v))) };
-    let rationale = o.get("rationale").and_then(Value::as_str).map(String::from);
-    let detail = o.get("detail").and_then(Value::as_str).map(String::from);
-    if o.get("abstain").and_then(Value::as_bool) == Some(true) {
-        return Ok((Answer::Abstained { rationale }, detail));
+/// Checks one engine answer against its question; the answer's `detail` comes back beside it.
+fn check_one(q: &Question, answer: EngineAnswer) -> Result<(Answer, Option<String>), String> {
+    match answer {
+        EngineAnswer::Abstained { rationale, detail } => Ok((Answer::Abstained { rationale }, detail)),
+        EngineAnswer::Decided { decision, confidence, probabilities, rationale, detail } => {
+            if !q.options.contains(&decision) {
+                return Err(format!("decision {decision:?} is not one of the options"));
+            }
+            check_confidence(confidence)?;
+            let probabilities = probabilities.map(|p| in_option_order(q, &p)).transpose()?;
+            Ok((Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale }, detail))
+        }
     }
-    let decision = match o.get("decision") {
-        Some(Value::String(d)) if q.options.contains(d) => d.clone(),
-        Some(Value::String(d)) => return Err(format!("decision {d:?} is not one of the options")),
-        other => {
-            return Err(format!(
-                "decision must be one of the options, got {}",
-                other.map(short).unwrap_or("nothing".into())
-            ));
-        }
-    };
-    let confidence = match o.get("confidence").and_then(Value::as_f64) {
-        Some(c) if (0.0..=1.0).contains(&c) => c,
-        Some(c) => return Err(format!("confidence {c} is outside [0, 1]")),
-        None => return Err("confidence is missing or not a number".to_string()),
-    };
-    let probabilities = match o.get("probabilities") {
-        None | Some(Value::Null) => None,
-        Some(Value::Object(p)) => {
-            for (k, pv) in p {
-                if !q.options.contains(k) {
-                    return Err(format!("probabilities name {k:?}, which is not an option"));
-                }
-                match pv.as_f64() {
-                    Some(x) if (0.0..=1.0).contains(&x) => {}
-                    _ => return Err(format!("probability of {k:?} is not a number in [0, 1]")),
-                }
-            }
-            if p.len() != q.options.len() {
-                return Err(format!("probabilities cover {} of {} options", p.len(), q.options.len()));
-            }
-            let sum: f64 = p.values().filter_map(Value::as_f64).sum();
-            if (sum - 1.0).abs() > 0.02 {
-                return Err(format!("probabilities sum to {sum:.4}, not 1"));
-            }
-            // Report them in the caller's option order.
-            Some(q.options.iter().map(|o| (o.clone(), p[o].clone())).collect())
-        }
-        Some(other) => return Err(format!("probabilities must be an object, got {}", short(other))),
-    };
-    Ok((Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale }, detail))
 }
 
-fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 80 { format!("{}…", s.chars().take(80).collect::<String>()) } else { s }
+fn check_confidence(c: f64) -> Result<(), String> {
+    if !c.is_finite() {
+        Err("confidence is missing or not a number".to_string())
+    } else if !(0.0..=1.0).contains(&c) {
+        Err(format!("confidence {c} is outside [0, 1]"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The probabilities in the question's option order, once they are known to name each option
+/// exactly once, each with a number in [0, 1], summing to 1.
+fn in_option_order(q: &Question, p: &Probabilities) -> Result<Probabilities, String> {
+    let mut by_option: Vec<Option<f64>> = vec![None; q.options.len()];
+    for (k, x) in p.iter() {
+        let Some(i) = q.options.iter().position(|o| o == k) else {
+            return Err(format!("probabilities name {k:?}, which is not an option"));
+        };
+        if !(0.0..=1.0).contains(&x) {
+            return Err(format!("probability of {k:?} is not a number in [0, 1]"));
+        }
+        if by_option[i].replace(x).is_some() {
+            return Err(format!("probabilities name {k:?} twice"));
+        }
+    }
+    let covered: Vec<f64> = by_option.iter().flatten().copied().collect();
+    if covered.len() != q.options.len() {
+        return Err(format!("probabilities cover {} of {} options", covered.len(), q.options.len()));
+    }
+    let sum: f64 = covered.iter().sum();
+    if (sum - 1.0).abs() > SUM_TOLERANCE {
+        return Err(format!("probabilities sum to {sum:.4}, not 1"));
+    }
+    Ok(Probabilities::of(&q.options, &covered))
 }
 
 fn round6(x: f64) -> f64 {
@@ -130,33 +126,63 @@ mod tests {
     use super::super::testing::q;
     use super::*;
 
+    fn decided(decision: &str, confidence: f64, probabilities: Option<&[(&str, f64)]>) -> EngineAnswer {
+        EngineAnswer::Decided {
+            decision: decision.to_string(),
+            confidence,
+            probabilities: probabilities.map(|p| p.iter().map(|(o, x)| (o.to_string(), *x)).collect()),
+            rationale: None,
+            detail: None,
+        }
+    }
+
+    fn refused(answer: EngineAnswer) -> String {
+        check_one(&q(&["yes", "no"]), answer).expect_err("malformed")
+    }
+
     #[test]
-    fn answers_are_checked_by_the_gateway() {
+    fn every_malformed_answer_is_refused_by_the_gateway() {
+        assert_eq!(refused(decided("maybe", 0.9, None)), "decision \"maybe\" is not one of the options");
+        assert_eq!(refused(decided("", 0.9, None)), "decision \"\" is not one of the options");
+        assert_eq!(refused(decided("yes", 1.2, None)), "confidence 1.2 is outside [0, 1]");
+        assert_eq!(refused(decided("yes", -0.1, None)), "confidence -0.1 is outside [0, 1]");
+        assert_eq!(refused(decided("yes", f64::NAN, None)), "confidence is missing or not a number");
+        assert_eq!(
+            refused(decided("yes", 0.9, Some(&[("yes", 0.9), ("maybe", 0.1)]))),
+            "probabilities name \"maybe\", which is not an option"
+        );
+        assert_eq!(
+            refused(decided("yes", 0.9, Some(&[("yes", 1.5), ("no", -0.5)]))),
+            "probability of \"yes\" is not a number in [0, 1]"
+        );
+        assert_eq!(
+            refused(decided("yes", 0.9, Some(&[("yes", 0.9), ("no", f64::NAN)]))),
+            "probability of \"no\" is not a number in [0, 1]"
+        );
+        assert_eq!(refused(decided("yes", 0.9, Some(&[("yes", 1.0)]))), "probabilities cover 1 of 2 options");
+        assert_eq!(
+            refused(decided("yes", 0.5, Some(&[("yes", 0.5), ("yes", 0.5)]))),
+            "probabilities name \"yes\" twice"
+        );
+        assert_eq!(
+            refused(decided("yes", 0.9, Some(&[("yes", 0.9), ("no", 0.5)]))),
+            "probabilities sum to 1.4000, not 1"
+        );
+    }
+
+    #[test]
+    fn a_good_answer_passes_with_its_probabilities_in_option_order() {
         let yn = q(&["yes", "no"]);
-        assert!(check_one(&yn, &json!("x")).unwrap_err().contains("not an object"));
-        assert!(
-            check_one(&yn, &json!({"decision": "maybe", "confidence": 0.9}))
-                .unwrap_err()
-                .contains("not one of the options")
-        );
-        assert!(check_one(&yn, &json!({"decision": "yes", "confidence": 1.2})).unwrap_err().contains("outside"));
-        assert!(check_one(&yn, &json!({"decision": "yes"})).unwrap_err().contains("missing"));
-        assert!(
-            check_one(&yn, &json!({"decision": "yes", "confidence": 0.9, "probabilities": {"yes": 0.9, "maybe": 0.1}}))
-                .unwrap_err()
-                .contains("not an option")
-        );
-        assert!(
-            check_one(&yn, &json!({"decision": "yes", "confidence": 0.9, "probabilities": {"yes": 0.9, "no": 0.5}}))
-                .unwrap_err()
-                .contains("sum")
-        );
-        let (a, _) =
-            check_one(&yn, &json!({"decision": "no", "confidence": 0.7, "probabilities": {"no": 0.7, "yes": 0.3}}))
+        let (a, detail) =
+            check_one(&yn, decided("no", 0.7, Some(&[("no", 0.7), ("yes", 0.3)])).with_detail("n".into()))
                 .expect("valid");
-        let Answer::Decided { probabilities: Some(p), .. } = a else { panic!("decided") };
-        assert_eq!(p.keys().collect::<Vec<_>>(), vec!["yes", "no"], "reported in option order");
-        let (a, _) = check_one(&yn, &json!({"abstain": true, "rationale": "non-Latin"})).expect("valid");
+        assert_eq!(detail.as_deref(), Some("n"));
+        let Answer::Decided { probabilities: Some(p), calibrated: false, .. } = a else { panic!("decided") };
+        assert_eq!(p.iter().collect::<Vec<_>>(), [("yes", 0.3), ("no", 0.7)], "reported in option order");
+        // Within the tolerance of a rounding engine, the sum is 1.
+        assert!(check_one(&yn, decided("yes", 0.5, Some(&[("yes", 0.505), ("no", 0.505)]))).is_ok());
+        assert!(check_one(&yn, decided("yes", 0.8, None)).is_ok(), "probabilities are optional");
+        let (a, _) = check_one(&yn, EngineAnswer::abstained("non-Latin".into())).expect("valid");
         assert_eq!(a, Answer::Abstained { rationale: Some("non-Latin".into()) });
     }
 }

@@ -84,12 +84,10 @@ mod tests {
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
-    use serde_json::Value;
-
     use super::super::testing::{Scripted, gateway};
     use super::*;
     use crate::calibration::Calibration;
-    use crate::providers::{EngineRequest, Failure, Provider};
+    use crate::providers::{EngineAnswer, EngineRequest, Failure, Provider};
 
     /// A provider whose health probe takes a while (answering ok if it is waited for).
     struct Sleeps(&'static str, Duration);
@@ -104,7 +102,7 @@ mod tests {
         fn capabilities(&self) -> providers::Capabilities {
             providers::Capabilities { max_options: 2, one_pass: true }
         }
-        fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<Value>, Failure> {
+        fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<EngineAnswer>, Failure> {
             Err(Failure::Error("unused".into()))
         }
         fn health(&self, _timeout: Duration) -> providers::Probe {

@@ -25,12 +25,10 @@ mod testing;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value};
-
 use crate::calibration::Calibration;
 use crate::config::Loaded;
 use crate::paths;
-use crate::providers::{self, Provider};
+use crate::providers::{self, Probabilities, Provider};
 pub use decide::new_request_id;
 pub use response::{
     Attempt, DecideResponse, ErrorCode, ErrorInfo, HealthResponse, Outcome, ProviderProbe, Status, millis,
@@ -46,7 +44,8 @@ pub enum Answer {
     Decided {
         decision: String,
         confidence: f64,
-        probabilities: Option<Map<String, Value>>,
+        /// Over exactly the question's options, in their order.
+        probabilities: Option<Probabilities>,
         calibrated: bool,
         rationale: Option<String>,
     },

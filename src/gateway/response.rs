@@ -1,7 +1,8 @@
 //! What the gateway answers: the `system1_decide` response of schema "1", health and capabilities.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+
+use crate::providers::Probabilities;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -63,7 +64,7 @@ pub struct DecideResponse {
     pub status: Status,
     pub decision: Option<String>,
     pub confidence: Option<f64>,
-    pub probabilities: Option<Map<String, Value>>,
+    pub probabilities: Option<Probabilities>,
     pub calibrated: bool,
     pub rationale: Option<String>,
     pub provider: Option<String>,

@@ -4,11 +4,9 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::{Value, json};
-
 use super::Gateway;
 use crate::calibration::Calibration;
-use crate::providers::{self, EngineRequest, Failure, Provider, Question};
+use crate::providers::{self, EngineAnswer, EngineRequest, Failure, Provider, Question};
 
 pub fn q(options: &[&str]) -> Question {
     Question { key: "decision".into(), text: "?".into(), options: options.iter().map(|s| s.to_string()).collect() }
@@ -17,13 +15,13 @@ pub fn q(options: &[&str]) -> Question {
 /// A provider that answers from a script and counts how often it was asked.
 pub struct Scripted {
     pub name: &'static str,
-    pub answer: Result<Vec<Value>, Failure>,
+    pub answer: Result<Vec<EngineAnswer>, Failure>,
     pub max_options: usize,
     pub calls: std::sync::atomic::AtomicUsize,
 }
 
 impl Scripted {
-    pub fn new(name: &'static str, answer: Result<Vec<Value>, Failure>) -> Arc<Scripted> {
+    pub fn new(name: &'static str, answer: Result<Vec<EngineAnswer>, Failure>) -> Arc<Scripted> {
         Arc::new(Scripted { name, answer, max_options: 256, calls: Default::default() })
     }
     pub fn calls(&self) -> usize {
@@ -41,7 +39,7 @@ impl Provider for Scripted {
     fn capabilities(&self) -> providers::Capabilities {
         providers::Capabilities { max_options: self.max_options, one_pass: true }
     }
-    fn decide(&self, _request: &EngineRequest, _timeout: Duration) -> Result<Vec<Value>, Failure> {
+    fn decide(&self, _request: &EngineRequest, _timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         self.calls.fetch_add(1, Ordering::SeqCst);
         self.answer.clone()
     }
@@ -60,6 +58,16 @@ pub fn yes_no(questions: usize) -> EngineRequest {
     EngineRequest { context: None, questions: (0..questions).map(|_| q(&["yes", "no"])).collect() }
 }
 
-pub fn yes() -> Value {
-    json!({"decision": "yes", "confidence": 0.8})
+pub fn decided(decision: &str, confidence: f64) -> EngineAnswer {
+    EngineAnswer::Decided {
+        decision: decision.to_string(),
+        confidence,
+        probabilities: None,
+        rationale: None,
+        detail: None,
+    }
+}
+
+pub fn yes() -> EngineAnswer {
+    decided("yes", 0.8)
 }

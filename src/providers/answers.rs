@@ -1,12 +1,12 @@
-//! Pieces every engine adapter shares: the answer object the gateway expects, the rationale line,
+//! Pieces every engine adapter shares: the answer to a choice, the rationale line,
 //! yes/no detection, the state an engine reads, and the API-key handling. Engine-specific wire
 //! formats stay in each adapter's own file.
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
-use super::{EngineRequest, Failure};
+use super::{EngineAnswer, EngineRequest, Failure, Probabilities};
 use crate::config::Settings;
 
 /// Rounds to 4 decimals, the precision engines report.
@@ -22,16 +22,16 @@ pub fn rationale(engine: &str, model: &str, options: &[String], probs: &[f64]) -
 
 /// The gateway's answer for a choice: the most probable option (or the engine's own pick), its
 /// probability as the confidence, every option's probability, and the rationale.
-pub fn choice_answer(engine: &str, model: &str, options: &[String], probs: &[f64], pick: Option<&str>) -> Value {
+pub fn choice_answer(engine: &str, model: &str, options: &[String], probs: &[f64], pick: Option<&str>) -> EngineAnswer {
     let best = probs.iter().enumerate().fold(0, |b, (i, p)| if *p > probs[b] { i } else { b });
     let idx = pick.and_then(|p| options.iter().position(|o| o == p)).unwrap_or(best);
-    let map: Map<String, Value> = options.iter().zip(probs).map(|(o, p)| (o.clone(), json!(*p))).collect();
-    json!({
-        "decision": options.get(idx).cloned().unwrap_or_default(),
-        "confidence": probs.get(idx).copied().unwrap_or(0.0),
-        "probabilities": map,
-        "rationale": rationale(engine, model, options, probs),
-    })
+    EngineAnswer::Decided {
+        decision: options.get(idx).cloned().unwrap_or_default(),
+        confidence: probs.get(idx).copied().unwrap_or(0.0),
+        probabilities: Some(Probabilities::of(options, probs)),
+        rationale: Some(rationale(engine, model, options, probs)),
+        detail: None,
+    }
 }
 
 /// Each option's probability from an engine answer's `probabilities` object, in option order.
@@ -119,6 +119,8 @@ pub fn check_option_limit(engine: &str, request: &EngineRequest, max: usize, why
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -134,9 +136,14 @@ mod tests {
     fn choice_answer_takes_the_most_probable_option() {
         let opts = vec!["a".to_string(), "b".to_string(), "c".to_string()];
         let a = choice_answer("x", "m", &opts, &[0.2, 0.5, 0.3], None);
-        assert_eq!(a["decision"], "b");
-        assert_eq!(a["confidence"], 0.5);
-        assert_eq!(a["probabilities"]["c"], 0.3);
+        assert_eq!(a.decision(), Some("b"));
+        assert_eq!(a.confidence(), Some(0.5));
+        assert_eq!(a.probabilities().and_then(|p| p.get("c")), Some(0.3));
+        assert_eq!(
+            choice_answer("x", "m", &opts, &[0.2, 0.5, 0.3], Some("c")).decision(),
+            Some("c"),
+            "the engine's pick"
+        );
     }
 
     #[test]

@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 
 use super::answers;
 use super::http::{self, Endpoint, Reply};
-use super::{Capabilities, EngineRequest, Failure, Probe, Provider};
+use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8765";
@@ -159,13 +159,15 @@ impl Laya {
     }
 
     /// Maps one Laya answer back: the decision, `answer_confidence`, Laya's probabilities.
-    fn map_answer(&self, checkpoint: &str, options: &[String], a: &Value) -> Result<Value, String> {
+    fn map_answer(&self, checkpoint: &str, options: &[String], a: &Value) -> Result<EngineAnswer, String> {
         let ps = answers::option_probabilities(a, options)?;
         let pick = a.get("choice").and_then(Value::as_str);
         let mut answer = answers::choice_answer("laya", checkpoint, options, &ps, pick);
         // answer_confidence is the number Laya gates on; a strict server omits it (then max p).
-        if let Some(c) = a.get("answer_confidence").and_then(Value::as_f64) {
-            answer["confidence"] = json!(c);
+        if let (Some(c), EngineAnswer::Decided { confidence, .. }) =
+            (a.get("answer_confidence").and_then(Value::as_f64), &mut answer)
+        {
+            *confidence = c;
         }
         Ok(answer)
     }
@@ -184,7 +186,7 @@ impl Provider for Laya {
         Capabilities { max_options: self.max_options, one_pass: true }
     }
 
-    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         answers::check_option_limit(
             "laya",
             request,
@@ -203,11 +205,11 @@ impl Provider for Laya {
         collect_strings(&state, &mut state_text);
 
         let ids = answers::question_ids(request);
-        let mut results: Vec<Option<Value>> = vec![None; request.questions.len()];
+        let mut results: Vec<Option<EngineAnswer>> = vec![None; request.questions.len()];
         let mut questions = Map::new();
         for (i, q) in request.questions.iter().enumerate() {
             if let Some(why) = self.non_latin_reason(&state_text, q) {
-                results[i] = Some(json!({"abstain": true, "rationale": why}));
+                results[i] = Some(EngineAnswer::abstained(why));
                 continue;
             }
             // `{option: null}`: the criteria form both laya-serve 0.4.15 and the old 0.2.1 accept.
@@ -273,7 +275,7 @@ impl Provider for Laya {
                 .map_answer(&checkpoint, &q.options, a)
                 .map_err(|e| Failure::Malformed(format!("laya: the answer to {:?} {e}", q.key)))?;
             if let Some(n) = note.take() {
-                answer["detail"] = json!(n);
+                answer = answer.with_detail(n);
             }
             results[i] = Some(answer);
         }

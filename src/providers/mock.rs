@@ -17,9 +17,9 @@
 use std::thread::sleep;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
-use super::{Capabilities, EngineRequest, Failure, Probe, Provider};
+use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probabilities, Probe, Provider};
 use crate::config::Settings;
 
 pub struct Mock {
@@ -66,32 +66,49 @@ impl Mock {
         if self.model == "mock" { "mock".to_string() } else { format!("mock {}", self.model) }
     }
 
-    fn answer_one(&self, key: &str, options: &[String]) -> Value {
+    /// The configured answer, as configured: a pick or probabilities that do not fit the options
+    /// are passed on for the gateway to refuse, as it would an engine's.
+    fn answer_one(&self, key: &str, options: &[String]) -> EngineAnswer {
         if self.fail == "abstain" {
-            return json!({"abstain": true, "rationale": "configured to abstain"});
+            return EngineAnswer::abstained("configured to abstain".to_string());
         }
         let pick = match self.answers.get(key).and_then(Value::as_str) {
             Some(a) => a.to_string(),
             None if !self.answer.is_empty() => self.answer.clone(),
             None => options.first().cloned().unwrap_or_default(),
         };
-        let probabilities: Map<String, Value> = match &self.probabilities {
-            Some(p) => p.clone(),
+        let (probabilities, confidence) = match &self.probabilities {
+            // A configured value that is not a number is reported as NaN, which no check accepts.
+            Some(p) => (
+                p.iter().map(|(k, v)| (k.clone(), v.as_f64().unwrap_or(f64::NAN))).collect(),
+                p.get(&pick).and_then(Value::as_f64).unwrap_or(self.confidence),
+            ),
             None => {
                 let rest = if options.len() > 1 { (1.0 - self.confidence) / (options.len() - 1) as f64 } else { 0.0 };
                 let rest = (rest * 1e6).round() / 1e6;
-                options.iter().map(|o| (o.clone(), json!(if *o == pick { self.confidence } else { rest }))).collect()
+                let probs = options.iter().map(|o| (o.clone(), if *o == pick { self.confidence } else { rest }));
+                (probs.collect::<Probabilities>(), self.confidence)
             }
         };
-        let confidence = probabilities.get(&pick).and_then(Value::as_f64).unwrap_or(self.confidence);
-        let listed: Vec<String> =
-            probabilities.iter().map(|(k, v)| format!("{k}={:.2}", v.as_f64().unwrap_or(f64::NAN))).collect();
-        json!({
-            "decision": pick,
-            "confidence": confidence,
-            "probabilities": probabilities,
-            "rationale": format!("{}: {}", self.label(), listed.join(", ")),
-        })
+        let listed: Vec<String> = probabilities.iter().map(|(k, p)| format!("{k}={p:.2}")).collect();
+        EngineAnswer::Decided {
+            decision: pick,
+            confidence,
+            probabilities: Some(probabilities),
+            rationale: Some(format!("{}: {}", self.label(), listed.join(", "))),
+            detail: None,
+        }
+    }
+
+    /// What `fail = "malformed"` answers: a decision that is none of the options (no option is empty).
+    fn malformed() -> EngineAnswer {
+        EngineAnswer::Decided {
+            decision: String::new(),
+            confidence: f64::NAN,
+            probabilities: None,
+            rationale: Some("configured to answer malformed".to_string()),
+            detail: None,
+        }
     }
 }
 
@@ -108,7 +125,7 @@ impl Provider for Mock {
         Capabilities { max_options: self.max_options, one_pass: true }
     }
 
-    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         if self.fail == "timeout" || self.delay >= timeout {
             // Behave like an engine that hangs: the attempt is cut off at the timeout.
             sleep(timeout);
@@ -119,7 +136,7 @@ impl Provider for Mock {
         }
         match self.fail.as_str() {
             "error" => Err(Failure::Error("configured to fail".to_string())),
-            "malformed" => Ok(request.questions.iter().map(|_| json!("not an answer object")).collect()),
+            "malformed" => Ok(request.questions.iter().map(|_| Mock::malformed()).collect()),
             _ => Ok(request.questions.iter().map(|q| self.answer_one(&q.key, &q.options)).collect()),
         }
     }

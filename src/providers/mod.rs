@@ -1,9 +1,9 @@
 //! Decision engines behind one trait.
 //!
 //! An adapter translates the gateway's questions into its engine's wire format and the engine's
-//! answer back into plain JSON answers. It does not judge them: the gateway validates every answer
-//! (shape, confidence range, decision among the options), applies calibration and the threshold,
-//! and runs the fallback chain. Adding an engine is one file here, one line in [`REGISTRY`] and
+//! answer back into an [`EngineAnswer`] per question. It does not judge them: the gateway validates
+//! every answer (decision among the options, confidence and probabilities in range, probabilities
+//! over exactly the options), applies calibration and the threshold, and runs the fallback chain. Adding an engine is one file here, one line in [`REGISTRY`] and
 //! its name in `config::PROVIDER_NAMES`.
 
 pub mod answers;
@@ -93,6 +93,115 @@ pub struct EngineRequest {
     pub questions: Vec<Question>,
 }
 
+/// An engine's answer to one question, as its adapter read it. Not yet trusted: the gateway checks
+/// that the decision is one of the question's options, that the confidence and every probability
+/// are numbers in [0, 1], and that the probabilities name each option once and sum to 1; an answer
+/// that fails is reported as `malformed_response`. So nothing here is made impossible by its type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EngineAnswer {
+    Decided {
+        decision: String,
+        confidence: f64,
+        /// Every option's probability, when the engine reports them.
+        probabilities: Option<Probabilities>,
+        rationale: Option<String>,
+        /// A note on how the answer was read, for the attempt's `detail` (a truncated state, say).
+        detail: Option<String>,
+    },
+    Abstained {
+        rationale: Option<String>,
+        detail: Option<String>,
+    },
+}
+
+impl EngineAnswer {
+    pub fn abstained(rationale: String) -> Self {
+        EngineAnswer::Abstained { rationale: Some(rationale), detail: None }
+    }
+
+    /// The same answer with `detail` as its note.
+    pub fn with_detail(mut self, note: String) -> Self {
+        match &mut self {
+            EngineAnswer::Decided { detail, .. } | EngineAnswer::Abstained { detail, .. } => *detail = Some(note),
+        }
+        self
+    }
+}
+
+/// Reading an answer without a match, for the adapters' tests.
+#[cfg(test)]
+impl EngineAnswer {
+    pub fn decision(&self) -> Option<&str> {
+        match self {
+            EngineAnswer::Decided { decision, .. } => Some(decision),
+            EngineAnswer::Abstained { .. } => None,
+        }
+    }
+
+    pub fn confidence(&self) -> Option<f64> {
+        match self {
+            EngineAnswer::Decided { confidence, .. } => Some(*confidence),
+            EngineAnswer::Abstained { .. } => None,
+        }
+    }
+
+    pub fn probabilities(&self) -> Option<&Probabilities> {
+        match self {
+            EngineAnswer::Decided { probabilities, .. } => probabilities.as_ref(),
+            EngineAnswer::Abstained { .. } => None,
+        }
+    }
+
+    pub fn rationale(&self) -> Option<&str> {
+        match self {
+            EngineAnswer::Decided { rationale, .. } | EngineAnswer::Abstained { rationale, .. } => rationale.as_deref(),
+        }
+    }
+
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            EngineAnswer::Decided { detail, .. } | EngineAnswer::Abstained { detail, .. } => detail.as_deref(),
+        }
+    }
+}
+
+/// Probabilities by option, in order: the engine's order in an [`EngineAnswer`], the question's
+/// option order once the gateway has checked them. Serialized as a JSON object in that order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Probabilities(Vec<(String, f64)>);
+
+impl Probabilities {
+    /// `options[i]` with probability `values[i]`.
+    pub fn of(options: &[String], values: &[f64]) -> Self {
+        Probabilities(options.iter().cloned().zip(values.iter().copied()).collect())
+    }
+
+    pub fn get(&self, option: &str) -> Option<f64> {
+        self.0.iter().find(|(o, _)| o == option).map(|(_, p)| *p)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, f64)> {
+        self.0.iter().map(|(o, p)| (o.as_str(), *p))
+    }
+}
+
+impl FromIterator<(String, f64)> for Probabilities {
+    fn from_iter<I: IntoIterator<Item = (String, f64)>>(iter: I) -> Self {
+        Probabilities(iter.into_iter().collect())
+    }
+}
+
+impl serde::Serialize for Probabilities {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (option, p) in &self.0 {
+            map.serialize_entry(option, p)?;
+        }
+        map.end()
+    }
+}
+
 /// Why an attempt failed; each kind maps to an attempt outcome and an error code.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Failure {
@@ -134,11 +243,9 @@ pub trait Provider: Send + Sync {
 
     fn capabilities(&self) -> Capabilities;
 
-    /// Answers every question of `request`, in order, within `timeout`. Each answer is a JSON
-    /// object, checked by the gateway:
-    /// `{"decision": <option>, "confidence": p, "probabilities"?: {option: p}, "rationale"?: "…", "detail"?: "…"}`
-    /// or `{"abstain": true, "rationale"?: "…"}`.
-    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure>;
+    /// Answers every question of `request`, in order, within `timeout`: one answer per question,
+    /// checked by the gateway. A reply the adapter cannot read at all is `Failure::Malformed`.
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure>;
 
     fn health(&self, timeout: Duration) -> Probe;
 }

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::answers;
 use super::http::{self, Endpoint};
-use super::{Capabilities, EngineRequest, Failure, Probe, Provider, Question};
+use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider, Question};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:11434";
@@ -99,7 +99,13 @@ impl Ollama {
         ("You are a classifier. Reply with one letter only.".to_string(), user)
     }
 
-    fn ask(&self, context: Option<&Value>, q: &Question, thinks: bool, timeout: Duration) -> Result<Value, Failure> {
+    fn ask(
+        &self,
+        context: Option<&Value>,
+        q: &Question,
+        thinks: bool,
+        timeout: Duration,
+    ) -> Result<EngineAnswer, Failure> {
         let (system, user) = Self::prompt(context, q);
         let mut options = json!({"temperature": 0, "num_predict": 1, "seed": 0});
         if self.num_ctx > 0 {
@@ -142,7 +148,7 @@ impl Ollama {
     }
 
     /// Turns the first token's top log-probabilities into an answer over the options.
-    fn read_labels(&self, q: &Question, tokens: &[(String, f64)]) -> Value {
+    fn read_labels(&self, q: &Question, tokens: &[(String, f64)]) -> EngineAnswer {
         let yes_no = answers::yes_no(&q.options);
         let labels: Vec<String> = match yes_no {
             Some((yes, _)) => {
@@ -164,19 +170,14 @@ impl Ollama {
         let detail = format!("label coverage {:.4}", coverage);
         if coverage < self.min_coverage || coverage <= 0.0 {
             let first = tokens.first().map(|(t, _)| t.as_str()).unwrap_or("");
-            return json!({
-                "abstain": true,
-                "rationale": format!(
-                    "ollama {}: only {:.2} of the first token's probability went to the answer labels (it started with {first:?}), below {:.2}; too little to trust",
-                    self.model, coverage, self.min_coverage
-                ),
-                "detail": detail,
-            });
+            return EngineAnswer::abstained(format!(
+                "ollama {}: only {:.2} of the first token's probability went to the answer labels (it started with {first:?}), below {:.2}; too little to trust",
+                self.model, coverage, self.min_coverage
+            ))
+            .with_detail(detail);
         }
         let probs: Vec<f64> = mass.iter().map(|m| answers::round4(m / coverage)).collect();
-        let mut answer = answers::choice_answer("ollama", &self.model, &q.options, &probs, None);
-        answer["detail"] = json!(detail);
-        answer
+        answers::choice_answer("ollama", &self.model, &q.options, &probs, None).with_detail(detail)
     }
 }
 
@@ -202,7 +203,7 @@ impl Provider for Ollama {
         Capabilities { max_options: self.max_options, one_pass: false }
     }
 
-    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         answers::check_option_limit("ollama", request, self.max_options, " (one letter label each, A to T)")?;
         let deadline = Instant::now() + timeout;
         let thinks = self.thinks(answers::remaining(deadline, timeout)?)?;

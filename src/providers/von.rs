@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::answers;
 use super::http::{self, Endpoint};
-use super::{Capabilities, EngineRequest, Failure, Probe, Provider};
+use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8777";
@@ -58,7 +58,7 @@ impl Von {
         self.endpoint.as_ref().ok_or_else(|| Failure::Error("von: the endpoint is not usable".to_string()))
     }
 
-    fn map_answer(&self, options: &[String], a: &Value) -> Result<Value, String> {
+    fn map_answer(&self, options: &[String], a: &Value) -> Result<EngineAnswer, String> {
         if let (Some((yes, no)), true) = (answers::yes_no(options), self.noul_for_yes_no) {
             let p = match (a.get("noul_raw").and_then(Value::as_f64), a.get("noul").and_then(Value::as_f64)) {
                 (Some(raw), _) => raw,
@@ -100,7 +100,7 @@ impl Provider for Von {
         Capabilities { max_options: self.max_options, one_pass: true }
     }
 
-    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Value>, Failure> {
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         answers::check_option_limit("von", request, self.max_options, "")?;
         for q in &request.questions {
             let chars: usize = q.options.iter().map(|o| o.chars().count()).sum();
@@ -159,7 +159,7 @@ impl Provider for Von {
                 .map_answer(&q.options, a)
                 .map_err(|e| Failure::Malformed(format!("von: the answer to {:?} {e}", q.key)))?;
             if let Some(n) = note.take() {
-                answer["detail"] = json!(n);
+                answer = answer.with_detail(n);
             }
             out.push(answer);
         }

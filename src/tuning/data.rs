@@ -153,10 +153,7 @@ pub fn ask_destructive(gateway: &Gateway, mut progress: impl FnMut(usize, usize)
             continue;
         };
         let probs = match probabilities {
-            Some(p) => vec![
-                p.get("yes").and_then(Value::as_f64).unwrap_or(0.0),
-                p.get("no").and_then(Value::as_f64).unwrap_or(0.0),
-            ],
+            Some(p) => vec![p.get("yes").unwrap_or(0.0), p.get("no").unwrap_or(0.0)],
             None => yes_no(decision == "yes", confidence),
         };
         out.labelled.push(Labelled {

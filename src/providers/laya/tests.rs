@@ -90,10 +90,13 @@ fn maps_a_question_to_a_choice_and_back() {
                "criteria": {"block the merge": null, "rerun the pipeline": null}})
     );
     assert_eq!(out.len(), 1);
-    assert_eq!(out[0]["decision"], "block the merge");
-    assert_eq!(out[0]["confidence"], 0.52, "answer_confidence, not the entropy confidence");
-    assert_eq!(out[0]["probabilities"], json!({"block the merge": 0.52, "rerun the pipeline": 0.48}));
-    assert_eq!(out[0]["rationale"], "laya typed-decisions: block the merge=0.52, rerun the pipeline=0.48");
+    assert_eq!(out[0].decision(), Some("block the merge"));
+    assert_eq!(out[0].confidence(), Some(0.52), "answer_confidence, not the entropy confidence");
+    assert_eq!(
+        serde_json::to_value(out[0].probabilities()).ok(),
+        Some(json!({"block the merge": 0.52, "rerun the pipeline": 0.48}))
+    );
+    assert_eq!(out[0].rationale(), Some("laya typed-decisions: block the merge=0.52, rerun the pipeline=0.48"));
 }
 
 #[test]
@@ -118,7 +121,7 @@ fn several_questions_go_in_one_request_and_come_back_in_order() {
     let sent = server.requests()[0].json();
     assert_eq!(sent["questions"].as_object().unwrap().keys().collect::<Vec<_>>(), features.to_vec());
     assert_eq!(out.len(), 4);
-    assert!(out.iter().all(|a| a["decision"] == "yes" && a["confidence"] == 0.8));
+    assert!(out.iter().all(|a| a.decision() == Some("yes") && a.confidence() == Some(0.8)));
 }
 
 #[test]
@@ -139,7 +142,7 @@ fn aliases_are_compared_by_their_canonical_checkpoint() {
     let out = l.decide(&req(None, vec![q("decision", "Ok?", &["yes", "no"])]), T).expect("same checkpoint");
     assert_eq!(server.requests()[0].json()["model"], "Typed", "the configured name is sent as is");
     assert_eq!(l.model(), "typed-decisions", "calibration sees the canonical name");
-    assert!(out[0]["rationale"].as_str().unwrap().starts_with("laya typed-decisions:"));
+    assert!(out[0].rationale().unwrap().starts_with("laya typed-decisions:"));
     assert_eq!(canonical("laya"), Some("english"));
     assert_eq!(canonical("ML"), Some("multilingual"));
     assert_eq!(canonical("convaiinnovations/laya"), None, "the bare hub id auto-routes");
@@ -150,8 +153,8 @@ fn a_strict_server_without_routing_is_accepted_only_for_a_builtin_pin() {
     let server = FakeServer::start(|r: &Request| Reply::json(200, &laya_answer(&r.json(), 0.75, None)));
     let l = laya(&server, "");
     let out = l.decide(&req(None, vec![q("decision", "Ok?", &["yes", "no"])]), T).expect("builtin pin");
-    assert_eq!(out[0]["confidence"], 0.75, "max probability when answer_confidence is absent");
-    assert!(out[0]["detail"].as_str().unwrap().contains("no routing"));
+    assert_eq!(out[0].confidence(), Some(0.75), "max probability when answer_confidence is absent");
+    assert!(out[0].detail().unwrap().contains("no routing"));
     let custom = laya(&server, "model = \"my-finetune\"");
     let err = custom.decide(&req(None, vec![q("decision", "Ok?", &["yes", "no"])]), T).unwrap_err();
     assert!(matches!(&err, Failure::Malformed(d) if d.contains("cannot be confirmed")), "{err:?}");
@@ -186,8 +189,8 @@ fn non_latin_text_abstains_without_calling_the_engine() {
             T,
         )
         .expect("abstains");
-    assert_eq!(out[0]["abstain"], true);
-    assert!(out[0]["rationale"].as_str().unwrap().contains("not Latin script"));
+    assert!(matches!(out[0], EngineAnswer::Abstained { .. }));
+    assert!(out[0].rationale().unwrap().contains("not Latin script"));
     assert!(server.requests().is_empty());
     // Latin-script languages other than English are sent.
     l.decide(
@@ -209,8 +212,8 @@ fn non_latin_text_abstains_without_calling_the_engine() {
             T,
         )
         .expect("mixed");
-    assert_eq!(out[0]["abstain"], true);
-    assert_eq!(out[1]["decision"], "yes");
+    assert!(matches!(out[0], EngineAnswer::Abstained { .. }));
+    assert_eq!(out[1].decision(), Some("yes"));
     let sent = server.requests()[1].json();
     assert!(sent["questions"].get("a").is_none() && sent["questions"].get("b").is_some());
     assert!(non_latin_share(&["abc", "дд"]) > 0.39 && non_latin_share(&["àéîõü ß"]) == 0.0);
@@ -223,7 +226,7 @@ fn the_multilingual_checkpoint_reads_non_latin_text() {
     let out = l
         .decide(&req(Some(json!("修复登录页面上的错误")), vec![q("d", "Read only?", &["yes", "no"])]), T)
         .expect("sent");
-    assert_eq!(out[0]["decision"], "yes");
+    assert_eq!(out[0].decision(), Some("yes"));
 }
 
 #[test]
@@ -302,7 +305,7 @@ fn a_busy_server_is_retried_once_only_when_the_wait_fits_in_the_timeout() {
         }
     });
     let out = laya(&server, "").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).expect("second try");
-    assert_eq!(out[0]["decision"], "yes");
+    assert_eq!(out[0].decision(), Some("yes"));
     assert_eq!(calls.load(Ordering::SeqCst), 2);
 }
 

@@ -68,10 +68,13 @@ fn the_synthesized_pair_gives_the_expected_probabilities() {
         questions: vec![q("department", "Which department should handle this?", &["billing", "technical", "other"])],
     };
     let out = o.decide(&request, T).expect("answer");
-    assert_eq!(out[0]["decision"], "billing");
-    assert_eq!(out[0]["probabilities"], json!({"billing": 0.9419, "technical": 0.0082, "other": 0.0498}));
-    assert_eq!(out[0]["confidence"], 0.9419);
-    assert_eq!(out[0]["detail"], "label coverage 0.9989");
+    assert_eq!(out[0].decision(), Some("billing"));
+    assert_eq!(
+        serde_json::to_value(out[0].probabilities()).ok(),
+        Some(json!({"billing": 0.9419, "technical": 0.0082, "other": 0.0498}))
+    );
+    assert_eq!(out[0].confidence(), Some(0.9419));
+    assert_eq!(out[0].detail(), Some("label coverage 0.9989"));
     let sent = server.requests_to("/api/chat")[0].json();
     assert_eq!(sent["model"], "qwen3:4b");
     assert_eq!(sent["stream"], false);
@@ -96,8 +99,8 @@ fn yes_no_reads_the_yes_and_no_tokens() {
     let out = o
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Is it raining?", &["yes", "no"])] }, T)
         .expect("ok");
-    assert_eq!(out[0]["decision"], "yes");
-    assert_eq!(out[0]["probabilities"], json!({"yes": 0.8, "no": 0.2}));
+    assert_eq!(out[0].decision(), Some("yes"));
+    assert_eq!(serde_json::to_value(out[0].probabilities()).ok(), Some(json!({"yes": 0.8, "no": 0.2})));
     let sent = server.requests_to("/api/chat")[0].json();
     assert!(sent.get("think").is_none(), "no `think` for a model without the capability");
     assert_eq!(sent["messages"][1]["content"], "Question: Is it raining?\nAnswer with yes or no.");
@@ -112,9 +115,9 @@ fn low_coverage_abstains() {
     let out = ollama(&server, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Which?", &["a", "b"])] }, T)
         .expect("abstains");
-    assert_eq!(out[0]["abstain"], true);
-    assert_eq!(out[0]["detail"], "label coverage 0.1353");
-    assert!(out[0]["rationale"].as_str().unwrap().contains("\"The\""));
+    assert!(matches!(out[0], EngineAnswer::Abstained { .. }));
+    assert_eq!(out[0].detail(), Some("label coverage 0.1353"));
+    assert!(out[0].rationale().unwrap().contains("\"The\""));
 }
 
 #[test]

@@ -76,13 +76,13 @@ fn all_questions_go_in_one_request_and_map_back() {
         sent["questions"]["churn_risk"],
         json!({"type": "noul", "instructions": "Does the user threaten to cancel or leave?"})
     );
-    assert_eq!(out[0]["decision"], "other");
-    assert_eq!(out[0]["confidence"], 0.8, "the option's probability, not von's margin (0.7)");
-    assert_eq!(out[0]["rationale"], "von von-1.3: billing=0.10, technical=0.10, other=0.80");
+    assert_eq!(out[0].decision(), Some("other"));
+    assert_eq!(out[0].confidence(), Some(0.8), "the option's probability, not von's margin (0.7)");
+    assert_eq!(out[0].rationale(), Some("von von-1.3: billing=0.10, technical=0.10, other=0.80"));
     // noul_raw 0.3574, not the banded 0.1857
-    assert_eq!(out[1]["decision"], "no");
-    assert_eq!(out[1]["probabilities"], json!({"yes": 0.3574, "no": 0.6426}));
-    assert_eq!(out[1]["confidence"], 0.6426);
+    assert_eq!(out[1].decision(), Some("no"));
+    assert_eq!(serde_json::to_value(out[1].probabilities()).ok(), Some(json!({"yes": 0.3574, "no": 0.6426})));
+    assert_eq!(out[1].confidence(), Some(0.6426));
 }
 
 #[test]
@@ -95,7 +95,7 @@ fn yes_no_can_be_asked_as_a_two_option_choice() {
     let sent = server.requests()[0].json();
     assert_eq!(sent["questions"]["d"]["type"], "choice");
     assert_eq!(sent["questions"]["d"]["criteria"], json!({"yes": null, "no": null}));
-    assert_eq!(out[0]["decision"], "no");
+    assert_eq!(out[0].decision(), Some("no"));
 }
 
 #[test]
@@ -176,7 +176,7 @@ fn truncation_is_reported_and_a_hang_is_cut_off() {
     let out = von(&server, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Ok?", &["yes", "no"])] }, T)
         .expect("ok");
-    assert_eq!(out[0]["detail"], "von cut the state from 27000 to 8176 tokens (middle)");
+    assert_eq!(out[0].detail(), Some("von cut the state from 27000 to 8176 tokens (middle)"));
 
     let server = FakeServer::start(|_r: &Request| Reply::hang());
     let started = Instant::now();
