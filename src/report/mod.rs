@@ -21,6 +21,7 @@
 //! - net: realised savings minus the hint overhead.
 
 pub mod collect;
+mod figures;
 pub mod prices;
 pub mod render;
 pub mod svg;
@@ -32,7 +33,8 @@ use serde::Serialize;
 use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
-use prices::{Prices, Rates};
+use figures::{Model, Spawns, Usage};
+use prices::{PriceFile, Prices};
 
 const NO_AGENT: u32 = u32::MAX;
 
@@ -99,6 +101,15 @@ struct AgentInfo {
     first_model: Option<String>,
 }
 
+/// A prompt, seen in one file or more.
+#[derive(Debug, Clone, Copy)]
+struct PromptSeen {
+    /// Whether its turn got a routing hint (in any copy).
+    hinted: bool,
+    /// At least `MIN_WORDS` words: a prompt the routing hook considers at all.
+    long: bool,
+}
+
 /// Merges per-file facts, deduplicating as it goes.
 #[derive(Default)]
 pub struct Aggregator {
@@ -107,8 +118,7 @@ pub struct Aggregator {
     usage: HashMap<u64, Rec>,
     unkeyed: Vec<Rec>,
     duplicates: u64,
-    /// Prompt key → (hinted, long).
-    prompts: HashMap<u128, (bool, bool)>,
+    prompts: HashMap<u128, PromptSeen>,
     hints: HashMap<u128, HintRec>,
     spawns: HashMap<String, SpawnRec>,
     agents: Vec<AgentInfo>,
@@ -174,8 +184,8 @@ impl Aggregator {
             }
         }
         for p in facts.prompts {
-            let e = self.prompts.entry(p.key).or_insert((false, p.long));
-            e.0 |= p.hinted;
+            let e = self.prompts.entry(p.key).or_insert(PromptSeen { hinted: false, long: p.long });
+            e.hinted |= p.hinted;
         }
         for h in facts.hints {
             self.hints.entry(h.key).or_insert(h);
@@ -373,11 +383,36 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
     if b == 0 { None } else { Some(a as f64 / b as f64) }
 }
 
-fn part(requests: u64, tokens: Tokens, cost: f64, unpriced: u64) -> Part {
-    Part { requests, tokens: tokens.into(), cost_usd: cost, unpriced_requests: unpriced }
+impl ReadStats {
+    fn new(stats: &Stats, seconds: f64) -> ReadStats {
+        ReadStats {
+            files: stats.files,
+            subagent_files: stats.subagent_files,
+            bytes: stats.bytes,
+            lines: stats.lines,
+            parsed_lines: stats.parsed,
+            malformed_lines: stats.malformed_lines,
+            truncated_files: stats.truncated_files,
+            unreadable_files: stats.unreadable_files,
+            out_of_range_lines: stats.out_of_range,
+            seconds,
+        }
+    }
+}
+
+impl PriceNote {
+    fn of(file: &PriceFile) -> PriceNote {
+        PriceNote {
+            note: file.note.clone(),
+            source: file.source.clone(),
+            as_of: file.as_of.clone(),
+            caveats: file.caveats.clone(),
+        }
+    }
 }
 
 impl Report {
+    /// Prices the merged facts and computes every figure (see [`figures`]).
     pub fn build(
         agg: &Aggregator,
         prices: &Prices,
@@ -385,297 +420,30 @@ impl Report {
         seconds: f64,
         scope: BTreeMap<String, serde_json::Value>,
     ) -> Report {
-        let rates: Vec<Option<(String, Rates)>> =
-            agg.models.iter().map(|m| prices.lookup(m).map(|(n, r)| (n.to_string(), r))).collect();
-        let tiers: Vec<Option<Tier>> = agg.models.iter().map(|m| Tier::of(m)).collect();
-
-        // Totals per model and per thread.
-        let n = agg.models.len();
-        let mut per_model = vec![(0u64, Tokens::default()); n];
-        let (mut main, mut sub) = ((0u64, Tokens::default(), 0.0f64, 0u64), (0u64, Tokens::default(), 0.0f64, 0u64));
-        let mut tier_rows: BTreeMap<Option<Tier>, (u64, u64, Tokens, f64)> = BTreeMap::new();
-        let mut agent_usage: HashMap<u32, Vec<(u32, Tokens)>> = HashMap::new();
-        let mut overhead = 0.0;
-        let mut main_tier_requests = [0u64; Tier::COUNT];
-        let mut tier_model_requests: HashMap<u32, u64> = HashMap::new();
-        for r in agg.records() {
-            let m = r.model as usize;
-            let tokens = r.tokens();
-            if tokens.total() == 0 {
-                continue;
-            }
-            per_model[m].0 += 1;
-            per_model[m].1.add(&tokens);
-            let cost = rates[m].as_ref().map(|(_, rt)| rt.cost(&tokens));
-            let subagent = r.agent != NO_AGENT || r.sidechain;
-            let bucket = if subagent { &mut sub } else { &mut main };
-            bucket.0 += 1;
-            bucket.1.add(&tokens);
-            bucket.2 += cost.unwrap_or(0.0);
-            bucket.3 += u64::from(cost.is_none());
-            if rates[m].is_some() {
-                *tier_model_requests.entry(r.model).or_default() += 1;
-            }
-            if subagent {
-                let row = tier_rows.entry(tiers[m]).or_default();
-                row.1 += 1;
-                row.2.add(&tokens);
-                row.3 += cost.unwrap_or(0.0);
-                if r.agent != NO_AGENT {
-                    agent_usage.entry(r.agent).or_default().push((r.model, tokens));
-                }
-            } else {
-                if let Some(t) = tiers[m] {
-                    main_tier_requests[t.index()] += 1;
-                }
-                if let Some((_, rt)) = &rates[m] {
-                    overhead += (r.hint_write as f64 * rt.cache_write_5m + r.hint_read as f64 * rt.cache_read) / 1e6;
-                }
-            }
-        }
-
-        let mut models: Vec<ModelRow> = (0..n)
-            .filter(|&m| per_model[m].1.total() > 0)
-            .map(|m| ModelRow {
-                model: agg.models[m].clone(),
-                tier: tiers[m],
-                priced_as: rates[m].as_ref().map(|(name, _)| name.clone()),
-                requests: per_model[m].0,
-                tokens: per_model[m].1.into(),
-                cost_usd: rates[m].as_ref().map(|(_, rt)| rt.cost(&per_model[m].1)),
-            })
-            .collect();
-        models.sort_by(|a, b| b.tokens.total.cmp(&a.tokens.total).then_with(|| a.model.cmp(&b.model)));
-        let unknown_models: Vec<String> =
-            models.iter().filter(|m| m.priced_as.is_none()).map(|m| m.model.clone()).collect();
-        let mut all_tokens = main.1;
-        all_tokens.add(&sub.1);
-
-        // Reach.
-        let hinted_prompts = agg.prompts.values().filter(|(h, _)| *h).count() as u64;
-        let prompts = agg.prompts.len() as u64;
-        let long_prompts = agg.prompts.values().filter(|(_, long)| *long).count() as u64;
-        let hinted_long_prompts = agg.prompts.values().filter(|(h, long)| *h && *long).count() as u64;
-        let routing_hints = agg.hints.values().filter(|h| h.routing).count() as u64;
-        let skill_hints = agg.hints.len() as u64 - routing_hints;
-        let hint_tokens: u64 = agg.hints.values().map(|h| h.tokens).sum();
-
-        // Spawns: their tier, their agent's usage.
-        let by_tool_use: HashMap<&str, u32> = agg
-            .agents
-            .iter()
-            .enumerate()
-            .filter_map(|(i, a)| a.tool_use_id.as_deref().map(|t| (t, i as u32)))
-            .collect();
-        let spawn_agent = |s: &SpawnRec| -> Option<u32> {
-            s.agent_id
-                .as_deref()
-                .and_then(|id| agg.agent_index.get(id).copied())
-                .or_else(|| by_tool_use.get(s.tool_use_id.as_str()).copied())
-        };
-        let spawn_tier = |s: &SpawnRec, agent: Option<u32>| -> Option<Tier> {
-            s.resolved
-                .as_deref()
-                .and_then(Tier::of)
-                .or_else(|| agent.and_then(|a| agg.agents[a as usize].first_model.as_deref()).and_then(Tier::of))
-                .or_else(|| s.requested.as_deref().and_then(Tier::of))
-                .or_else(|| s.parent_model.as_deref().and_then(Tier::of))
-        };
-
-        let mut adherence = Adherence {
-            spawns: agg.spawns.len() as u64,
-            hinted_spawns: 0,
-            followed: 0,
-            upgraded: 0,
-            downgraded: 0,
-            unknown: 0,
-            share: None,
-            with_model_given: 0,
-        };
-        let mut unhinted_mix = [0u64; Tier::COUNT];
-        let mut spawns_per_tier: BTreeMap<Option<Tier>, u64> = BTreeMap::new();
-        // (agent, tier actually run, hinted tier, followed?)
-        let mut followed: Vec<Option<u32>> = Vec::new();
-        let mut upgraded: Vec<(Option<u32>, Tier)> = Vec::new();
-        for s in agg.spawns.values() {
-            let agent = spawn_agent(s);
-            let tier = spawn_tier(s, agent);
-            *spawns_per_tier.entry(tier).or_default() += 1;
-            match s.hint {
-                None => {
-                    if let Some(t) = tier {
-                        unhinted_mix[t.index()] += 1;
-                    }
-                }
-                Some(hint) => {
-                    adherence.hinted_spawns += 1;
-                    if s.requested.as_deref().is_some_and(|m| m != "inherit") {
-                        adherence.with_model_given += 1;
-                    }
-                    match (hint, tier) {
-                        (Some(h), Some(t)) if t == h => {
-                            adherence.followed += 1;
-                            followed.push(agent);
-                        }
-                        (Some(h), Some(t)) if t > h => {
-                            adherence.upgraded += 1;
-                            upgraded.push((agent, h));
-                        }
-                        (Some(_), Some(_)) => adherence.downgraded += 1,
-                        _ => adherence.unknown += 1,
-                    }
-                }
-            }
-        }
-        adherence.share = ratio(adherence.followed, adherence.followed + adherence.upgraded + adherence.downgraded);
-
-        let mut subagents_by_tier: Vec<TierRow> = Vec::new();
-        // Cheapest first, then what no model id names; a tier not always listed (fable), and the
-        // unknown row, only when something ran there.
-        for tier in Tier::ALL.map(Some).into_iter().chain([None]) {
-            let row = tier_rows.get(&tier).cloned().unwrap_or_default();
-            let spawns = spawns_per_tier.get(&tier).copied().unwrap_or(0);
-            if !tier.is_some_and(Tier::always_listed) && spawns == 0 && row.1 == 0 {
-                continue;
-            }
-            subagents_by_tier.push(TierRow {
-                tier: tier.map_or("unknown", Tier::name).to_string(),
-                spawns,
-                requests: row.1,
-                tokens: row.2.into(),
-                cost_usd: row.3,
-            });
-        }
-
-        // The usual tier mix, and the model each tier is repriced at.
-        let (baseline, mix_counts) = if unhinted_mix.iter().sum::<u64>() > 0 {
-            ("unhinted spawns", unhinted_mix)
-        } else if main_tier_requests.iter().sum::<u64>() > 0 {
-            ("main thread", main_tier_requests)
-        } else {
-            ("none", [0; Tier::COUNT])
-        };
-        let mix_total: u64 = mix_counts.iter().sum();
-        let mut tier_models: BTreeMap<String, String> = BTreeMap::new();
-        let mut tier_rates: [Option<Rates>; Tier::COUNT] = [None; Tier::COUNT];
-        for t in Tier::ALL {
-            let most_used = tier_model_requests
-                .iter()
-                .filter(|(m, _)| tiers[**m as usize] == Some(t))
-                .max_by(|a, b| a.1.cmp(b.1).then_with(|| agg.models[*b.0 as usize].cmp(&agg.models[*a.0 as usize])))
-                .map(|(m, _)| agg.models[*m as usize].clone());
-            let model = most_used.or_else(|| prices.tier_default(t).map(str::to_string));
-            if let Some(model) = model
-                && let Some((_, rt)) = prices.lookup(&model)
-            {
-                tier_rates[t.index()] = Some(rt);
-                tier_models.insert(t.name().to_string(), model);
-            }
-        }
-        let mix: BTreeMap<String, f64> = Tier::ALL
-            .iter()
-            .filter(|t| mix_total > 0 && mix_counts[t.index()] > 0)
-            .map(|t| (t.name().to_string(), mix_counts[t.index()] as f64 / mix_total as f64))
-            .collect();
-
-        // An agent's tokens (all models summed) and actual cost; None when a model is unpriced.
-        let agent_cost = |agent: Option<u32>| -> Option<(Tokens, f64)> {
-            let mut tokens = Tokens::default();
-            let mut cost = 0.0;
-            for (m, t) in agent.and_then(|a| agent_usage.get(&a)).map(Vec::as_slice).unwrap_or(&[]) {
-                tokens.add(t);
-                cost += rates[*m as usize].as_ref()?.1.cost(t);
-            }
-            Some((tokens, cost))
-        };
-        let mut realised = 0.0;
-        let mut followed_priced = 0;
-        let mix_ok =
-            mix_total > 0 && Tier::ALL.iter().all(|t| mix_counts[t.index()] == 0 || tier_rates[t.index()].is_some());
-        if mix_ok {
-            for agent in &followed {
-                let Some((tokens, actual)) = agent_cost(*agent) else { continue };
-                if tokens.total() == 0 {
-                    continue;
-                }
-                let usual: f64 = Tier::ALL
-                    .iter()
-                    .filter_map(|t| {
-                        let w = mix_counts[t.index()] as f64 / mix_total as f64;
-                        tier_rates[t.index()].map(|rt| w * rt.cost(&tokens))
-                    })
-                    .sum();
-                realised += usual - actual;
-                followed_priced += 1;
-            }
-        }
-        let mut missed = 0.0;
-        let mut upgraded_priced = 0;
-        for (agent, hint) in &upgraded {
-            let (Some((tokens, actual)), Some(rt)) = (agent_cost(*agent), tier_rates[hint.index()]) else { continue };
-            if tokens.total() == 0 {
-                continue;
-            }
-            missed += actual - rt.cost(&tokens);
-            upgraded_priced += 1;
-        }
-        let realised_usd = mix_ok.then_some(realised);
-        let savings = Savings {
-            baseline: baseline.to_string(),
-            mix,
-            tier_models,
-            realised_usd,
-            followed_spawns_priced: followed_priced,
-            missed_usd: missed,
-            upgraded_spawns_priced: upgraded_priced,
-            hint_tokens,
-            hint_overhead_usd: overhead,
-            net_usd: realised_usd.map(|r| r - overhead),
-        };
-        let reach = Reach {
-            prompts,
-            hinted_prompts,
-            share: ratio(hinted_prompts, prompts),
-            long_prompts,
-            hinted_long_prompts,
-            share_of_long: ratio(hinted_long_prompts, long_prompts),
-            routing_hints,
-            skill_hints,
-        };
-        let calibrate = advise(&reach, &adherence, &savings);
-
+        let models = Model::of_all(agg, prices);
+        let usage = Usage::tally(agg, &models);
+        let spawns = Spawns::sort(agg);
+        let reach = figures::reach(agg);
+        let savings = figures::savings(agg, prices, &models, &usage, &spawns);
+        let calibrate = advise(&reach, &spawns.adherence, &savings);
+        let model_rows = figures::model_rows(agg, &models, &usage);
+        let unknown_models = model_rows.iter().filter(|m| m.priced_as.is_none()).map(|m| m.model.clone()).collect();
         Report {
             scope,
-            read: ReadStats {
-                files: stats.files,
-                subagent_files: stats.subagent_files,
-                bytes: stats.bytes,
-                lines: stats.lines,
-                parsed_lines: stats.parsed,
-                malformed_lines: stats.malformed_lines,
-                truncated_files: stats.truncated_files,
-                unreadable_files: stats.unreadable_files,
-                out_of_range_lines: stats.out_of_range,
-                seconds,
-            },
-            prices: PriceNote {
-                note: prices.file.note.clone(),
-                source: prices.file.source.clone(),
-                as_of: prices.file.as_of.clone(),
-                caveats: prices.file.caveats.clone(),
-            },
+            read: ReadStats::new(stats, seconds),
+            prices: PriceNote::of(&prices.file),
             totals: Totals {
-                all: part(main.0 + sub.0, all_tokens, main.2 + sub.2, main.3 + sub.3),
-                main: part(main.0, main.1, main.2, main.3),
-                subagents: part(sub.0, sub.1, sub.2, sub.3),
+                all: usage.all().part(),
+                main: usage.main.part(),
+                subagents: usage.subagents.part(),
                 duplicate_copies: agg.duplicates,
                 sessions: agg.sessions.len() as u64,
             },
-            models,
+            models: model_rows,
             unknown_models,
             reach,
-            adherence,
-            subagents_by_tier,
+            subagents_by_tier: figures::tier_rows(&usage, &spawns),
+            adherence: spawns.adherence,
             savings,
             calibrate,
         }

@@ -1,0 +1,438 @@
+//! The figures of [`Report`](super::Report), one function each, computed from the merged facts of
+//! an [`Aggregator`]: one pass over the deduplicated requests ([`Usage`]), one over the spawns
+//! ([`Spawns`]), then the savings against the usual tier mix ([`Baseline`]).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{Adherence, Aggregator, ModelRow, NO_AGENT, Part, Reach, Savings, TierRow, ratio};
+use crate::report::collect::SpawnRec;
+use crate::report::prices::{Prices, Rates};
+use crate::tier::Tier;
+use crate::transcripts::Tokens;
+
+/// One count per tier, in `Tier::ALL` order.
+pub(super) type PerTier<T> = [T; Tier::COUNT];
+
+/// The name tier rows use for a model of no known tier.
+const UNKNOWN_TIER: &str = "unknown";
+
+/// A model of the history (by its index in the aggregator): its tier and its price.
+pub(super) struct Model {
+    tier: Option<Tier>,
+    /// The price entry used, when one covers the model.
+    priced_as: Option<String>,
+    rates: Option<Rates>,
+}
+
+impl Model {
+    pub(super) fn of_all(agg: &Aggregator, prices: &Prices) -> Vec<Model> {
+        agg.models
+            .iter()
+            .map(|m| {
+                let price = prices.lookup(m);
+                Model {
+                    tier: Tier::of(m),
+                    priced_as: price.map(|(name, _)| name.to_string()),
+                    rates: price.map(|(_, rates)| rates),
+                }
+            })
+            .collect()
+    }
+
+    fn cost(&self, tokens: &Tokens) -> Option<f64> {
+        self.rates.as_ref().map(|rt| rt.cost(tokens))
+    }
+}
+
+/// Requests, their tokens, and the cost of the priced ones among them.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Tally {
+    requests: u64,
+    tokens: Tokens,
+    /// Cost of the priced requests only.
+    cost: f64,
+    unpriced: u64,
+}
+
+impl Tally {
+    fn add(&mut self, tokens: &Tokens, cost: Option<f64>) {
+        self.requests += 1;
+        self.tokens.add(tokens);
+        self.cost += cost.unwrap_or(0.0);
+        self.unpriced += u64::from(cost.is_none());
+    }
+
+    fn plus(&self, other: &Tally) -> Tally {
+        let mut tokens = self.tokens;
+        tokens.add(&other.tokens);
+        Tally {
+            requests: self.requests + other.requests,
+            tokens,
+            cost: self.cost + other.cost,
+            unpriced: self.unpriced + other.unpriced,
+        }
+    }
+
+    pub(super) fn part(&self) -> Part {
+        Part {
+            requests: self.requests,
+            tokens: self.tokens.into(),
+            cost_usd: self.cost,
+            unpriced_requests: self.unpriced,
+        }
+    }
+}
+
+/// One request of a subagent, kept to price the agent's whole run.
+struct AgentRequest {
+    model: u32,
+    tokens: Tokens,
+}
+
+/// What an agent's requests came to.
+struct Spent {
+    tokens: Tokens,
+    cost: f64,
+}
+
+/// What one pass over the deduplicated requests gathers (requests without tokens are skipped).
+pub(super) struct Usage {
+    /// By model index.
+    per_model: Vec<Tally>,
+    pub(super) main: Tally,
+    pub(super) subagents: Tally,
+    /// Subagent requests by tier (`None` for a model of no known tier).
+    subagents_by_tier: BTreeMap<Option<Tier>, Tally>,
+    by_agent: HashMap<u32, Vec<AgentRequest>>,
+    /// Priced requests by model index: the most used model of a tier is the one it is repriced at.
+    priced_requests: HashMap<u32, u64>,
+    /// Main-thread requests by tier: the usual mix when no spawn went without a hint.
+    main_by_tier: PerTier<u64>,
+    /// The hint tokens of main-thread requests at their cache-write and cache-read prices.
+    hint_overhead: f64,
+}
+
+impl Usage {
+    pub(super) fn tally(agg: &Aggregator, models: &[Model]) -> Usage {
+        let mut u = Usage {
+            per_model: vec![Tally::default(); models.len()],
+            main: Tally::default(),
+            subagents: Tally::default(),
+            subagents_by_tier: BTreeMap::new(),
+            by_agent: HashMap::new(),
+            priced_requests: HashMap::new(),
+            main_by_tier: [0; Tier::COUNT],
+            hint_overhead: 0.0,
+        };
+        for r in agg.records() {
+            let tokens = r.tokens();
+            if tokens.total() == 0 {
+                continue;
+            }
+            let model = &models[r.model as usize];
+            let cost = model.cost(&tokens);
+            u.per_model[r.model as usize].add(&tokens, cost);
+            let subagent = r.agent != NO_AGENT || r.sidechain;
+            let thread = if subagent { &mut u.subagents } else { &mut u.main };
+            thread.add(&tokens, cost);
+            if model.rates.is_some() {
+                *u.priced_requests.entry(r.model).or_default() += 1;
+            }
+            if subagent {
+                u.subagents_by_tier.entry(model.tier).or_default().add(&tokens, cost);
+                if r.agent != NO_AGENT {
+                    u.by_agent.entry(r.agent).or_default().push(AgentRequest { model: r.model, tokens });
+                }
+            } else {
+                if let Some(t) = model.tier {
+                    u.main_by_tier[t.index()] += 1;
+                }
+                if let Some(rt) = &model.rates {
+                    u.hint_overhead +=
+                        (r.hint_write as f64 * rt.cache_write_5m + r.hint_read as f64 * rt.cache_read) / 1e6;
+                }
+            }
+        }
+        u
+    }
+
+    /// An agent's tokens (all models summed) and actual cost; `None` when one of its models is
+    /// unpriced. No agent (a spawn whose run was not found) spent nothing.
+    fn spent(&self, agent: Option<u32>, models: &[Model]) -> Option<Spent> {
+        let mut spent = Spent { tokens: Tokens::default(), cost: 0.0 };
+        for r in agent.and_then(|a| self.by_agent.get(&a)).map(Vec::as_slice).unwrap_or(&[]) {
+            spent.tokens.add(&r.tokens);
+            spent.cost += models[r.model as usize].cost(&r.tokens)?;
+        }
+        Some(spent)
+    }
+
+    pub(super) fn all(&self) -> Tally {
+        self.main.plus(&self.subagents)
+    }
+}
+
+/// Every model that has tokens, most tokens first (then by name).
+pub(super) fn model_rows(agg: &Aggregator, models: &[Model], usage: &Usage) -> Vec<ModelRow> {
+    let mut rows: Vec<ModelRow> = models
+        .iter()
+        .zip(&usage.per_model)
+        .enumerate()
+        .filter(|(_, (_, tally))| tally.tokens.total() > 0)
+        .map(|(i, (model, tally))| ModelRow {
+            model: agg.models[i].clone(),
+            tier: model.tier,
+            priced_as: model.priced_as.clone(),
+            requests: tally.requests,
+            tokens: tally.tokens.into(),
+            // One price over the model's summed tokens.
+            cost_usd: model.cost(&tally.tokens),
+        })
+        .collect();
+    rows.sort_by(|a, b| b.tokens.total.cmp(&a.tokens.total).then_with(|| a.model.cmp(&b.model)));
+    rows
+}
+
+/// Reach: prompts whose turn got a routing hint, over all prompts (and over the long ones).
+pub(super) fn reach(agg: &Aggregator) -> Reach {
+    let prompts = agg.prompts.len() as u64;
+    let hinted_prompts = agg.prompts.values().filter(|p| p.hinted).count() as u64;
+    let long_prompts = agg.prompts.values().filter(|p| p.long).count() as u64;
+    let hinted_long_prompts = agg.prompts.values().filter(|p| p.hinted && p.long).count() as u64;
+    let routing_hints = agg.hints.values().filter(|h| h.routing).count() as u64;
+    Reach {
+        prompts,
+        hinted_prompts,
+        share: ratio(hinted_prompts, prompts),
+        long_prompts,
+        hinted_long_prompts,
+        share_of_long: ratio(hinted_long_prompts, long_prompts),
+        routing_hints,
+        skill_hints: agg.hints.len() as u64 - routing_hints,
+    }
+}
+
+/// A spawn that ran above its hinted tier.
+struct Upgrade {
+    agent: Option<u32>,
+    hint: Tier,
+}
+
+/// What one pass over the spawns gathers: adherence, and which spawns the savings price.
+pub(super) struct Spawns {
+    pub(super) adherence: Adherence,
+    /// Spawns by the tier they ran on (`None` when none could be told).
+    by_tier: BTreeMap<Option<Tier>, u64>,
+    /// Spawns without a hint, by tier: the usual mix when there are any.
+    unhinted_by_tier: PerTier<u64>,
+    /// The agent of each spawn that ran on its hinted tier.
+    followed: Vec<Option<u32>>,
+    upgraded: Vec<Upgrade>,
+}
+
+impl Spawns {
+    pub(super) fn sort(agg: &Aggregator) -> Spawns {
+        let by_tool_use: HashMap<&str, u32> = agg
+            .agents
+            .iter()
+            .enumerate()
+            .filter_map(|(i, a)| a.tool_use_id.as_deref().map(|t| (t, i as u32)))
+            .collect();
+        let mut out = Spawns {
+            adherence: Adherence {
+                spawns: agg.spawns.len() as u64,
+                hinted_spawns: 0,
+                followed: 0,
+                upgraded: 0,
+                downgraded: 0,
+                unknown: 0,
+                share: None,
+                with_model_given: 0,
+            },
+            by_tier: BTreeMap::new(),
+            unhinted_by_tier: [0; Tier::COUNT],
+            followed: Vec::new(),
+            upgraded: Vec::new(),
+        };
+        let a = &mut out.adherence;
+        for s in agg.spawns.values() {
+            let agent = spawn_agent(agg, &by_tool_use, s);
+            let tier = spawn_tier(agg, s, agent);
+            *out.by_tier.entry(tier).or_default() += 1;
+            let Some(hint) = s.hint else {
+                if let Some(t) = tier {
+                    out.unhinted_by_tier[t.index()] += 1;
+                }
+                continue;
+            };
+            a.hinted_spawns += 1;
+            if s.requested.as_deref().is_some_and(|m| m != "inherit") {
+                a.with_model_given += 1;
+            }
+            match (hint, tier) {
+                (Some(h), Some(t)) if t == h => {
+                    a.followed += 1;
+                    out.followed.push(agent);
+                }
+                (Some(h), Some(t)) if t > h => {
+                    a.upgraded += 1;
+                    out.upgraded.push(Upgrade { agent, hint: h });
+                }
+                (Some(_), Some(_)) => a.downgraded += 1,
+                _ => a.unknown += 1,
+            }
+        }
+        a.share = ratio(a.followed, a.followed + a.upgraded + a.downgraded);
+        out
+    }
+}
+
+/// The subagent run a spawn started: by the agent id its result named, else by its tool use id.
+fn spawn_agent(agg: &Aggregator, by_tool_use: &HashMap<&str, u32>, s: &SpawnRec) -> Option<u32> {
+    s.agent_id
+        .as_deref()
+        .and_then(|id| agg.agent_index.get(id).copied())
+        .or_else(|| by_tool_use.get(s.tool_use_id.as_str()).copied())
+}
+
+/// The tier a spawn ran on: the resolved model, else the subagent's own first model, else the
+/// requested `model`, else the parent's.
+fn spawn_tier(agg: &Aggregator, s: &SpawnRec, agent: Option<u32>) -> Option<Tier> {
+    s.resolved
+        .as_deref()
+        .and_then(Tier::of)
+        .or_else(|| agent.and_then(|a| agg.agents[a as usize].first_model.as_deref()).and_then(Tier::of))
+        .or_else(|| s.requested.as_deref().and_then(Tier::of))
+        .or_else(|| s.parent_model.as_deref().and_then(Tier::of))
+}
+
+/// Subagent cost by tier, cheapest first, then what no model id names; a tier not always listed
+/// (fable), and the unknown row, only when something ran there.
+pub(super) fn tier_rows(usage: &Usage, spawns: &Spawns) -> Vec<TierRow> {
+    Tier::ALL
+        .map(Some)
+        .into_iter()
+        .chain([None])
+        .filter_map(|tier| {
+            let tally = usage.subagents_by_tier.get(&tier).copied().unwrap_or_default();
+            let spawns = spawns.by_tier.get(&tier).copied().unwrap_or(0);
+            if !tier.is_some_and(Tier::always_listed) && spawns == 0 && tally.requests == 0 {
+                return None;
+            }
+            Some(TierRow {
+                tier: tier.map_or(UNKNOWN_TIER, Tier::name).to_string(),
+                spawns,
+                requests: tally.requests,
+                tokens: tally.tokens.into(),
+                cost_usd: tally.cost,
+            })
+        })
+        .collect()
+}
+
+/// The usual tier mix a followed hint is measured against, and the rates each tier is repriced at.
+struct Baseline {
+    /// `unhinted spawns`, `main thread`, or `none`.
+    name: &'static str,
+    counts: PerTier<u64>,
+    total: u64,
+    rates: PerTier<Option<Rates>>,
+    /// The model each tier is priced at, by tier name.
+    models: BTreeMap<String, String>,
+}
+
+impl Baseline {
+    /// The tiers of spawns without a hint, else of main-thread requests. Each tier is repriced at
+    /// its most used priced model (ties to the first name), else at the price file's default.
+    fn new(agg: &Aggregator, prices: &Prices, models: &[Model], usage: &Usage, spawns: &Spawns) -> Baseline {
+        let (name, counts) = if spawns.unhinted_by_tier.iter().sum::<u64>() > 0 {
+            ("unhinted spawns", spawns.unhinted_by_tier)
+        } else if usage.main_by_tier.iter().sum::<u64>() > 0 {
+            ("main thread", usage.main_by_tier)
+        } else {
+            ("none", [0; Tier::COUNT])
+        };
+        let mut b =
+            Baseline { name, counts, total: counts.iter().sum(), rates: [None; Tier::COUNT], models: BTreeMap::new() };
+        for t in Tier::ALL {
+            let most_used = usage
+                .priced_requests
+                .iter()
+                .filter(|(m, _)| models[**m as usize].tier == Some(t))
+                .max_by(|a, b| a.1.cmp(b.1).then_with(|| agg.models[*b.0 as usize].cmp(&agg.models[*a.0 as usize])))
+                .map(|(m, _)| agg.models[*m as usize].clone());
+            let model = most_used.or_else(|| prices.tier_default(t).map(str::to_string));
+            if let Some(model) = model
+                && let Some((_, rt)) = prices.lookup(&model)
+            {
+                b.rates[t.index()] = Some(rt);
+                b.models.insert(t.name().to_string(), model);
+            }
+        }
+        b
+    }
+
+    fn share(&self, t: Tier) -> f64 {
+        self.counts[t.index()] as f64 / self.total as f64
+    }
+
+    fn mix(&self) -> BTreeMap<String, f64> {
+        Tier::ALL
+            .iter()
+            .filter(|t| self.total > 0 && self.counts[t.index()] > 0)
+            .map(|t| (t.name().to_string(), self.share(*t)))
+            .collect()
+    }
+
+    /// Whether every tier of the mix has a price, so that what the usual mix costs is known.
+    fn priced(&self) -> bool {
+        self.total > 0 && Tier::ALL.iter().all(|t| self.counts[t.index()] == 0 || self.rates[t.index()].is_some())
+    }
+
+    /// What `tokens` cost at the usual mix.
+    fn usual_cost(&self, tokens: &Tokens) -> f64 {
+        Tier::ALL.iter().filter_map(|t| self.rates[t.index()].map(|rt| self.share(*t) * rt.cost(tokens))).sum()
+    }
+}
+
+/// Realised savings of followed hints, missed savings of upgrades past a hint, the hints' own
+/// overhead, and the net.
+pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &[Model], usage: &Usage, spawns: &Spawns) -> Savings {
+    let baseline = Baseline::new(agg, prices, models, usage, spawns);
+    let priced = baseline.priced();
+    let mut realised = 0.0;
+    let mut followed_priced = 0;
+    if priced {
+        for agent in &spawns.followed {
+            let Some(spent) = usage.spent(*agent, models) else { continue };
+            if spent.tokens.total() == 0 {
+                continue;
+            }
+            realised += baseline.usual_cost(&spent.tokens) - spent.cost;
+            followed_priced += 1;
+        }
+    }
+    let mut missed = 0.0;
+    let mut upgraded_priced = 0;
+    for u in &spawns.upgraded {
+        let (Some(spent), Some(rt)) = (usage.spent(u.agent, models), baseline.rates[u.hint.index()]) else { continue };
+        if spent.tokens.total() == 0 {
+            continue;
+        }
+        missed += spent.cost - rt.cost(&spent.tokens);
+        upgraded_priced += 1;
+    }
+    let realised_usd = priced.then_some(realised);
+    Savings {
+        baseline: baseline.name.to_string(),
+        mix: baseline.mix(),
+        tier_models: baseline.models,
+        realised_usd,
+        followed_spawns_priced: followed_priced,
+        missed_usd: missed,
+        upgraded_spawns_priced: upgraded_priced,
+        hint_tokens: agg.hints.values().map(|h| h.tokens).sum(),
+        hint_overhead_usd: usage.hint_overhead,
+        net_usd: realised_usd.map(|r| r - usage.hint_overhead),
+    }
+}
