@@ -1,10 +1,15 @@
 //! The figures of [`Report`](super::Report), one function each, computed from the merged facts of
 //! an [`Aggregator`]: one pass over the deduplicated requests ([`Usage`]), one over the spawns
 //! ([`Spawns`]), then the savings against the usual tier mix ([`Baseline`]).
+//!
+//! The same transcripts give the same report to the last digit: the pass over the requests only
+//! adds integers (tokens per model), which is exact in any order, and every sum of dollars runs in
+//! a fixed order (models by name, spawns by tool use id), whatever order the reader threads
+//! finished in and the hash maps hold them in.
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::{Adherence, Aggregator, ModelRow, NO_AGENT, Part, Reach, Savings, TierRow, ratio};
+use super::{Adherence, Aggregator, ModelRow, NO_AGENT, Part, Reach, Rec, Savings, TierRow, ratio};
 use crate::report::collect::SpawnRec;
 use crate::report::prices::{Prices, Rates};
 use crate::tier::Tier;
@@ -25,8 +30,22 @@ pub(super) struct Model {
 }
 
 impl Model {
-    pub(super) fn of_all(agg: &Aggregator, prices: &Prices) -> Vec<Model> {
-        agg.models
+    fn cost(&self, tokens: &Tokens) -> Option<f64> {
+        self.rates.as_ref().map(|rt| rt.cost(tokens))
+    }
+}
+
+/// The history's models, and the order every sum over them runs in: by name, so that the same
+/// transcripts give the same figures to the last digit however the reader threads finished.
+pub(super) struct Models {
+    list: Vec<Model>,
+    by_name: Vec<usize>,
+}
+
+impl Models {
+    pub(super) fn new(agg: &Aggregator, prices: &Prices) -> Models {
+        let list = agg
+            .models
             .iter()
             .map(|m| {
                 let price = prices.lookup(m);
@@ -36,11 +55,69 @@ impl Model {
                     rates: price.map(|(_, rates)| rates),
                 }
             })
-            .collect()
+            .collect();
+        let mut by_name: Vec<usize> = (0..agg.models.len()).collect();
+        by_name.sort_by(|a, b| agg.models[*a].cmp(&agg.models[*b]));
+        Models { list, by_name }
     }
 
-    fn cost(&self, tokens: &Tokens) -> Option<f64> {
-        self.rates.as_ref().map(|rt| rt.cost(tokens))
+    /// Model indices in name order.
+    fn in_order(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
+        self.by_name.iter().copied()
+    }
+}
+
+/// The requests of one model: integer sums, exact in whatever order the requests come.
+#[derive(Debug, Clone, Copy, Default)]
+struct Count {
+    requests: u64,
+    tokens: Tokens,
+    /// Hint tokens these requests wrote to the prompt cache, and read back from it.
+    hint_write: u64,
+    hint_read: u64,
+}
+
+/// Requests by model index, in the order models first came (a history has a few models, and an
+/// agent one or two). Costs are computed from it at the end, a model at a time.
+#[derive(Debug, Clone, Default)]
+struct ByModel(Vec<(u32, Count)>);
+
+impl ByModel {
+    fn add(&mut self, r: &Rec, tokens: &Tokens) {
+        let at = match self.0.iter().position(|(m, _)| *m == r.model) {
+            Some(at) => at,
+            None => {
+                self.0.push((r.model, Count::default()));
+                self.0.len() - 1
+            }
+        };
+        let c = &mut self.0[at].1;
+        c.requests += 1;
+        c.tokens.add(tokens);
+        c.hint_write += u64::from(r.hint_write);
+        c.hint_read += u64::from(r.hint_read);
+    }
+
+    fn get(&self, model: usize) -> Count {
+        self.0.iter().find(|(m, _)| *m as usize == model).map(|(_, c)| *c).unwrap_or_default()
+    }
+
+    /// The requests of the models `keep` accepts, priced a model at a time in name order.
+    fn tally(&self, models: &Models, keep: impl Fn(&Model) -> bool) -> Tally {
+        let mut t = Tally::default();
+        for m in models.in_order() {
+            let (model, c) = (&models.list[m], self.get(m));
+            if c.requests == 0 || !keep(model) {
+                continue;
+            }
+            t.requests += c.requests;
+            t.tokens.add(&c.tokens);
+            match model.cost(&c.tokens) {
+                Some(cost) => t.cost += cost,
+                None => t.unpriced += c.requests,
+            }
+        }
+        t
     }
 }
 
@@ -55,24 +132,6 @@ pub(super) struct Tally {
 }
 
 impl Tally {
-    fn add(&mut self, tokens: &Tokens, cost: Option<f64>) {
-        self.requests += 1;
-        self.tokens.add(tokens);
-        self.cost += cost.unwrap_or(0.0);
-        self.unpriced += u64::from(cost.is_none());
-    }
-
-    fn plus(&self, other: &Tally) -> Tally {
-        let mut tokens = self.tokens;
-        tokens.add(&other.tokens);
-        Tally {
-            requests: self.requests + other.requests,
-            tokens,
-            cost: self.cost + other.cost,
-            unpriced: self.unpriced + other.unpriced,
-        }
-    }
-
     pub(super) fn part(&self) -> Part {
         Part {
             requests: self.requests,
@@ -83,12 +142,6 @@ impl Tally {
     }
 }
 
-/// One request of a subagent, kept to price the agent's whole run.
-struct AgentRequest {
-    model: u32,
-    tokens: Tokens,
-}
-
 /// What an agent's requests came to.
 struct Spent {
     tokens: Tokens,
@@ -97,96 +150,99 @@ struct Spent {
 
 /// What one pass over the deduplicated requests gathers (requests without tokens are skipped).
 pub(super) struct Usage {
-    /// By model index.
-    per_model: Vec<Tally>,
-    pub(super) main: Tally,
-    pub(super) subagents: Tally,
-    /// Subagent requests by tier (`None` for a model of no known tier).
-    subagents_by_tier: BTreeMap<Option<Tier>, Tally>,
-    by_agent: HashMap<u32, Vec<AgentRequest>>,
-    /// Priced requests by model index: the most used model of a tier is the one it is repriced at.
-    priced_requests: HashMap<u32, u64>,
-    /// Main-thread requests by tier: the usual mix when no spawn went without a hint.
-    main_by_tier: PerTier<u64>,
-    /// The hint tokens of main-thread requests at their cache-write and cache-read prices.
-    hint_overhead: f64,
+    all: ByModel,
+    main: ByModel,
+    subagents: ByModel,
+    /// Each subagent's own requests.
+    by_agent: HashMap<u32, ByModel>,
 }
 
 impl Usage {
-    pub(super) fn tally(agg: &Aggregator, models: &[Model]) -> Usage {
+    pub(super) fn tally(agg: &Aggregator) -> Usage {
         let mut u = Usage {
-            per_model: vec![Tally::default(); models.len()],
-            main: Tally::default(),
-            subagents: Tally::default(),
-            subagents_by_tier: BTreeMap::new(),
+            all: ByModel::default(),
+            main: ByModel::default(),
+            subagents: ByModel::default(),
             by_agent: HashMap::new(),
-            priced_requests: HashMap::new(),
-            main_by_tier: [0; Tier::COUNT],
-            hint_overhead: 0.0,
         };
         for r in agg.records() {
             let tokens = r.tokens();
             if tokens.total() == 0 {
                 continue;
             }
-            let model = &models[r.model as usize];
-            let cost = model.cost(&tokens);
-            u.per_model[r.model as usize].add(&tokens, cost);
-            let subagent = r.agent != NO_AGENT || r.sidechain;
-            let thread = if subagent { &mut u.subagents } else { &mut u.main };
-            thread.add(&tokens, cost);
-            if model.rates.is_some() {
-                *u.priced_requests.entry(r.model).or_default() += 1;
-            }
-            if subagent {
-                u.subagents_by_tier.entry(model.tier).or_default().add(&tokens, cost);
+            u.all.add(r, &tokens);
+            if r.agent != NO_AGENT || r.sidechain {
+                u.subagents.add(r, &tokens);
                 if r.agent != NO_AGENT {
-                    u.by_agent.entry(r.agent).or_default().push(AgentRequest { model: r.model, tokens });
+                    u.by_agent.entry(r.agent).or_default().add(r, &tokens);
                 }
             } else {
-                if let Some(t) = model.tier {
-                    u.main_by_tier[t.index()] += 1;
-                }
-                if let Some(rt) = &model.rates {
-                    u.hint_overhead +=
-                        (r.hint_write as f64 * rt.cache_write_5m + r.hint_read as f64 * rt.cache_read) / 1e6;
-                }
+                u.main.add(r, &tokens);
             }
         }
         u
     }
 
-    /// An agent's tokens (all models summed) and actual cost; `None` when one of its models is
-    /// unpriced. No agent (a spawn whose run was not found) spent nothing.
-    fn spent(&self, agent: Option<u32>, models: &[Model]) -> Option<Spent> {
-        let mut spent = Spent { tokens: Tokens::default(), cost: 0.0 };
-        for r in agent.and_then(|a| self.by_agent.get(&a)).map(Vec::as_slice).unwrap_or(&[]) {
-            spent.tokens.add(&r.tokens);
-            spent.cost += models[r.model as usize].cost(&r.tokens)?;
-        }
-        Some(spent)
+    pub(super) fn main(&self, models: &Models) -> Tally {
+        self.main.tally(models, |_| true)
     }
 
-    pub(super) fn all(&self) -> Tally {
-        self.main.plus(&self.subagents)
+    pub(super) fn subagents(&self, models: &Models) -> Tally {
+        self.subagents.tally(models, |_| true)
+    }
+
+    pub(super) fn all(&self, models: &Models) -> Tally {
+        self.all.tally(models, |_| true)
+    }
+
+    /// Main-thread requests by tier: the usual mix when no spawn went without a hint.
+    fn main_by_tier(&self, models: &Models) -> PerTier<u64> {
+        let mut counts = [0; Tier::COUNT];
+        for m in models.in_order() {
+            if let Some(t) = models.list[m].tier {
+                counts[t.index()] += self.main.get(m).requests;
+            }
+        }
+        counts
+    }
+
+    /// The hint tokens of main-thread requests at their cache-write (first request) and
+    /// cache-read (every later one) prices.
+    fn hint_overhead(&self, models: &Models) -> f64 {
+        let mut usd = 0.0;
+        for m in models.in_order() {
+            let (c, rates) = (self.main.get(m), models.list[m].rates);
+            if let Some(rt) = rates.filter(|_| c.requests > 0) {
+                usd += (c.hint_write as f64 * rt.cache_write_5m + c.hint_read as f64 * rt.cache_read) / 1e6;
+            }
+        }
+        usd
+    }
+
+    /// An agent's tokens (all models summed) and actual cost; `None` when one of its models is
+    /// unpriced. No agent (a spawn whose run was not found) spent nothing.
+    fn spent(&self, agent: Option<u32>, models: &Models) -> Option<Spent> {
+        let Some(requests) = agent.and_then(|a| self.by_agent.get(&a)) else {
+            return Some(Spent { tokens: Tokens::default(), cost: 0.0 });
+        };
+        let t = requests.tally(models, |_| true);
+        (t.unpriced == 0).then_some(Spent { tokens: t.tokens, cost: t.cost })
     }
 }
 
 /// Every model that has tokens, most tokens first (then by name).
-pub(super) fn model_rows(agg: &Aggregator, models: &[Model], usage: &Usage) -> Vec<ModelRow> {
+pub(super) fn model_rows(agg: &Aggregator, models: &Models, usage: &Usage) -> Vec<ModelRow> {
     let mut rows: Vec<ModelRow> = models
-        .iter()
-        .zip(&usage.per_model)
-        .enumerate()
-        .filter(|(_, (_, tally))| tally.tokens.total() > 0)
-        .map(|(i, (model, tally))| ModelRow {
-            model: agg.models[i].clone(),
+        .in_order()
+        .map(|m| (m, &models.list[m], usage.all.get(m)))
+        .filter(|(_, _, c)| c.tokens.total() > 0)
+        .map(|(m, model, c)| ModelRow {
+            model: agg.models[m].clone(),
             tier: model.tier,
             priced_as: model.priced_as.clone(),
-            requests: tally.requests,
-            tokens: tally.tokens.into(),
-            // One price over the model's summed tokens.
-            cost_usd: model.cost(&tally.tokens),
+            requests: c.requests,
+            tokens: c.tokens.into(),
+            cost_usd: model.cost(&c.tokens),
         })
         .collect();
     rows.sort_by(|a, b| b.tokens.total.cmp(&a.tokens.total).then_with(|| a.model.cmp(&b.model)));
@@ -254,8 +310,11 @@ impl Spawns {
             followed: Vec::new(),
             upgraded: Vec::new(),
         };
+        // In tool use id order, so that the savings add up in the same order on every run.
+        let mut all: Vec<&SpawnRec> = agg.spawns.values().collect();
+        all.sort_by(|a, b| a.tool_use_id.cmp(&b.tool_use_id));
         let a = &mut out.adherence;
-        for s in agg.spawns.values() {
+        for s in all {
             let agent = spawn_agent(agg, &by_tool_use, s);
             let tier = spawn_tier(agg, s, agent);
             *out.by_tier.entry(tier).or_default() += 1;
@@ -308,13 +367,13 @@ fn spawn_tier(agg: &Aggregator, s: &SpawnRec, agent: Option<u32>) -> Option<Tier
 
 /// Subagent cost by tier, cheapest first, then what no model id names; a tier not always listed
 /// (fable), and the unknown row, only when something ran there.
-pub(super) fn tier_rows(usage: &Usage, spawns: &Spawns) -> Vec<TierRow> {
+pub(super) fn tier_rows(models: &Models, usage: &Usage, spawns: &Spawns) -> Vec<TierRow> {
     Tier::ALL
         .map(Some)
         .into_iter()
         .chain([None])
         .filter_map(|tier| {
-            let tally = usage.subagents_by_tier.get(&tier).copied().unwrap_or_default();
+            let tally = usage.subagents.tally(models, |m| m.tier == tier);
             let spawns = spawns.by_tier.get(&tier).copied().unwrap_or(0);
             if !tier.is_some_and(Tier::always_listed) && spawns == 0 && tally.requests == 0 {
                 return None;
@@ -344,23 +403,26 @@ struct Baseline {
 impl Baseline {
     /// The tiers of spawns without a hint, else of main-thread requests. Each tier is repriced at
     /// its most used priced model (ties to the first name), else at the price file's default.
-    fn new(agg: &Aggregator, prices: &Prices, models: &[Model], usage: &Usage, spawns: &Spawns) -> Baseline {
+    fn new(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Baseline {
+        let main_by_tier = usage.main_by_tier(models);
         let (name, counts) = if spawns.unhinted_by_tier.iter().sum::<u64>() > 0 {
             ("unhinted spawns", spawns.unhinted_by_tier)
-        } else if usage.main_by_tier.iter().sum::<u64>() > 0 {
-            ("main thread", usage.main_by_tier)
+        } else if main_by_tier.iter().sum::<u64>() > 0 {
+            ("main thread", main_by_tier)
         } else {
             ("none", [0; Tier::COUNT])
         };
         let mut b =
             Baseline { name, counts, total: counts.iter().sum(), rates: [None; Tier::COUNT], models: BTreeMap::new() };
         for t in Tier::ALL {
-            let most_used = usage
-                .priced_requests
-                .iter()
-                .filter(|(m, _)| models[**m as usize].tier == Some(t))
-                .max_by(|a, b| a.1.cmp(b.1).then_with(|| agg.models[*b.0 as usize].cmp(&agg.models[*a.0 as usize])))
-                .map(|(m, _)| agg.models[*m as usize].clone());
+            // Models in name order, and `max_by_key` keeps the last maximum: reversed, the first name.
+            let most_used = models
+                .in_order()
+                .rev()
+                .map(|m| (m, &models.list[m], usage.all.get(m).requests))
+                .filter(|(_, model, requests)| model.tier == Some(t) && model.rates.is_some() && *requests > 0)
+                .max_by_key(|(_, _, requests)| *requests)
+                .map(|(m, _, _)| agg.models[m].clone());
             let model = most_used.or_else(|| prices.tier_default(t).map(str::to_string));
             if let Some(model) = model
                 && let Some((_, rt)) = prices.lookup(&model)
@@ -397,8 +459,9 @@ impl Baseline {
 
 /// Realised savings of followed hints, missed savings of upgrades past a hint, the hints' own
 /// overhead, and the net.
-pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &[Model], usage: &Usage, spawns: &Spawns) -> Savings {
+pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Savings {
     let baseline = Baseline::new(agg, prices, models, usage, spawns);
+    let hint_overhead = usage.hint_overhead(models);
     let priced = baseline.priced();
     let mut realised = 0.0;
     let mut followed_priced = 0;
@@ -432,7 +495,7 @@ pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &[Model], usage
         missed_usd: missed,
         upgraded_spawns_priced: upgraded_priced,
         hint_tokens: agg.hints.values().map(|h| h.tokens).sum(),
-        hint_overhead_usd: usage.hint_overhead,
-        net_usd: realised_usd.map(|r| r - usage.hint_overhead),
+        hint_overhead_usd: hint_overhead,
+        net_usd: realised_usd.map(|r| r - hint_overhead),
     }
 }

@@ -33,7 +33,7 @@ use serde::Serialize;
 use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
-use figures::{Model, Spawns, Usage};
+use figures::{Models, Spawns, Usage};
 use prices::{PriceFile, Prices};
 
 const NO_AGENT: u32 = u32::MAX;
@@ -420,8 +420,8 @@ impl Report {
         seconds: f64,
         scope: BTreeMap<String, serde_json::Value>,
     ) -> Report {
-        let models = Model::of_all(agg, prices);
-        let usage = Usage::tally(agg, &models);
+        let models = Models::new(agg, prices);
+        let usage = Usage::tally(agg);
         let spawns = Spawns::sort(agg);
         let reach = figures::reach(agg);
         let savings = figures::savings(agg, prices, &models, &usage, &spawns);
@@ -433,16 +433,16 @@ impl Report {
             read: ReadStats::new(stats, seconds),
             prices: PriceNote::of(&prices.file),
             totals: Totals {
-                all: usage.all().part(),
-                main: usage.main.part(),
-                subagents: usage.subagents.part(),
+                all: usage.all(&models).part(),
+                main: usage.main(&models).part(),
+                subagents: usage.subagents(&models).part(),
                 duplicate_copies: agg.duplicates,
                 sessions: agg.sessions.len() as u64,
             },
             models: model_rows,
             unknown_models,
             reach,
-            subagents_by_tier: figures::tier_rows(&usage, &spawns),
+            subagents_by_tier: figures::tier_rows(&models, &usage, &spawns),
             adherence: spawns.adherence,
             savings,
             calibrate,
@@ -530,6 +530,83 @@ mod tests {
         assert!(rec(50, false).better_than(&rec(50, true)));
         assert!(!rec(50, true).better_than(&rec(50, false)));
         assert!(!rec(50, false).better_than(&rec(50, false)));
+    }
+
+    /// Twenty main files, each spawning a subagent (a file of its own) after a haiku hint, plus an
+    /// unhinted sonnet spawn for the usual mix; costs that floating point cannot add exactly.
+    fn history() -> Vec<(FileInfo, FileFacts)> {
+        const MODELS: [&str; 3] = ["claude-opus-4-8", "claude-haiku-4-5-20251001", "claude-sonnet-4-5-20250929"];
+        let info = |session: &str| FileInfo {
+            path: std::path::PathBuf::new(),
+            project: "p".into(),
+            session_id: session.into(),
+            agent: None,
+            size: 0,
+        };
+        let usage = |f: u64, n: u64, model: u32| -> Vec<collect::UsageRec> {
+            (0..n)
+                .map(|i| collect::UsageRec {
+                    key: Some(collect::hash(&[&format!("{f}-{model}-{i}")])),
+                    model,
+                    tokens: Tokens {
+                        input: 7 + 13 * i + 3 * f,
+                        output: 3 + i,
+                        cache_read: 11 * i,
+                        ..Tokens::default()
+                    },
+                    sidechain: false,
+                    hint_write: i % 5,
+                    hint_read: i % 7,
+                })
+                .collect()
+        };
+        let spawn = |id: String, hint: Option<Option<Tier>>, model: &str| SpawnRec {
+            tool_use_id: id,
+            hint,
+            resolved: Some(model.into()),
+            ..SpawnRec::default()
+        };
+        let mut files = Vec::new();
+        for f in 0..20u64 {
+            let mut main = FileFacts {
+                session_id: format!("s{f}"),
+                models: MODELS.map(String::from).to_vec(),
+                spawns: vec![
+                    spawn(format!("tu{f}"), Some(Some(Tier::Haiku)), MODELS[1]),
+                    spawn(format!("plain{f}"), None, MODELS[2]),
+                ],
+                ..FileFacts::default()
+            };
+            main.usage = (0..3).flat_map(|m| usage(f, 30, m)).collect();
+            files.push((info(&main.session_id), main));
+            let agent = FileFacts {
+                session_id: format!("s{f}"),
+                agent_id: Some(format!("a{f}")),
+                agent_tool_use_id: Some(format!("tu{f}")),
+                models: vec![MODELS[1].into()],
+                usage: usage(100 + f, 10 + f, 0),
+                ..FileFacts::default()
+            };
+            files.push((info(&agent.session_id), agent));
+        }
+        files
+    }
+
+    #[test]
+    fn the_same_history_gives_the_same_report_whatever_order_files_finish_in() {
+        let prices = Prices::load(None).unwrap();
+        let build = |files: Vec<(FileInfo, FileFacts)>| {
+            let mut agg = Aggregator::new();
+            for (info, facts) in files {
+                agg.add(&info, facts);
+            }
+            let report = Report::build(&agg, &prices, &Stats::default(), 0.0, BTreeMap::new());
+            assert!(report.savings.realised_usd.is_some_and(|r| r != 0.0), "the savings are priced");
+            serde_json::to_string(&report).unwrap()
+        };
+        let forward = build(history());
+        let backward = build(history().into_iter().rev().collect());
+        assert_eq!(forward, backward);
     }
 
     fn reach(prompts: u64, hinted: u64, hints: u64) -> Reach {
