@@ -135,6 +135,48 @@ impl Calibration {
     pub fn loaded(&self) -> impl Iterator<Item = &(Origin, Fit)> {
         self.fits.iter()
     }
+
+    /// Applies the fit for this question, if one matches, to an answer of `provider`'s `model`.
+    /// Without reported probabilities only a two-option answer can be rescaled (the other option
+    /// has the rest); any other answer without them stays as it is (`None`).
+    pub fn apply(&self, provider: &str, model: &str, question: &str, answer: &Answered) -> Option<Calibrated> {
+        let fit = self.find(provider, model, question, answer.options)?;
+        let completed: Vec<f64>;
+        let probabilities = match answer.probabilities {
+            Some(p) => p,
+            None if answer.options == 2 => {
+                let c = answer.confidence;
+                completed = (0..2).map(|i| if i == answer.decision { c } else { 1.0 - c }).collect();
+                &completed
+            }
+            None => return None,
+        };
+        let scaled: Vec<f64> = rescale(probabilities, fit.temperature).into_iter().map(round6).collect();
+        Some(Calibrated { confidence: scaled.get(answer.decision).copied().unwrap_or(0.0), probabilities: scaled })
+    }
+}
+
+/// A checked answer, as calibration reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Answered<'a> {
+    /// How many options the question had.
+    pub options: usize,
+    /// The index of the option picked.
+    pub decision: usize,
+    pub confidence: f64,
+    /// Every option's probability, in option order, when the engine reported them.
+    pub probabilities: Option<&'a [f64]>,
+}
+
+/// An answer after its fit: the picked option's probability and every option's, to 6 decimals.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Calibrated {
+    pub confidence: f64,
+    pub probabilities: Vec<f64>,
+}
+
+fn round6(x: f64) -> f64 {
+    (x * 1e6).round() / 1e6
 }
 
 /// Rescales probabilities with temperature `t`: p_i^(1/t), renormalised. Zeros stay zero.
@@ -217,6 +259,33 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let cal = Calibration::load(&dir.join("missing.json"));
         assert!(cal.errors.is_empty(), "a missing local file is not an error");
+    }
+
+    #[test]
+    fn a_fit_applies_to_an_answer_with_probabilities_or_with_two_options() {
+        let cal = Calibration::from_fits(vec![
+            (Origin::Shipped, fit(Some("design"), None, "typed-decisions", 0.5)),
+            (Origin::Shipped, fit(None, Some(3), "typed-decisions", 2.0)),
+        ]);
+        let apply = |question: &str, options: usize, decision: usize, confidence: f64, p: Option<&[f64]>| {
+            let answer = Answered { options, decision, confidence, probabilities: p };
+            cal.apply("laya", "typed-decisions", question, &answer)
+        };
+        // T = 0.5 squares: 0.36 / 0.52 and 0.16 / 0.52, to 6 decimals.
+        let two = Calibrated { confidence: 0.692308, probabilities: vec![0.692308, 0.307692] };
+        assert_eq!(apply("design", 2, 0, 0.6, Some(&[0.6, 0.4])), Some(two.clone()));
+        assert_eq!(apply("design", 2, 0, 0.6, None), Some(two), "the other option has the rest");
+        let flipped = apply("design", 2, 1, 0.6, None).expect("fit");
+        assert_eq!(flipped.probabilities, [0.307692, 0.692308], "the rest goes to the option not picked");
+        // The option-count fit (T = 2, square roots: 0.69282, 0.6 and 0.4 over 1.69282), for the
+        // option the engine picked.
+        let three = apply("other", 3, 1, 0.36, Some(&[0.48, 0.36, 0.16])).expect("fit");
+        assert_eq!(three.probabilities, [0.40927, 0.354438, 0.236292]);
+        assert_eq!(three.confidence, 0.354438);
+        assert_eq!(apply("other", 3, 0, 0.5, None), None, "three options without probabilities stay as they are");
+        assert_eq!(apply("other", 4, 0, 0.5, Some(&[0.4, 0.3, 0.2, 0.1])), None, "no fit for four options");
+        let other_model = Answered { options: 2, decision: 0, confidence: 0.6, probabilities: None };
+        assert_eq!(cal.apply("laya", "english", "design", &other_model), None);
     }
 
     #[test]

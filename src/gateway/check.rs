@@ -40,28 +40,25 @@ impl Gateway {
         Ok((answers, if details.is_empty() { None } else { Some(details.join("; ")) }))
     }
 
+    /// Rescales a decided answer with the calibration fit for its question, when one applies.
     fn calibrate(&self, provider: &str, model: &str, key: &str, options: &[String], answer: Answer) -> Answer {
         let Answer::Decided { decision, confidence, probabilities, rationale, .. } = answer else { return answer };
-        let Some(fit) = self.calibration.find(provider, model, key, options.len()) else {
-            return Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale };
+        let values: Option<Vec<f64>> = probabilities.as_ref().map(|p| p.iter().map(|(_, x)| x).collect());
+        let answered = calibration::Answered {
+            options: options.len(),
+            decision: options.iter().position(|o| *o == decision).unwrap_or(0),
+            confidence,
+            probabilities: values.as_deref(),
         };
-        // Without reported probabilities only a two-option answer can be rescaled: the loser has the rest.
-        let probs: Vec<f64> = match &probabilities {
-            Some(p) => options.iter().map(|o| p.get(o).unwrap_or(0.0)).collect(),
-            None if options.len() == 2 => {
-                options.iter().map(|o| if *o == decision { confidence } else { 1.0 - confidence }).collect()
-            }
-            None => return Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale },
-        };
-        let scaled = calibration::rescale(&probs, fit.temperature);
-        let idx = options.iter().position(|o| *o == decision).unwrap_or(0);
-        let rounded: Vec<f64> = scaled.iter().map(|p| round6(*p)).collect();
-        Answer::Decided {
-            decision,
-            confidence: rounded[idx],
-            probabilities: Some(Probabilities::of(options, &rounded)),
-            calibrated: true,
-            rationale,
+        match self.calibration.apply(provider, model, key, &answered) {
+            Some(c) => Answer::Decided {
+                decision,
+                confidence: c.confidence,
+                probabilities: Some(Probabilities::of(options, &c.probabilities)),
+                calibrated: true,
+                rationale,
+            },
+            None => Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale },
         }
     }
 }
@@ -115,10 +112,6 @@ fn in_option_order(q: &Question, p: &Probabilities) -> Result<Probabilities, Str
         return Err(format!("probabilities sum to {sum:.4}, not 1"));
     }
     Ok(Probabilities::of(&q.options, &covered))
-}
-
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }
 
 #[cfg(test)]
