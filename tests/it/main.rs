@@ -3,6 +3,15 @@
 //! `cargo test --test it -- report::`. What the tests share (scratch environments, the MCP client,
 //! the loopback fakes) is in `support/`.
 
+// Helpers outside #[test] functions (support/, fakes) are test code too: a failed assumption in them
+// is a failed test. Cargo.toml's [lints] refuses these in the product.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    reason = "test code: a failed assumption is a failed test"
+)]
+
 mod support;
 
 mod calibrate;
