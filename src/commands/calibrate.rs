@@ -66,7 +66,9 @@ struct FitArgs {
 pub fn run(args: Args) -> Result<i32> {
     match args.command {
         Cmd::Pending { limit } => calibrate::pending(limit),
-        Cmd::Label { id, features, tier, outcome, by } => calibrate::label(&id, &features, tier, outcome, by),
+        Cmd::Label { id, features, tier, outcome, by } => {
+            calibrate::label(&id, &features, tier.as_deref(), outcome.as_deref(), &by)
+        }
         Cmd::Fit(a) => calibrate::fit(FitOptions {
             apply: a.apply,
             plot: a.plot,

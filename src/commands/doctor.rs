@@ -398,7 +398,7 @@ fn check_labels(r: &mut Report) {
     let pending = checks::pending_labels();
     if pending >= checks::PENDING_LABELS_THRESHOLD {
         r.warn(
-            format!("{pending} logged prompts wait for labels"),
+            format!("{pending} logged prompts and spawns wait for labels"),
             "label them and refit the calibration with /system1:calibrate",
         );
     }

@@ -1,6 +1,6 @@
 //! The SessionStart hook: silent unless something needs the user. It speaks when the config is
 //! broken, when routing is on but no engine of the chain answers a health probe, when the plugin
-//! was updated but the binary was not, and when enough logged prompts wait for labels that a
+//! was updated but the binary was not, and when enough logged prompts and spawns wait for labels that a
 //! calibration run is worth it.
 //!
 //! All is well in a few milliseconds: the engine is probed only when routing is on (and System-1
@@ -67,7 +67,7 @@ fn findings(loaded: &Loaded) -> Vec<String> {
     let pending = checks::pending_labels();
     if pending >= checks::PENDING_LABELS_THRESHOLD {
         out.push(format!(
-            "system1: {pending} logged prompts are waiting for labels; /system1:calibrate fits routing to them."
+            "system1: {pending} logged prompts and spawns are waiting for labels; /system1:calibrate fits routing to them."
         ));
     }
     out

@@ -8,9 +8,9 @@ pub mod scan;
 
 use std::collections::HashMap;
 
-use serde_json::{Value, json};
-
 pub use rules::{Outcome, Proposal, propose};
+
+use crate::routing::entry::{Entry, OutcomeSource};
 
 /// What writing the proposals into the log did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -27,31 +27,24 @@ pub struct Applied {
 /// `outcome_reason`, `outcome_tier`, `outcome_source: "auto"`, and `outcome_doubtful` when the
 /// evidence is weak (so that labelling asks about it). An outcome a person labelled
 /// (`outcome_source: "user"`) is never overwritten.
-pub fn apply(entries: &mut [Value], proposals: &[Proposal]) -> Applied {
+pub fn apply(entries: &mut [Entry], proposals: &[Proposal]) -> Applied {
     let by_id: HashMap<&str, &Proposal> = proposals.iter().map(|p| (p.tool_use_id.as_str(), p)).collect();
     let mut applied = Applied::default();
     let mut matched = std::collections::HashSet::new();
-    for e in entries.iter_mut() {
-        if e.get("source").and_then(Value::as_str) != Some("agent") {
-            continue;
-        }
-        let Some(p) = e.get("tool_use_id").and_then(Value::as_str).and_then(|id| by_id.get(id)).copied() else {
+    for e in entries.iter_mut().filter(|e| e.is_agent()) {
+        let Some(p) = e.tool_use_id.as_deref().and_then(|id| by_id.get(id)).copied() else {
             continue;
         };
         matched.insert(p.tool_use_id.as_str());
-        if e.get("outcome_source").and_then(Value::as_str) == Some("user") {
+        if e.outcome_source == Some(OutcomeSource::User) {
             applied.kept_user += 1;
             continue;
         }
-        let Value::Object(m) = e else { continue };
-        m.insert("outcome".into(), json!(p.outcome.as_str()));
-        m.insert("outcome_reason".into(), json!(p.reason));
-        m.insert("outcome_tier".into(), json!(p.tier));
-        m.insert("outcome_source".into(), json!("auto"));
-        match &p.doubtful {
-            Some(why) => m.insert("outcome_doubtful".into(), json!(why)),
-            None => m.remove("outcome_doubtful"),
-        };
+        e.outcome = Some(p.outcome);
+        e.outcome_reason = Some(p.reason.clone());
+        e.outcome_tier = p.tier;
+        e.outcome_source = Some(OutcomeSource::Auto);
+        e.outcome_doubtful = p.doubtful.clone();
         applied.written += 1;
     }
     applied.not_in_log = proposals.iter().filter(|p| !matched.contains(p.tool_use_id.as_str())).count();
@@ -61,6 +54,7 @@ pub fn apply(entries: &mut [Value], proposals: &[Proposal]) -> Applied {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn proposal(id: &str, outcome: Outcome, doubtful: Option<&str>) -> Proposal {
         Proposal {
@@ -77,12 +71,15 @@ mod tests {
 
     #[test]
     fn apply_writes_auto_outcomes_and_keeps_user_ones() {
-        let mut entries = vec![
+        let mut entries: Vec<Entry> = [
             json!({"id": "1", "source": "agent", "tool_use_id": "t1"}),
             json!({"id": "2", "source": "agent", "tool_use_id": "t2", "outcome": "succeeded", "outcome_source": "user"}),
             json!({"id": "3", "source": "prompt", "tool_use_id": "t3"}),
             json!({"id": "4", "source": "agent", "tool_use_id": "t4", "outcome": "failed", "outcome_source": "auto", "outcome_doubtful": "old"}),
-        ];
+        ]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
         let ps = [
             proposal("t1", Outcome::Failed, Some("check")),
             proposal("t2", Outcome::Failed, None),
@@ -92,13 +89,14 @@ mod tests {
         ];
         let a = apply(&mut entries, &ps);
         assert_eq!(a, Applied { written: 2, kept_user: 1, not_in_log: 2 });
-        assert_eq!(entries[0]["outcome"], "failed");
-        assert_eq!(entries[0]["outcome_source"], "auto");
-        assert_eq!(entries[0]["outcome_tier"], "sonnet");
-        assert_eq!(entries[0]["outcome_doubtful"], "check");
-        assert_eq!(entries[1]["outcome"], "succeeded", "a user's label stays");
-        assert!(entries[2].get("outcome").is_none(), "only agent entries get outcomes");
-        assert_eq!(entries[3]["outcome"], "succeeded");
-        assert!(entries[3].get("outcome_doubtful").is_none());
+        let v: Vec<serde_json::Value> = entries.iter().map(|e| serde_json::to_value(e).unwrap()).collect();
+        assert_eq!(v[0]["outcome"], "failed");
+        assert_eq!(v[0]["outcome_source"], "auto");
+        assert_eq!(v[0]["outcome_tier"], "sonnet");
+        assert_eq!(v[0]["outcome_doubtful"], "check");
+        assert_eq!(v[1]["outcome"], "succeeded", "a user's label stays");
+        assert!(v[2].get("outcome").is_none(), "only agent entries get outcomes");
+        assert_eq!(v[3]["outcome"], "succeeded");
+        assert!(v[3].get("outcome_doubtful").is_none());
     }
 }

@@ -42,21 +42,8 @@ pub struct Spawn {
     pub api_error: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Succeeded,
-    Failed,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Succeeded => "succeeded",
-            Outcome::Failed => "failed",
-        }
-    }
-}
+/// The outcome the routing log keeps, so proposals are written as they are read.
+pub use crate::routing::entry::Outcome;
 
 /// The proposal for one spawn.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

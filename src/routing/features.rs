@@ -8,8 +8,9 @@
 
 use std::time::Instant;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use super::entry::{EngineAnswer, PerFeature};
 use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
@@ -62,16 +63,14 @@ pub struct Asked {
 }
 
 impl Asked {
-    /// `{"read_only": {"answer": true, "confidence": 0.82}, ...}` as the routing log keeps it.
-    pub fn features_json(&self) -> Value {
-        match &self.features {
-            Ok(fs) => Value::Object(
-                fs.iter()
-                    .map(|f| (f.feature.name().to_string(), json!({"answer": f.answer, "confidence": f.confidence})))
-                    .collect::<Map<String, Value>>(),
-            ),
-            Err(_) => Value::Null,
-        }
+    /// The answers as the routing log keeps them; `None` when there are none.
+    pub fn logged(&self) -> Option<PerFeature<EngineAnswer>> {
+        let fs = self.features.as_ref().ok()?;
+        Some(
+            fs.iter()
+                .map(|f| (f.feature, EngineAnswer { answer: f.answer, confidence: f.confidence, other: Map::new() }))
+                .collect(),
+        )
     }
 }
 

@@ -13,19 +13,18 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use serde_json::Value;
-
+pub use super::entry::Entry;
 use crate::paths;
 
-/// What `read_all` found: the entries that parse as JSON objects, and how many lines did not.
+/// What `read_all` found: the lines that are entries, and how many other lines there were.
 #[derive(Debug, Default)]
 pub struct Entries {
-    pub entries: Vec<Value>,
+    pub entries: Vec<Entry>,
     pub skipped: usize,
 }
 
 /// Appends one entry to `paths::routing_log()`.
-pub fn append(entry: &Value) -> io::Result<()> {
+pub fn append(entry: &Entry) -> io::Result<()> {
     append_at(&paths::routing_log(), entry)
 }
 
@@ -35,7 +34,7 @@ pub fn read_all() -> io::Result<Entries> {
 }
 
 /// Rewrites `paths::routing_log()` through `f` while holding the lock (see `rewrite_at`).
-pub fn rewrite<R>(f: impl FnOnce(&mut Vec<Value>) -> R) -> io::Result<R> {
+pub fn rewrite<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Result<R> {
     rewrite_at(&paths::routing_log(), f)
 }
 
@@ -121,7 +120,7 @@ impl Drop for Lock {
     }
 }
 
-pub fn append_at(log: &Path, entry: &Value) -> io::Result<()> {
+pub fn append_at(log: &Path, entry: &Entry) -> io::Result<()> {
     let mut line = serde_json::to_string(entry).map_err(io::Error::other)?;
     line.push('\n');
     let _lock = Lock::take(log)?;
@@ -150,11 +149,11 @@ pub fn read_all_at(log: &Path) -> io::Result<Entries> {
     Ok(out)
 }
 
-/// Rewrites the log: `f` gets every entry that parses and may change, drop or add entries. Lines
-/// that do not parse are kept verbatim after the entries (they may be someone's data in a shape
-/// this version does not know). Holds the lock throughout, writes a temp file in the same
+/// Rewrites the log: `f` gets every entry and may change, drop or add entries. Lines that are no
+/// entry are kept verbatim after the entries (they may be someone's data in a shape this version
+/// does not know). Holds the lock throughout, writes a temp file in the same
 /// directory, fsyncs it and renames it over the log, so a crash leaves either the old or the new log.
-pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Value>) -> R) -> io::Result<R> {
+pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Result<R> {
     let _lock = Lock::take(log)?;
     let mut entries = Vec::new();
     let mut kept = Vec::new();
@@ -197,11 +196,44 @@ pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Value>) -> R) -> io::Re
     Ok(result)
 }
 
-fn parse(line: &str) -> Option<Value> {
-    match serde_json::from_str(line) {
-        Ok(v @ Value::Object(_)) => Some(v),
-        _ => None,
+fn parse(line: &str) -> Option<Entry> {
+    serde_json::from_str(line).ok()
+}
+
+/// How many entries of `paths::routing_log()` wait for labels ([`Entry::needs_labels`]). A log that
+/// cannot be read counts 0.
+///
+/// Runs at every session start, so it reads the log without the writers' lock (a line being
+/// appended at that moment is incomplete and skipped) and parses as little as it can.
+pub fn count_waiting_for_labels() -> usize {
+    let Ok(bytes) = std::fs::read(paths::routing_log()) else { return 0 };
+    String::from_utf8_lossy(&bytes).lines().filter(|line| waits_for_labels(line)).count()
+}
+
+/// [`Entry::needs_labels`] of one log line, settling most lines without parsing them. The writers
+/// emit compact JSON, where `"source":"` and `"labels":` can only be keys (inside a string value the
+/// quotes are escaped), and `source` comes before any nested object. So a line whose first
+/// `"source":"` has no `{` before it (the key is the entry's own) is settled by that search when
+/// it is neither a prompt nor an agent entry, and when it is one with no `"labels":` key at all,
+/// which leaves its features unlabelled. Every other line is parsed.
+fn waits_for_labels(line: &str) -> bool {
+    const SOURCE: &str = r#""source":""#;
+    const LABELS: &str = r#""labels":"#;
+    let compact = line.trim_end();
+    if compact.starts_with('{')
+        && compact.ends_with('}')
+        && let Some(at) = compact.find(SOURCE)
+        && !compact[1..at].contains('{')
+    {
+        let value = &compact[at + SOURCE.len()..];
+        if !value.starts_with("prompt\"") && !value.starts_with("agent\"") {
+            return false;
+        }
+        if !compact.contains(LABELS) {
+            return true;
+        }
     }
+    parse(line).is_some_and(|e| e.needs_labels())
 }
 
 /// The log's lines; a missing log has none. Lines that are not UTF-8 are kept lossily (they count as bad).
@@ -230,7 +262,17 @@ fn read_lines(log: &Path) -> io::Result<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
+
+    /// An entry with `id` and the extra fields of `more` (a JSON object).
+    fn entry(id: &str, more: Value) -> Entry {
+        let Value::Object(other) = more else { panic!("an object") };
+        Entry { id: Some(id.into()), other, ..Entry::default() }
+    }
+
+    fn ids(e: &Entries) -> Vec<&str> {
+        e.entries.iter().map(|e| e.id.as_deref().unwrap_or("")).collect()
+    }
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("system1-log-{name}-{}", new_id()));
@@ -265,11 +307,16 @@ mod tests {
     #[test]
     fn append_creates_private_file_and_reads_back() {
         let log = scratch("append");
-        append_at(&log, &json!({"id": "a", "n": 1})).unwrap();
-        append_at(&log, &json!({"id": "b", "prompt": "line\nbreak"})).unwrap();
+        let b = Entry { prompt: Some("line\nbreak".into()), ..entry("b", json!({})) };
+        append_at(&log, &entry("a", json!({"n": 1}))).unwrap();
+        append_at(&log, &b).unwrap();
         let got = read_all_at(&log).unwrap();
         assert_eq!(got.skipped, 0);
-        assert_eq!(got.entries, vec![json!({"id": "a", "n": 1}), json!({"id": "b", "prompt": "line\nbreak"})]);
+        assert_eq!(got.entries, vec![entry("a", json!({"n": 1})), b]);
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\",\"prompt\":\"line\\nbreak\"}\n"
+        );
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
@@ -282,10 +329,10 @@ mod tests {
     fn append_after_a_torn_last_line_keeps_the_new_entry_whole() {
         let log = scratch("torn");
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-        std::fs::write(&log, "{\"id\":1}\n{\"id\":2,\"prom").unwrap();
-        append_at(&log, &json!({"id": 3})).unwrap();
+        std::fs::write(&log, "{\"id\":\"1\"}\n{\"id\":\"2\",\"prom").unwrap();
+        append_at(&log, &entry("3", json!({}))).unwrap();
         let got = read_all_at(&log).unwrap();
-        assert_eq!(got.entries, vec![json!({"id": 1}), json!({"id": 3})]);
+        assert_eq!(ids(&got), ["1", "3"]);
         assert_eq!(got.skipped, 1, "only the torn line is lost");
     }
 
@@ -294,30 +341,91 @@ mod tests {
         let log = scratch("bad");
         assert_eq!(read_all_at(&log).unwrap().entries.len(), 0);
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-        std::fs::write(&log, "{\"id\":1}\nnot json\n[1,2]\n\n{\"id\":2}\n{\"trunc").unwrap();
+        std::fs::write(&log, "{\"id\":\"1\"}\nnot json\n[1,2]\n\n{\"id\":\"2\"}\n{\"rule_tier\":\"gpt\"}\n{\"trunc")
+            .unwrap();
         let got = read_all_at(&log).unwrap();
-        assert_eq!(got.entries, vec![json!({"id": 1}), json!({"id": 2})]);
-        assert_eq!(got.skipped, 3);
+        assert_eq!(ids(&got), ["1", "2"]);
+        assert_eq!(got.skipped, 4, "not JSON, not an object, a known key of the wrong type, torn");
     }
 
     #[test]
     fn rewrite_changes_entries_and_keeps_bad_lines_verbatim() {
         let log = scratch("rewrite");
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
-        std::fs::write(&log, "{\"id\":1}\nnot json  \n{\"id\":2}\n").unwrap();
+        std::fs::write(&log, "{\"id\":\"1\",\"x\":[1]}\nnot json  \n{\"id\":\"2\"}\n{\"id\":3}\n").unwrap();
         let n = rewrite_at(&log, |entries| {
-            entries[1]["label"] = json!("x");
+            entries[1].label_tier = Some(crate::tier::Tier::Opus);
             entries.len()
         })
         .unwrap();
         assert_eq!(n, 2);
-        assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"id\":1}\n{\"id\":2,\"label\":\"x\"}\nnot json  \n");
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            "{\"id\":\"1\",\"x\":[1]}\n{\"id\":\"2\",\"label_tier\":\"opus\"}\nnot json  \n{\"id\":3}\n"
+        );
         let leftovers: Vec<_> = std::fs::read_dir(log.parent().unwrap())
             .unwrap()
             .filter_map(|e| e.ok())
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
+    }
+
+    #[test]
+    fn a_routing_entry_waits_for_labels_until_it_has_them_all() {
+        let all = r#""labels":{"read_only":true,"design":false,"review":false,"specified":true}"#;
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","prompt":"x"}"#));
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","labels":{"read_only":true}}"#), "three to go");
+        assert!(!waits_for_labels(&format!(r#"{{"id":"1","source":"prompt",{all}}}"#)));
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","labels":null}"#), "null labels are none");
+        assert!(waits_for_labels(r#"{"id":"1","source":"prompt","labels":{}}"#), "empty labels are none");
+        // A spawn waits for its outcome too, and for a person when the automatic one is doubtful.
+        assert!(waits_for_labels(r#"{"id":"1","source":"agent","prompt":"x"}"#));
+        assert!(waits_for_labels(&format!(r#"{{"id":"1","source":"agent",{all}}}"#)));
+        assert!(!waits_for_labels(&format!(
+            r#"{{"source":"agent",{all},"outcome":"failed","outcome_source":"auto"}}"#
+        )));
+        assert!(waits_for_labels(&format!(
+            r#"{{"source":"agent",{all},"outcome":"failed","outcome_source":"auto","outcome_doubtful":"re-spawn"}}"#
+        )));
+        assert!(!waits_for_labels(r#"{"id":"1","source":"skill"}"#));
+        assert!(!waits_for_labels(r#"{"id":"1","source":"probe"}"#));
+    }
+
+    #[test]
+    fn lines_in_other_shapes_are_parsed() {
+        assert!(waits_for_labels(r#"{ "source" : "prompt", "prompt": "x" }"#));
+        assert!(waits_for_labels(r#"{ "source" : "prompt", "labels" : { "design": false } }"#));
+        assert!(!waits_for_labels(
+            r#"{ "source" : "prompt", "labels" : { "design": false, "read_only": true, "review": true, "specified": false } }"#
+        ));
+        assert!(!waits_for_labels(r#"{"source":"prompt""#), "an incomplete line is skipped");
+        assert!(!waits_for_labels("not json"));
+        assert!(!waits_for_labels(r#"["source","prompt"]"#));
+        // A prompt quoting the key is escaped in the string, so it cannot fool the search.
+        let tricky = r#"{"source":"skill","prompt":"say \"source\":\"prompt\" please"}"#;
+        assert!(!waits_for_labels(tricky));
+        // A labels key quoted inside a prompt's text does not hide a pending entry.
+        let quoted = r#"{"source":"prompt","prompt":"add \"labels\": to it"}"#;
+        assert!(waits_for_labels(quoted));
+        // A nested "source" before the entry's own is not taken for it.
+        let nested = r#"{"extra":{"source":"skill"},"source":"prompt"}"#;
+        assert!(waits_for_labels(nested));
+    }
+
+    #[test]
+    fn the_fast_path_agrees_with_needs_labels() {
+        // Every line the pre-filter settles, parsed in full, says the same.
+        let lines = [
+            r#"{"id":"1","time":"t","source":"prompt","prompt":"x","features":{"design":{"answer":true,"confidence":0.7}}}"#,
+            r#"{"id":"2","time":"t","source":"agent","prompt":"x","chosen":"haiku"}"#,
+            r#"{"id":"3","time":"t","source":"skill","prompt":"x","decision":"pdf"}"#,
+            r#"{"id":"4","time":"t","source":"prompt","prompt":"x","labels":{"read_only":true}}"#,
+        ];
+        for line in lines {
+            let entry: Entry = serde_json::from_str(line).unwrap();
+            assert_eq!(waits_for_labels(line), entry.needs_labels(), "{line}");
+        }
     }
 
     /// Child side of the concurrency tests: a real separate process (this test binary, re-run with
@@ -329,8 +437,8 @@ mod tests {
         let lines: usize = std::env::var("SYSTEM1_TEST_LOG_LINES").unwrap().parse().unwrap();
         for i in 0..lines {
             // A long prompt makes a line bigger than a pipe buffer, so an unlocked writer would tear it.
-            append_at(Path::new(&log), &json!({"id": new_id(), "who": who, "i": i, "prompt": "x".repeat(8000)}))
-                .unwrap();
+            let e = Entry { prompt: Some("x".repeat(8000)), ..entry(&new_id(), json!({"who": who, "i": i})) };
+            append_at(Path::new(&log), &e).unwrap();
         }
     }
 
@@ -359,7 +467,7 @@ mod tests {
         while !all_done {
             rewrite_at(&log, |entries| {
                 for e in entries.iter_mut() {
-                    e["seen"] = json!(true);
+                    e.other.insert("seen".into(), json!(true));
                 }
             })
             .unwrap();
@@ -372,7 +480,7 @@ mod tests {
         let got = read_all_at(&log).unwrap();
         assert_eq!(got.skipped, 0);
         assert_eq!(got.entries.len(), 8 * 20, "after {rewrites} rewrites");
-        let ids: std::collections::HashSet<_> = got.entries.iter().map(|e| e["id"].as_str().unwrap()).collect();
+        let ids: std::collections::HashSet<_> = ids(&got).into_iter().collect();
         assert_eq!(ids.len(), 8 * 20);
     }
 
@@ -385,7 +493,7 @@ mod tests {
         let got = read_all_at(&log).unwrap();
         assert_eq!(got.skipped, 0);
         assert_eq!(got.entries.len(), 50);
-        let who: std::collections::HashSet<_> = got.entries.iter().map(|e| e["who"].as_str().unwrap()).collect();
+        let who: std::collections::HashSet<_> = got.entries.iter().map(|e| e.other["who"].as_str().unwrap()).collect();
         assert_eq!(who.len(), 50);
     }
 }

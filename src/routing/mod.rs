@@ -7,6 +7,7 @@
 //! left of the same engine budget. The log is written only for `cwd`s inside `[routing] log_dirs`.
 //! In `Mode::Hook` nothing is computed that will neither be hinted nor logged.
 
+pub mod entry;
 pub mod features;
 pub mod log;
 pub mod rule;
@@ -16,13 +17,14 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::config::{Loaded, RoutingConfig};
 use crate::feature::Feature;
 use crate::gateway::{Gateway, new_request_id};
 use crate::state;
 use crate::tier::Tier;
+use entry::{Entry, Source};
 use features::Asked;
 use rule::Chosen;
 use skills::{Pick, Picked};
@@ -267,38 +269,39 @@ fn skill_hint(cfg: &crate::config::SkillsConfig, picked: &Picked) -> Result<Stri
 }
 
 /// The fields every log entry starts with.
-fn base_entry(source: &str, input: &Input, log_dir: &Path, prompt: &str) -> Map<String, Value> {
+fn base_entry(source: Source, input: &Input, log_dir: &Path, prompt: &str) -> Entry {
     let cwd = input.cwd.as_deref().unwrap_or(log_dir);
-    let mut m = Map::new();
-    m.insert("id".into(), json!(log::new_id()));
-    m.insert("time".into(), json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)));
-    m.insert("source".into(), json!(source));
-    m.insert("session_id".into(), json!(input.session_id));
-    m.insert("repo".into(), json!(log::repo_of(cwd, log_dir).display().to_string()));
-    m.insert("cwd".into(), json!(cwd.display().to_string()));
-    m.insert("prompt".into(), json!(prompt));
-    m
+    Entry {
+        id: Some(log::new_id()),
+        time: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        source: Some(source),
+        session_id: input.session_id.clone(),
+        repo: Some(log::repo_of(cwd, log_dir).display().to_string()),
+        cwd: Some(cwd.display().to_string()),
+        prompt: Some(prompt.to_string()),
+        ..Entry::default()
+    }
 }
 
-/// The routing fields of an entry: features, rule, tier, engine.
-fn routed_fields(m: &mut Map<String, Value>, routed: &Routed, hinted: bool) {
-    m.insert("features".into(), routed.asked.features_json());
-    let (tier, chosen) = match &routed.tier {
-        Some((t, c)) => (json!(t), json!(c)),
-        None => (Value::Null, Value::Null),
-    };
-    m.insert("rule_tier".into(), tier.clone());
-    m.insert("rule".into(), chosen);
-    m.insert("decision".into(), tier);
-    m.insert("hinted".into(), json!(hinted));
-    m.insert("provider".into(), json!(routed.asked.provider));
-    m.insert("model".into(), json!(routed.asked.model));
-    m.insert("latency_ms".into(), json!(routed.asked.latency_ms));
+/// An entry with the routing fields: features, rule, tier, engine.
+fn routed_entry(base: Entry, routed: &Routed, hinted: bool) -> Entry {
+    let tier = routed.tier.map(|(t, _)| t);
+    Entry {
+        features: routed.asked.logged(),
+        rule_tier: tier,
+        rule: routed.tier.map(|(_, c)| c),
+        decision: tier.map(|t| t.name().to_string()),
+        hinted: Some(hinted),
+        provider: routed.asked.provider.clone(),
+        model: routed.asked.model.clone(),
+        latency_ms: Some(routed.asked.latency_ms),
+        ..base
+    }
 }
 
 /// The log entries of a prompt run: one for routing (when the engine answered) and one for the
 /// picker (when it was asked). None unless `cwd` is inside `log_dirs`.
-pub fn entries(input: &Input, run: &Run) -> Vec<Value> {
+pub fn entries(input: &Input, run: &Run) -> Vec<Entry> {
     let Some(dir) = &run.log_dir else { return Vec::new() };
     if run.gate.is_some() {
         return Vec::new();
@@ -307,30 +310,30 @@ pub fn entries(input: &Input, run: &Run) -> Vec<Value> {
     if let Some(routed) = &run.routing
         && routed.asked.features.is_ok()
     {
-        let mut m = base_entry("prompt", input, dir, input.prompt);
-        routed_fields(&mut m, routed, run.routing_hint.is_ok());
-        out.push(Value::Object(m));
+        let base = base_entry(Source::Prompt, input, dir, input.prompt);
+        out.push(routed_entry(base, routed, run.routing_hint.is_ok()));
     }
     if let Some(p) = &run.picked
         && let Pick::Picked { skill, confidence } = &p.pick
     {
-        let mut m = base_entry("skill", input, dir, input.prompt);
-        m.insert("decision".into(), json!(skill));
-        m.insert("hinted".into(), json!(run.skill_hint.is_ok()));
-        m.insert("provider".into(), json!(p.provider));
-        m.insert("model".into(), json!(p.model));
-        m.insert("latency_ms".into(), json!(p.latency_ms));
-        m.insert("candidates".into(), json!(p.candidates.len()));
-        m.insert("skill".into(), json!(skill));
-        m.insert("skill_confidence".into(), json!(confidence));
-        out.push(Value::Object(m));
+        out.push(Entry {
+            decision: Some(skill.clone()),
+            hinted: Some(run.skill_hint.is_ok()),
+            provider: p.provider.clone(),
+            model: p.model.clone(),
+            latency_ms: Some(p.latency_ms),
+            candidates: Some(p.candidates.len()),
+            skill: Some(skill.clone()),
+            skill_confidence: Some(*confidence),
+            ..base_entry(Source::Skill, input, dir, input.prompt)
+        });
     }
     out
 }
 
 /// The agent hook's work: the brief's features and rule tier next to the orchestrator's choice.
 /// Returns the log entry, or `None` when there is nothing to record.
-pub fn record_agent(loaded: &Loaded, payload: &Value) -> Option<Value> {
+pub fn record_agent(loaded: &Loaded, payload: &Value) -> Option<Entry> {
     let cfg = &loaded.config.routing;
     if !cfg.enabled || state::is_paused() || !loaded.errors.is_empty() {
         return None;
@@ -353,14 +356,15 @@ pub fn record_agent(loaded: &Loaded, payload: &Value) -> Option<Value> {
     let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
     let routed = route(&gateway, cfg, brief, deadline, &new_request_id());
     routed.asked.features.as_ref().ok()?;
-    let mut m = base_entry("agent", &input, &log_dir, brief);
-    routed_fields(&mut m, &routed, false);
-    let field = |k: &str| tool_input.get(k).cloned().unwrap_or(Value::Null);
-    m.insert("chosen".into(), field("model"));
-    m.insert("subagent_type".into(), field("subagent_type"));
-    m.insert("tool_use_id".into(), payload.get("tool_use_id").cloned().unwrap_or(Value::Null));
-    m.insert("description".into(), field("description"));
-    Some(Value::Object(m))
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
+    let base = base_entry(Source::Agent, &input, &log_dir, brief);
+    Some(Entry {
+        chosen: text(tool_input.get("model")),
+        subagent_type: text(tool_input.get("subagent_type")),
+        tool_use_id: text(payload.get("tool_use_id")),
+        description: text(tool_input.get("description")),
+        ..routed_entry(base, &routed, false)
+    })
 }
 
 #[cfg(test)]

@@ -16,7 +16,6 @@ use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
 use crate::paths;
 use crate::routing::log;
-use crate::tier::Tier;
 
 /// What `calibrate fit` was asked to do.
 pub struct FitOptions {
@@ -52,12 +51,8 @@ pub fn pending(limit: usize) -> Result<i32> {
 }
 
 /// `calibrate label`: records labels on one entry, under the log's lock.
-pub fn label(id: &str, features: &[String], tier: Option<String>, outcome: Option<String>, by: String) -> Result<i32> {
-    let features =
-        features.iter().map(|f| labels::parse_feature(f)).collect::<Result<Vec<_>, _>>().map_err(Error::usage)?;
-    let tier = tier.map(|t| t.parse::<Tier>()).transpose().map_err(Error::usage)?;
-    let l = labels::Labels { features, tier, outcome, by };
-    l.validate().map_err(Error::usage)?;
+pub fn label(id: &str, features: &[String], tier: Option<&str>, outcome: Option<&str>, by: &str) -> Result<i32> {
+    let l = labels::Labels::parse(features, tier, outcome, by).map_err(Error::usage)?;
     log::rewrite(|entries| labels::label(entries, id, &l))
         .context(|| format!("cannot update {}", paths::routing_log().display()))?
         .map_err(Error::failure)?;

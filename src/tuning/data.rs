@@ -9,13 +9,14 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::fit::Sample;
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
 use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
+use crate::routing::entry::Entry;
 use crate::routing::features;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,21 +33,13 @@ pub struct RoutingItem {
     pub origin: Origin,
 }
 
-/// The routing-feature labels of a log entry (unknown names and non-booleans left out).
-pub fn labels_of(e: &Value) -> BTreeMap<Feature, bool> {
-    e.get("labels")
-        .and_then(Value::as_object)
-        .map(|l| l.iter().filter_map(|(k, v)| Some((Feature::named(k)?, v.as_bool()?))).collect())
-        .unwrap_or_default()
-}
-
-/// The labelled routing entries of the log (prompt and agent entries with at least one label).
-pub fn log_items(entries: &[Value]) -> Vec<RoutingItem> {
+/// The labelled routing entries of the log (entries with a prompt and at least one label).
+pub fn log_items(entries: &[Entry]) -> Vec<RoutingItem> {
     entries
         .iter()
         .filter_map(|e| {
-            let text = e.get("prompt").and_then(Value::as_str)?;
-            let labels = labels_of(e);
+            let text = e.prompt.as_deref()?;
+            let labels = e.feature_labels();
             (!labels.is_empty()).then(|| RoutingItem { text: text.to_string(), labels, origin: Origin::Log })
         })
         .collect()
@@ -174,12 +167,15 @@ mod tests {
 
     #[test]
     fn log_items_take_labelled_entries_only() {
-        let entries = vec![
+        let entries: Vec<Entry> = [
             json!({"id": "1", "prompt": "a", "labels": {"read_only": true, "vibes": true}}),
             json!({"id": "2", "prompt": "b"}),
             json!({"id": "3", "prompt": "c", "labels": {}}),
             json!({"id": "4", "labels": {"design": true}}),
-        ];
+        ]
+        .into_iter()
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
         let items = log_items(&entries);
         assert_eq!(items.len(), 1);
         assert_eq!(items[0].labels.len(), 1, "unknown features are ignored");

@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::fit::{self, Point};
 use crate::config::Rule;
 use crate::feature::Feature;
+use crate::routing::entry::Outcome;
 use crate::routing::rule;
 use crate::tier::Tier;
 
@@ -28,8 +29,8 @@ pub struct Row {
     /// The engine's answer and calibrated confidence per feature; None for a feature it abstained
     /// on; an empty map when it failed altogether.
     pub engine: BTreeMap<Feature, Option<(bool, f64)>>,
-    /// `succeeded` or `failed`, for spawns.
-    pub outcome: Option<String>,
+    /// For spawns.
+    pub outcome: Option<Outcome>,
     /// The tier that ran.
     pub outcome_tier: Option<Tier>,
 }
@@ -104,22 +105,21 @@ fn rule_report(
         savings: None,
     };
     for row in rows {
-        let (Some(outcome), Some(ran)) = (row.outcome.as_deref(), row.outcome_tier) else {
+        let (Some(outcome), Some(ran)) = (row.outcome, row.outcome_tier) else {
             continue;
         };
         // Without all four answers the rule picks nothing: the spawn counts, and the pick is not higher.
         let picked = answers(row).map(|a| rule::choose(rules, default_tier, &a).0);
         match outcome {
-            "failed" => {
+            Outcome::Failed => {
                 r.failures += 1;
                 r.higher_on_failures += usize::from(picked.is_some_and(|p| p > ran));
             }
-            "succeeded" => {
+            Outcome::Succeeded => {
                 r.successes += 1;
                 r.same_on_successes += usize::from(picked == Some(ran));
                 r.cheaper_on_successes += usize::from(picked.is_some_and(|p| p < ran));
             }
-            _ => {}
         }
     }
     r.safety = share(r.higher_on_failures, r.failures);
@@ -165,7 +165,7 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
     };
     let rule_engine = rule_report(rows, rules, default_tier, engine_answers);
     let rule_teacher = rule_report(rows, rules, default_tier, teacher_answers);
-    let failures_labelled = rows.iter().filter(|r| r.outcome.as_deref() == Some("failed")).count();
+    let failures_labelled = rows.iter().filter(|r| r.outcome == Some(Outcome::Failed)).count();
 
     let mut reasons = Vec::new();
     for f in &features {
@@ -206,11 +206,11 @@ mod tests {
     use super::*;
     use crate::config::default_rules;
 
-    fn row(labels: [bool; 4], engine: Option<[(bool, f64); 4]>, outcome: Option<(&str, Tier)>) -> Row {
+    fn row(labels: [bool; 4], engine: Option<[(bool, f64); 4]>, outcome: Option<(Outcome, Tier)>) -> Row {
         Row {
             labels: Feature::ALL.into_iter().zip(labels).collect(),
             engine: engine.map(|e| Feature::ALL.into_iter().zip(e.map(Some)).collect()).unwrap_or_default(),
-            outcome: outcome.map(|o| o.0.to_string()),
+            outcome: outcome.map(|o| o.0),
             outcome_tier: outcome.map(|o| o.1),
         }
     }
@@ -224,24 +224,24 @@ mod tests {
             row(
                 [false, true, false, false],
                 Some([(false, 0.8), (true, 0.9), (false, 0.7), (false, 0.6)]),
-                Some(("failed", Tier::Sonnet)),
+                Some((Outcome::Failed, Tier::Sonnet)),
             ),
             // Teacher: read-only, not specified -> sonnet. The engine wrongly says specified (0.55) -> haiku,
             // the tier that failed: not higher. The teacher's sonnet is higher.
             row(
                 [true, false, false, false],
                 Some([(true, 0.95), (false, 0.9), (false, 0.9), (true, 0.55)]),
-                Some(("failed", Tier::Haiku)),
+                Some((Outcome::Failed, Tier::Haiku)),
             ),
             // Teacher: plain -> sonnet; the engine wrongly says read_only + specified -> haiku. Succeeded on
             // sonnet: the engine's pick is cheaper, the teacher's the same.
             row(
                 [false, false, false, false],
                 Some([(true, 0.6), (false, 0.9), (false, 0.8), (true, 0.7)]),
-                Some(("succeeded", Tier::Sonnet)),
+                Some((Outcome::Succeeded, Tier::Sonnet)),
             ),
             // The engine failed on this one; succeeded on opus. Teacher: review -> opus (the same).
-            row([false, false, true, false], None, Some(("succeeded", Tier::Opus))),
+            row([false, false, true, false], None, Some((Outcome::Succeeded, Tier::Opus))),
         ]
     }
 

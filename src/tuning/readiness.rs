@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::data;
 use super::evaluate::{self, Bars, Report, Row, RuleReport};
 use crate::error::{Context, Error, Result};
 use crate::paths;
+use crate::routing::entry::Entry;
 use crate::routing::{features, log};
-use crate::tier::Tier;
 
 /// What `system1 evaluate` was asked.
 pub struct Options {
@@ -29,22 +28,13 @@ pub struct Options {
 }
 
 /// The labels and outcome of a log entry, if it has any.
-fn row_of(e: &Value) -> Option<(String, Row)> {
-    let text = e.get("prompt").and_then(Value::as_str)?.to_string();
-    let labels = data::labels_of(e);
-    let outcome = e.get("outcome").and_then(Value::as_str).filter(|o| *o == "succeeded" || *o == "failed");
-    if labels.is_empty() && outcome.is_none() {
+fn row_of(e: &Entry) -> Option<(String, Row)> {
+    let text = e.prompt.clone()?;
+    let labels = e.feature_labels();
+    if labels.is_empty() && e.outcome.is_none() {
         return None;
     }
-    Some((
-        text,
-        Row {
-            labels,
-            engine: BTreeMap::new(),
-            outcome: outcome.map(String::from),
-            outcome_tier: e.get("outcome_tier").and_then(Value::as_str).and_then(Tier::named),
-        },
-    ))
+    Some((text, Row { labels, engine: BTreeMap::new(), outcome: e.outcome, outcome_tier: e.outcome_tier }))
 }
 
 /// `system1 evaluate`: asks `opts.provider` the features of every labelled entry, measures, and

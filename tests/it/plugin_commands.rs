@@ -31,24 +31,40 @@ fn context(v: &Value) -> String {
     ctx
 }
 
-/// Writes `n` prompt entries waiting for labels, plus entries that must not count.
+/// Writes `pending` entries waiting for labels, of every kind `calibrate pending` lists (prompts with
+/// no labels or only some, spawns without an outcome or with a doubtful automatic one), plus
+/// entries that must not count.
 fn write_routing_log(env: &TestEnv, pending: usize) {
+    let all = json!({"read_only": true, "design": false, "review": false, "specified": true});
+    let waiting = |i: usize| match i % 4 {
+        0 => json!({"id": format!("p{i}"), "source": "prompt", "prompt": "x", "decision": "sonnet"}),
+        1 => json!({"id": format!("p{i}"), "source": "prompt", "prompt": "x", "labels": {"read_only": true}}),
+        2 => json!({"id": format!("a{i}"), "source": "agent", "prompt": "x", "labels": all}),
+        _ => json!({"id": format!("a{i}"), "source": "agent", "labels": all, "outcome": "failed",
+                    "outcome_source": "auto", "outcome_doubtful": "same-role re-spawn"}),
+    };
     let mut text = String::new();
     for i in 0..pending {
-        text.push_str(
-            &json!({"id": format!("p{i}"), "source": "prompt", "prompt": "x", "decision": "sonnet"}).to_string(),
-        );
-        text.push('\n');
+        text.push_str(&format!("{}\n", waiting(i)));
     }
-    // Labelled prompts, agent and skill entries, and a broken line are not waiting for labels.
+    // Fully labelled prompts and spawns, skill entries and a broken line are not waiting for labels.
     for i in 0..5 {
-        let labelled = json!({"id": format!("l{i}"), "source": "prompt", "labels": {"read_only": true}});
-        let agent = json!({"id": format!("a{i}"), "source": "agent"});
+        let labelled = json!({"id": format!("l{i}"), "source": "prompt", "labels": all});
+        let agent = json!({"id": format!("d{i}"), "source": "agent", "labels": all, "outcome": "succeeded",
+                           "outcome_source": "auto"});
         let skill = json!({"id": format!("k{i}"), "source": "skill"});
         text.push_str(&format!("{labelled}\n{agent}\n{skill}\n"));
     }
     text.push_str("{not json\n");
     write(&env.install_dir.join("logs/routing.jsonl"), &text);
+}
+
+/// `calibrate pending`'s count of entries waiting for labels.
+fn calibrate_pending(env: &TestEnv) -> u64 {
+    let out = env.run(&["calibrate", "pending"], "");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("pending is JSON");
+    v["tally"]["pending"].as_u64().expect("a count")
 }
 
 #[test]
@@ -126,7 +142,28 @@ fn session_start_suggests_calibrate_from_thirty_pending_prompts() {
     write_routing_log(&env, 30);
     let (_, v) = session_start(&env);
     let ctx = context(&v.expect("a message"));
-    assert!(ctx.contains("30 logged prompts") && ctx.contains("/system1:calibrate"), "{ctx}");
+    assert!(ctx.contains("30 logged prompts and spawns") && ctx.contains("/system1:calibrate"), "{ctx}");
+}
+
+#[test]
+fn the_session_start_count_is_the_count_calibrate_shows() {
+    // The nudge once counted unlabelled prompts only, while `calibrate pending` (which the calibrate
+    // skill shows) also counted partly labelled prompts and spawns waiting for an outcome.
+    let env = TestEnv::with_mock("");
+    for n in [29, 30, 37] {
+        write_routing_log(&env, n);
+        assert_eq!(calibrate_pending(&env), n as u64);
+        let (_, v) = session_start(&env);
+        match v {
+            None => assert!(n < 30, "{n} pending: the nudge must speak"),
+            Some(v) => {
+                let ctx = context(&v);
+                assert!(ctx.contains(&format!("system1: {n} logged prompts and spawns")), "{ctx}");
+            }
+        }
+    }
+    let out = env.run(&["doctor"], "");
+    assert!(stdout(&out).contains("37 logged prompts and spawns wait for labels"), "{}", stdout(&out));
 }
 
 #[test]

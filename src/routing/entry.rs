@@ -1,0 +1,506 @@
+//! One line of the routing log, typed. The hooks write entries (`prompt`, `agent`, `skill`); labelling
+//! and `system1 outcomes` add labels and outcomes to them in place; the session-start nudge,
+//! `calibrate`, `evaluate` and the fits read them. Every one of them goes through [`Entry`].
+//!
+//! On disk an entry is one compact JSON object, its keys in the order of the fields below, a field
+//! without a value left out (earlier versions wrote some of them as `null`, which reads the same).
+//! Keys this version does not know are kept in [`Entry::other`], and a feature key or value it
+//! cannot read is kept inside its map, so that a rewrite by this version loses nothing a newer one
+//! wrote. A line whose known keys have the wrong type is no entry: readers skip it and rewrites keep
+//! it verbatim (see `log`).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::DeserializeOwned;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::rule::Chosen;
+use crate::feature::Feature;
+use crate::tier::Tier;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Entry {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// RFC 3339, UTC, milliseconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<Source>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// The nearest folder above `cwd` holding `.git`, else the `log_dirs` entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repo: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The prompt, or for an agent entry the subagent's brief.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+
+    // What routing gave (prompt and agent entries).
+    /// The engine's answer per feature, calibrated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub features: Option<PerFeature<EngineAnswer>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_tier: Option<Tier>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<Chosen>,
+    /// The rule's tier for prompt and agent entries; the skill picked for skill entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+    /// Whether the hint reached Claude.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hinted: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ms: Option<f64>,
+
+    // The skill picker (skill entries).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub candidates: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skill_confidence: Option<f64>,
+
+    // The spawn (agent entries).
+    /// The `model` the orchestrator gave the Agent tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chosen: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subagent_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_use_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+
+    // Labels (`calibrate label`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labels: Option<PerFeature<bool>>,
+    /// The tier the task needed, by the labeller.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_tier: Option<Tier>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub labelled_by: Option<Labeller>,
+
+    // Outcomes of agent entries (`system1 outcomes --apply`, or a labeller).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<Outcome>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_reason: Option<String>,
+    /// The tier that ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_tier: Option<Tier>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_source: Option<OutcomeSource>,
+    /// Why an automatic outcome wants a person's look.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_doubtful: Option<String>,
+
+    /// Every key this version does not know, as it was.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Which hook wrote the entry. A source this version does not know is kept as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The prompt hook's routing of a prompt.
+    Prompt,
+    /// The agent hook's routing of a subagent brief.
+    Agent,
+    /// The prompt hook's skill pick.
+    Skill,
+    Other(String),
+}
+
+impl Source {
+    pub fn as_str(&self) -> &str {
+        match self {
+            Source::Prompt => "prompt",
+            Source::Agent => "agent",
+            Source::Skill => "skill",
+            Source::Other(s) => s,
+        }
+    }
+}
+
+impl Serialize for Source {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Source {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Source, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(match s.as_str() {
+            "prompt" => Source::Prompt,
+            "agent" => Source::Agent,
+            "skill" => Source::Skill,
+            _ => Source::Other(s),
+        })
+    }
+}
+
+/// One feature's answer as the log keeps it: `{"answer": true, "confidence": 0.82}`; `answer` is
+/// `null` where the engine abstained.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EngineAnswer {
+    pub answer: Option<bool>,
+    pub confidence: f64,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// Whether a subagent got the job done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Succeeded,
+    Failed,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Succeeded => "succeeded",
+            Outcome::Failed => "failed",
+        }
+    }
+}
+
+impl std::str::FromStr for Outcome {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Outcome, String> {
+        match s {
+            "succeeded" => Ok(Outcome::Succeeded),
+            "failed" => Ok(Outcome::Failed),
+            _ => Err(format!("outcome must be succeeded or failed, got {s:?}")),
+        }
+    }
+}
+
+/// Who labelled: a person who confirmed it, or Claude alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Labeller {
+    User,
+    Claude,
+}
+
+impl std::str::FromStr for Labeller {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Labeller, String> {
+        match s {
+            "user" => Ok(Labeller::User),
+            "claude" => Ok(Labeller::Claude),
+            _ => Err(format!("--by must be user or claude, got {s:?}")),
+        }
+    }
+}
+
+impl fmt::Display for Labeller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Labeller::User => "user",
+            Labeller::Claude => "claude",
+        })
+    }
+}
+
+/// Where an outcome came from: the outcome rules over the transcripts, or a labeller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutcomeSource {
+    Auto,
+    User,
+    Claude,
+}
+
+impl From<Labeller> for OutcomeSource {
+    fn from(l: Labeller) -> Self {
+        match l {
+            Labeller::User => OutcomeSource::User,
+            Labeller::Claude => OutcomeSource::Claude,
+        }
+    }
+}
+
+/// What an entry still lacks, as `calibrate pending` lists it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Need {
+    /// A label for one of the four features or more.
+    Labels,
+    /// The tier the task needed (asked along with the features).
+    Tier,
+    /// A subagent spawn's outcome, or a person's look at a doubtful automatic one.
+    Outcome,
+}
+
+impl Entry {
+    /// Prompt and agent entries: the ones routing wrote, and the only ones that take labels.
+    pub fn is_routing(&self) -> bool {
+        matches!(self.source, Some(Source::Prompt | Source::Agent))
+    }
+
+    pub fn is_agent(&self) -> bool {
+        self.source == Some(Source::Agent)
+    }
+
+    /// The entry's feature labels (values it cannot read left out).
+    pub fn feature_labels(&self) -> BTreeMap<Feature, bool> {
+        self.labels.as_ref().map(|l| l.iter().map(|(f, v)| (f, *v)).collect()).unwrap_or_default()
+    }
+
+    /// What the entry still lacks: every feature's label (and then the tier), and for a spawn its
+    /// outcome, or a person's word on an automatic outcome flagged doubtful. Empty for entries that
+    /// take no labels.
+    pub fn needs(&self) -> Vec<Need> {
+        let mut out = Vec::new();
+        if !self.is_routing() {
+            return out;
+        }
+        if !self.labels.as_ref().is_some_and(PerFeature::has_all) {
+            out.push(Need::Labels);
+            // Nothing measured needs the tier on its own, so an entry whose features are labelled
+            // is not kept waiting for it.
+            if self.label_tier.is_none() {
+                out.push(Need::Tier);
+            }
+        }
+        if self.is_agent() {
+            let doubtful = self.outcome_doubtful.is_some() && self.outcome_source == Some(OutcomeSource::Auto);
+            if self.outcome.is_none() || doubtful {
+                out.push(Need::Outcome);
+            }
+        }
+        out
+    }
+
+    /// Whether the entry waits for labels: what `calibrate pending` lists and the session-start
+    /// nudge counts, so that the number the nudge gives is the number `/system1:calibrate` shows.
+    pub fn needs_labels(&self) -> bool {
+        !self.needs().is_empty()
+    }
+}
+
+/// A value per routing feature, as the log keeps them: `{"read_only": ..., "design": ...}`. Known
+/// features come first, in their order. A key that is no feature of this version, or a value it
+/// cannot read, is kept as it was (and counts as no value).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PerFeature<T> {
+    known: BTreeMap<Feature, T>,
+    other: Map<String, Value>,
+}
+
+impl<T> Default for PerFeature<T> {
+    fn default() -> Self {
+        PerFeature { known: BTreeMap::new(), other: Map::new() }
+    }
+}
+
+impl<T> PerFeature<T> {
+    pub fn get(&self, f: Feature) -> Option<&T> {
+        self.known.get(&f)
+    }
+
+    /// Sets `f`'s value, replacing an unreadable one kept under its name.
+    pub fn insert(&mut self, f: Feature, value: T) {
+        self.other.remove(f.name());
+        self.known.insert(f, value);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (Feature, &T)> {
+        self.known.iter().map(|(f, v)| (*f, v))
+    }
+
+    /// Whether every feature has a value.
+    pub fn has_all(&self) -> bool {
+        Feature::ALL.iter().all(|f| self.get(*f).is_some())
+    }
+}
+
+impl<T> FromIterator<(Feature, T)> for PerFeature<T> {
+    fn from_iter<I: IntoIterator<Item = (Feature, T)>>(iter: I) -> Self {
+        PerFeature { known: iter.into_iter().collect(), other: Map::new() }
+    }
+}
+
+impl<T: Serialize> Serialize for PerFeature<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.known.len() + self.other.len()))?;
+        for (f, v) in &self.known {
+            map.serialize_entry(f.name(), v)?;
+        }
+        for (k, v) in &self.other {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de, T: DeserializeOwned> Deserialize<'de> for PerFeature<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mut out = PerFeature::default();
+        for (k, v) in Map::<String, Value>::deserialize(d)? {
+            match Feature::named(&k).map(|f| (f, T::deserialize(&v))) {
+                Some((f, Ok(value))) => {
+                    out.known.insert(f, value);
+                }
+                _ => {
+                    out.other.insert(k, v);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A prompt entry exactly as the hook wrote it before `Entry` existed (nulls included).
+    const TODAY_PROMPT: &str = r#"{"id":"18c5f2a9b3e10-3f2a-0","time":"2026-11-30T10:41:30.123Z","source":"prompt","session_id":null,"repo":"/home/me/app","cwd":"/home/me/app/web","prompt":"Read src/main.rs and explain how the command line is parsed","features":{"read_only":{"answer":true,"confidence":0.82},"design":{"answer":false,"confidence":0.7},"review":{"answer":null,"confidence":0.0},"specified":{"answer":true,"confidence":0.64}},"rule_tier":"haiku","rule":3,"decision":"haiku","hinted":false,"provider":"laya","model":"typed-decisions","latency_ms":12.3}"#;
+
+    fn parse(line: &str) -> Entry {
+        serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+
+    /// `v` without its top-level null members: what a rewrite by `Entry` writes (a feature's
+    /// `"answer": null`, an abstention, stays).
+    fn without_nulls(v: &Value) -> Value {
+        let Value::Object(m) = v else { panic!("an object") };
+        Value::Object(m.iter().filter(|(_, v)| !v.is_null()).map(|(k, v)| (k.clone(), v.clone())).collect())
+    }
+
+    #[test]
+    fn todays_lines_read_typed() {
+        let e = parse(TODAY_PROMPT);
+        assert_eq!(e.source, Some(Source::Prompt));
+        assert_eq!(
+            (e.rule_tier, e.rule, e.decision.as_deref()),
+            (Some(Tier::Haiku), Some(Chosen::Rule(3)), Some("haiku"))
+        );
+        let f = e.features.as_ref().unwrap();
+        assert_eq!(f.get(Feature::ReadOnly).map(|a| (a.answer, a.confidence)), Some((Some(true), 0.82)));
+        assert_eq!(f.get(Feature::Review).map(|a| a.answer), Some(None), "an abstention");
+        assert_eq!(e.session_id, None);
+        assert!(e.other.is_empty());
+        let agent = parse(
+            r#"{"id":"a","source":"agent","rule":"default","chosen":null,"subagent_type":"Explore","tool_use_id":"toolu_1","description":"look","outcome":"failed","outcome_source":"auto","outcome_doubtful":"same-role re-spawn","outcome_tier":"sonnet","labels":{"read_only":true},"label_tier":"opus","labelled_by":"claude"}"#,
+        );
+        assert_eq!((agent.rule, agent.chosen), (Some(Chosen::Default), None));
+        assert_eq!((agent.outcome, agent.outcome_source), (Some(Outcome::Failed), Some(OutcomeSource::Auto)));
+        assert_eq!((agent.label_tier, agent.labelled_by), (Some(Tier::Opus), Some(Labeller::Claude)));
+        let skill = parse(r#"{"source":"skill","decision":"pdf","candidates":3,"skill":"pdf","skill_confidence":0.9}"#);
+        assert_eq!((skill.candidates, skill.skill.as_deref()), (Some(3), Some("pdf")));
+    }
+
+    #[test]
+    fn a_fresh_entry_is_written_as_today_without_the_nulls() {
+        let e = parse(TODAY_PROMPT);
+        let written = serde_json::to_string(&e).unwrap();
+        assert_eq!(written, TODAY_PROMPT.replace(r#""session_id":null,"#, ""), "same keys, same order");
+    }
+
+    #[test]
+    fn unknown_fields_survive_a_rewrite() {
+        // Today's format, plus what a newer version might add: a top-level key, a key inside a
+        // feature's answer, a fifth feature and a label value this version cannot read.
+        let line = r#"{"id":"p1","time":"2026-11-30T10:41:30.123Z","source":"prompt","session_id":"s","repo":"/r","cwd":"/r","prompt":"x","features":{"read_only":{"answer":true,"confidence":0.82,"raw":0.9},"design":{"answer":false,"confidence":0.7},"review":{"answer":false,"confidence":0.9},"specified":{"answer":true,"confidence":0.64},"urgent":{"answer":true,"confidence":0.5}},"rule_tier":"haiku","rule":3,"decision":"haiku","hinted":false,"provider":"laya","model":"m","latency_ms":12.3,"labels":{"design":"unsure","urgent":true},"enforced":{"mode":"raise","from":"haiku","to":"sonnet"},"score":[1,2.5,null]}"#;
+        let mut e = parse(line);
+        assert_eq!(e.other.keys().collect::<Vec<_>>(), ["enforced", "score"]);
+        assert_eq!(e.feature_labels(), BTreeMap::new(), "an unreadable label is no label");
+        assert!(e.needs_labels());
+        let before: Value = serde_json::from_str(line).unwrap();
+        let after: Value = serde_json::to_value(&e).unwrap();
+        assert_eq!(after, before, "read and written back, nothing changes");
+
+        // A label written over the unreadable one replaces it; everything else stays.
+        e.labels.get_or_insert_default().insert(Feature::Design, false);
+        let mut want = before.clone();
+        want["labels"]["design"] = json!(false);
+        assert_eq!(serde_json::to_value(&e).unwrap(), want);
+    }
+
+    #[test]
+    fn a_rewrite_keeps_everything_but_nulls() {
+        let before: Value = serde_json::from_str(TODAY_PROMPT).unwrap();
+        assert_eq!(serde_json::to_value(parse(TODAY_PROMPT)).unwrap(), without_nulls(&before));
+    }
+
+    #[test]
+    fn lines_of_the_wrong_shape_are_no_entries() {
+        for bad in [
+            r#"[1,2]"#,
+            r#""x""#,
+            r#"{"id":1}"#,
+            r#"{"rule_tier":"gpt"}"#,
+            r#"{"outcome":"partial"}"#,
+            r#"{"features":[]}"#,
+        ] {
+            assert!(serde_json::from_str::<Entry>(bad).is_err(), "{bad}");
+        }
+        let odd = parse(r#"{"source":"probe","n":1}"#);
+        assert_eq!(odd.source, Some(Source::Other("probe".into())));
+        assert_eq!(serde_json::to_string(&odd).unwrap(), r#"{"source":"probe","n":1}"#);
+    }
+
+    fn labels_all(v: bool) -> PerFeature<bool> {
+        Feature::ALL.map(|f| (f, v)).into_iter().collect()
+    }
+
+    #[test]
+    fn what_an_entry_needs() {
+        let prompt = |labels: Option<PerFeature<bool>>, tier: Option<Tier>| Entry {
+            source: Some(Source::Prompt),
+            labels,
+            label_tier: tier,
+            ..Entry::default()
+        };
+        assert_eq!(prompt(None, None).needs(), [Need::Labels, Need::Tier]);
+        assert_eq!(
+            prompt(Some(PerFeature::default()), None).needs(),
+            [Need::Labels, Need::Tier],
+            "empty labels are none"
+        );
+        let partial: PerFeature<bool> = [(Feature::ReadOnly, true)].into_iter().collect();
+        assert_eq!(prompt(Some(partial), Some(Tier::Haiku)).needs(), [Need::Labels], "three features unlabelled");
+        assert!(prompt(Some(labels_all(false)), None).needs().is_empty(), "the tier alone keeps nothing waiting");
+
+        let agent = |outcome: Option<Outcome>, source: Option<OutcomeSource>, doubtful: Option<&str>| Entry {
+            source: Some(Source::Agent),
+            labels: Some(labels_all(true)),
+            outcome,
+            outcome_source: source,
+            outcome_doubtful: doubtful.map(String::from),
+            ..Entry::default()
+        };
+        assert_eq!(agent(None, None, None).needs(), [Need::Outcome]);
+        assert!(agent(Some(Outcome::Failed), Some(OutcomeSource::Auto), None).needs().is_empty());
+        assert_eq!(agent(Some(Outcome::Failed), Some(OutcomeSource::Auto), Some("why")).needs(), [Need::Outcome]);
+        assert!(
+            agent(Some(Outcome::Failed), Some(OutcomeSource::User), Some("why")).needs().is_empty(),
+            "a person decided"
+        );
+
+        for s in [Source::Skill, Source::Other("x".into())] {
+            assert!(!Entry { source: Some(s), ..Entry::default() }.needs_labels());
+        }
+        assert!(!Entry::default().needs_labels(), "no source: not routing's");
+    }
+}
