@@ -45,7 +45,7 @@ pub struct Entry {
     // What routing gave (prompt and agent entries).
     /// The engine's answer per feature, calibrated.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub features: Option<PerFeature<EngineAnswer>>,
+    pub features: Option<PerFeature<LoggedAnswer>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule_tier: Option<Tier>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -154,7 +154,7 @@ impl<'de> Deserialize<'de> for Source {
 /// One feature's answer as the log keeps it: `{"answer": true, "confidence": 0.82}`; `answer` is
 /// `null` where the engine abstained.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EngineAnswer {
+pub struct LoggedAnswer {
     pub answer: Option<bool>,
     pub confidence: f64,
     #[serde(flatten)]

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value};
 
-use super::entry::{EngineAnswer, PerFeature};
+use super::entry::{LoggedAnswer, PerFeature};
 use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
@@ -64,11 +64,11 @@ pub struct Asked {
 
 impl Asked {
     /// The answers as the routing log keeps them; `None` when there are none.
-    pub fn logged(&self) -> Option<PerFeature<EngineAnswer>> {
+    pub fn logged(&self) -> Option<PerFeature<LoggedAnswer>> {
         let fs = self.features.as_ref().ok()?;
         Some(
             fs.iter()
-                .map(|f| (f.feature, EngineAnswer { answer: f.answer, confidence: f.confidence, other: Map::new() }))
+                .map(|f| (f.feature, LoggedAnswer { answer: f.answer, confidence: f.confidence, other: Map::new() }))
                 .collect(),
         )
     }

@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use crate::feature::Feature;
-use crate::routing::entry::{EngineAnswer, Entry, Labeller, Need, Outcome, OutcomeSource, PerFeature, Source};
+use crate::routing::entry::{Entry, Labeller, LoggedAnswer, Need, Outcome, OutcomeSource, PerFeature, Source};
 use crate::tier::Tier;
 
 /// The part of an entry a labeller needs to see, and what it needs.
@@ -32,7 +32,7 @@ pub struct View<'a> {
     pub subagent_type: Option<&'a str>,
     /// The engine's answers, for proposing labels.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub features: Option<&'a PerFeature<EngineAnswer>>,
+    pub features: Option<&'a PerFeature<LoggedAnswer>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule_tier: Option<Tier>,
     #[serde(skip_serializing_if = "Option::is_none")]
