@@ -22,6 +22,7 @@ fn tier_colour(tier: &str) -> &'static str {
         "haiku" => "#8ecae6",
         "sonnet" => "#219ebc",
         "opus" => "#023047",
+        "fable" => "#6a4c93",
         _ => "#adb5bd",
     }
 }
@@ -227,4 +228,20 @@ pub fn render(r: &Report) -> String {
     );
     o.push_str("</svg>\n");
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tier::Tier;
+
+    #[test]
+    fn every_tier_has_a_colour_of_its_own() {
+        let mut colours: Vec<&str> = Tier::ALL.iter().map(|t| tier_colour(t.name())).collect();
+        colours.push(tier_colour("unknown"));
+        let n = colours.len();
+        colours.sort();
+        colours.dedup();
+        assert_eq!(colours.len(), n, "{colours:?}");
+    }
 }
