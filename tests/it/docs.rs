@@ -29,17 +29,17 @@ fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
 }
 
-/// The text outside fenced code blocks, line by line (fences hold commands, not links).
-fn prose_lines(text: &str) -> Vec<&str> {
+/// The lines outside fenced code blocks, with their line numbers (fences hold commands, not links).
+fn prose_lines(text: &str) -> Vec<(usize, &str)> {
     let mut fenced = false;
     let mut out = Vec::new();
-    for line in text.lines() {
+    for (n, line) in text.lines().enumerate() {
         if line.trim_start().starts_with("```") {
             fenced = !fenced;
             continue;
         }
         if !fenced {
-            out.push(line);
+            out.push((n + 1, line));
         }
     }
     out
@@ -62,7 +62,7 @@ fn without_code_spans(line: &str) -> String {
 /// The targets of inline links `[text](target)` in `text`, outside code.
 fn link_targets(text: &str) -> Vec<String> {
     let mut targets = Vec::new();
-    for line in prose_lines(text) {
+    for (_, line) in prose_lines(text) {
         let line = without_code_spans(line);
         let mut rest = line.as_str();
         while let Some(at) = rest.find("](") {
@@ -96,7 +96,7 @@ fn slug(heading: &str) -> String {
 /// Every anchor the headings of a Markdown file define (a repeated heading gets `-1`, `-2`, ...).
 fn anchors(text: &str) -> BTreeSet<String> {
     let mut seen = BTreeSet::new();
-    for line in prose_lines(text) {
+    for (_, line) in prose_lines(text) {
         let Some(heading) = line.strip_prefix('#') else { continue };
         let heading = heading.trim_start_matches('#');
         if !heading.starts_with(' ') {
@@ -204,6 +204,21 @@ fn every_repository_path_the_docs_name_exists() {
         }
     }
     assert!(problems.is_empty(), "paths named in the docs that are gone:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn every_inline_code_span_closes_on_its_line() {
+    // The path check above reads code spans line by line; a span wrapped onto the next line would
+    // turn prose into "code" and code into prose.
+    let mut problems = Vec::new();
+    for file in doc_files() {
+        for (n, line) in prose_lines(&read(&file)) {
+            if line.matches('`').count() % 2 == 1 {
+                problems.push(format!("{}:{n}: {line}", file.strip_prefix(root()).unwrap_or(&file).display()));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "code spans that do not close on their line:\n{}", problems.join("\n"));
 }
 
 #[test]
