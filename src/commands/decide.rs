@@ -6,7 +6,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result, exit};
-use crate::gateway::{ErrorCode, Gateway, Outcome, Status};
+use crate::gateway::{ErrorCode, Gateway, Outcome, Status, request};
 use crate::logging;
 
 #[derive(clap::Args)]
@@ -48,7 +48,11 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(m) = args.min_confidence {
         req.insert("min_confidence".into(), json!(m));
     }
-    let resp = gateway.decide(&Value::Object(req));
+    // The same validation as the MCP tool's, so both refuse the same requests with the same words.
+    let resp = match request::validate(&Value::Object(req)) {
+        Ok(req) => gateway.decide(&req),
+        Err(invalid) => gateway.refuse(&invalid),
+    };
 
     if args.json {
         println!("{}", serde_json::to_string_pretty(&resp).unwrap_or_default());

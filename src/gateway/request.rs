@@ -1,4 +1,8 @@
-//! `system1_decide` requests: the limits of schema "1" and the check that runs before any provider.
+//! `system1_decide` requests: the limits of schema "1" and the check that runs at the edge (the MCP
+//! tool, `system1 decide`) before the gateway sees the request.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use serde_json::{Map, Value};
 
@@ -10,7 +14,7 @@ pub const MAX_OPTION_CHARS: usize = 500;
 pub const MAX_REQUEST_ID_CHARS: usize = 128;
 pub const FIELDS: [&str; 6] = ["question", "options", "context", "min_confidence", "request_id", "schema_version"];
 
-/// A request that passed validation.
+/// A request that passed validation: what `Gateway::decide` takes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecideRequest {
     pub question: String,
@@ -18,11 +22,51 @@ pub struct DecideRequest {
     pub options: Option<Vec<String>>,
     pub context: Option<Map<String, Value>>,
     pub min_confidence: Option<f64>,
-    pub request_id: Option<String>,
+    /// The caller's, or a new one.
+    pub request_id: String,
+    /// When validation began: the response's `latency_ms` counts from here.
+    pub received: Instant,
+}
+
+/// A request that failed validation: what `Gateway::refuse` answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invalid {
+    /// The caller's when it could be read, so that even a refusal echoes it; else a new one.
+    pub request_id: String,
+    pub message: String,
+    pub received: Instant,
+}
+
+/// A request id unique enough for logs: time, process and a counter.
+pub fn new_request_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    format!("s1-{:x}-{:x}-{n}", t, std::process::id())
+}
+
+/// Checks every rule of schema "1" (see [`check`]) and gives the request its id.
+pub fn validate(args: &Value) -> Result<DecideRequest, Invalid> {
+    let received = Instant::now();
+    let request_id = request_id_of(args).unwrap_or_else(new_request_id);
+    match check(args) {
+        Ok(Checked { question, options, context, min_confidence }) => {
+            Ok(DecideRequest { question, options, context, min_confidence, request_id, received })
+        }
+        Err(message) => Err(Invalid { request_id, message, received }),
+    }
+}
+
+/// The fields of a valid request, before it has its id.
+struct Checked {
+    question: String,
+    options: Option<Vec<String>>,
+    context: Option<Map<String, Value>>,
+    min_confidence: Option<f64>,
 }
 
 /// The request id to echo even when the rest of the request is invalid.
-pub fn request_id_of(args: &Value) -> Option<String> {
+fn request_id_of(args: &Value) -> Option<String> {
     match args.get("request_id") {
         Some(Value::String(s)) if valid_request_id(s) => Some(s.clone()),
         _ => None,
@@ -35,7 +79,7 @@ fn valid_request_id(s: &str) -> bool {
 }
 
 /// Checks every rule of schema "1". Optional fields may be `null`, meaning absent.
-pub fn validate(args: &Value) -> Result<DecideRequest, String> {
+fn check(args: &Value) -> Result<Checked, String> {
     let Value::Object(obj) = args else { return Err("the request must be a JSON object".into()) };
     let unknown: Vec<&str> = obj.keys().map(String::as_str).filter(|k| !FIELDS.contains(k)).collect();
     if !unknown.is_empty() {
@@ -95,11 +139,11 @@ pub fn validate(args: &Value) -> Result<DecideRequest, String> {
         },
     };
 
-    let request_id = match present("request_id") {
-        None => None,
-        Some(Value::String(s)) if valid_request_id(s) => Some(s.clone()),
+    match present("request_id") {
+        None => {}
+        Some(Value::String(s)) if valid_request_id(s) => {}
         Some(_) => return Err(format!("request_id must be a string of 1 to {MAX_REQUEST_ID_CHARS} characters")),
-    };
+    }
 
     match present("schema_version") {
         None => {}
@@ -107,7 +151,7 @@ pub fn validate(args: &Value) -> Result<DecideRequest, String> {
         Some(other) => return Err(format!("schema_version {other} is not supported; use \"{SCHEMA_VERSION}\"")),
     }
 
-    Ok(DecideRequest { question, options, context, min_confidence, request_id })
+    Ok(Checked { question, options, context, min_confidence })
 }
 
 #[cfg(test)]
@@ -116,18 +160,21 @@ mod tests {
     use serde_json::json;
 
     fn err(v: Value) -> String {
-        validate(&v).expect_err("should be invalid")
+        validate(&v).expect_err("should be invalid").message
     }
 
     #[test]
     fn accepts_a_minimal_and_a_full_request() {
         let r = validate(&json!({"question": "Ship it?"})).expect("valid");
         assert_eq!(r.options, None);
+        assert!(r.request_id.starts_with("s1-"), "a new id: {}", r.request_id);
         let r = validate(&json!({"question": "Which?", "options": ["a", "b"], "context": {"k": 1},
             "min_confidence": 0.7, "request_id": "r-1", "schema_version": "1"}))
         .expect("valid");
         assert_eq!(r.options.as_deref(), Some(&["a".to_string(), "b".to_string()][..]));
         assert_eq!(r.min_confidence, Some(0.7));
+        assert_eq!(r.request_id, "r-1");
+        assert_eq!(r.context.map(Value::Object), Some(json!({"k": 1})));
         assert!(validate(&json!({"question": "q", "options": null, "context": null})).is_ok());
     }
 
@@ -154,5 +201,14 @@ mod tests {
         assert!(err(json!({"question": "q", "request_id": "r".repeat(129)})).contains("request_id"));
         assert!(err(json!({"question": "q", "schema_version": "2"})).contains("schema_version"));
         assert!(err(json!({"question": "q", "extra": 1})).contains("unknown field(s): extra"));
+    }
+
+    #[test]
+    fn a_refusal_echoes_the_request_id_when_it_can_be_read() {
+        let invalid = validate(&json!({"question": 3, "request_id": "r-7"})).expect_err("invalid");
+        assert_eq!((invalid.request_id.as_str(), invalid.message.as_str()), ("r-7", "question must be a string"));
+        let invalid = validate(&json!({"question": 3, "request_id": ""})).expect_err("invalid");
+        assert!(invalid.request_id.starts_with("s1-"), "an unreadable id is replaced: {}", invalid.request_id);
+        assert_ne!(new_request_id(), new_request_id());
     }
 }

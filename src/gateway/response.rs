@@ -73,6 +73,26 @@ pub struct DecideResponse {
     pub error: Option<ErrorInfo>,
 }
 
+impl DecideResponse {
+    /// An `error` response with nothing filled in yet but the request id.
+    pub fn new(request_id: &str) -> Self {
+        DecideResponse {
+            schema_version: super::request::SCHEMA_VERSION.to_string(),
+            request_id: request_id.to_string(),
+            status: Status::Error,
+            decision: None,
+            confidence: None,
+            probabilities: None,
+            calibrated: false,
+            rationale: None,
+            provider: None,
+            latency_ms: 0.0,
+            attempts: Vec::new(),
+            error: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderProbe {
     pub name: String,

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::gateway::{Gateway, Status, schema};
+use crate::gateway::{Gateway, Status, request, schema};
 
 /// Handshake-era protocols, newest first; `initialize` echoes the client's version when it is one
 /// of these.
@@ -120,7 +120,10 @@ pub fn list(version: &str) -> Value {
 pub fn call(gateway: &Gateway, name: &str, arguments: &Value, version: &str) -> Option<Value> {
     let (structured, is_error) = match name {
         "system1_decide" => {
-            let resp = gateway.decide(arguments);
+            let resp = match request::validate(arguments) {
+                Ok(req) => gateway.decide(&req),
+                Err(invalid) => gateway.refuse(&invalid),
+            };
             let is_error = resp.status == Status::Error;
             (serde_json::to_value(&resp).unwrap_or(Value::Null), is_error)
         }
