@@ -249,3 +249,101 @@ fn the_link_reader_finds_links_and_anchors() {
         ["cost", "cost-1", "providersmock", "the-mcp-tools-schema-1"].map(String::from)
     );
 }
+
+/// The top-level modules of the crate in the order of CONTRIBUTING.md's module map, top first.
+fn module_map() -> Vec<String> {
+    let text = read(&root().join("CONTRIBUTING.md"));
+    let after = text.split("## The module map").nth(1).expect("CONTRIBUTING.md has a module map");
+    let block = after.split("```").nth(1).expect("the map is a fenced block");
+    let mut order = Vec::new();
+    for line in block.lines() {
+        // A module is a word ending in `/` or `.rs`: `hook/`, `checks.rs`, `commands/<name>.rs`.
+        for word in line.split_whitespace() {
+            let name = word.strip_suffix(".rs").or_else(|| word.strip_suffix('/')).unwrap_or("");
+            let name = name.split('/').next().unwrap_or("");
+            if !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_lowercase() || c == '_')
+                && !order.iter().any(|m| m == name)
+            {
+                order.push(name.to_string());
+            }
+        }
+    }
+    order
+}
+
+/// The product (non-test) source of every file under `dir`, without line comments.
+fn product_sources(dir: &Path, out: &mut Vec<(PathBuf, String)>) {
+    let mut entries: Vec<PathBuf> =
+        std::fs::read_dir(dir).expect("read src").map(|e| e.expect("entry").path()).collect();
+    entries.sort();
+    for path in entries {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path.is_dir() {
+            product_sources(&path, out);
+        } else if name.ends_with(".rs") && name != "tests.rs" && name != "testing.rs" {
+            let text = read(&path);
+            let product = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+            let code: Vec<&str> = product.lines().map(|l| l.split("//").next().unwrap_or("")).collect();
+            out.push((path, code.join("\n")));
+        }
+    }
+}
+
+/// The crate's top-level modules each `crate::` path in `code` names (`crate::a::b`, `crate::{a, b}`).
+fn crate_imports(code: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    for part in code.split("crate::").skip(1) {
+        let names: Vec<&str> = match part.strip_prefix('{') {
+            Some(group) => group.split('}').next().unwrap_or("").split(',').collect(),
+            None => vec![part],
+        };
+        for n in names {
+            let ident: String = n.trim().chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if !ident.is_empty() {
+                found.insert(ident);
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_module_map_in_contributing_is_the_import_graph() {
+    let order = module_map();
+    let src = root().join("src");
+    let mut files = Vec::new();
+    product_sources(&src, &mut files);
+    let mut problems = Vec::new();
+    for (path, code) in &files {
+        let rel = path.strip_prefix(&src).expect("under src");
+        let module = rel.components().next().and_then(|c| c.as_os_str().to_str()).unwrap_or("");
+        let module = module.strip_suffix(".rs").unwrap_or(module);
+        let Some(at) = order.iter().position(|m| m == module) else {
+            problems.push(format!("src/{module} is not in CONTRIBUTING.md's module map"));
+            continue;
+        };
+        for import in crate_imports(code) {
+            if import == module {
+                continue;
+            }
+            match order.iter().position(|m| *m == import) {
+                Some(to) if to > at => {}
+                Some(_) => {
+                    problems.push(format!("src/{} imports {import}, which the map puts above {module}", rel.display()))
+                }
+                None => problems.push(format!("src/{} imports {import}, which is not in the map", rel.display())),
+            }
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(order.len() > 15, "the map names only {order:?}: is the map reader broken?");
+    assert!(problems.is_empty(), "CONTRIBUTING.md's module map and the code disagree:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_import_reader_sees_grouped_and_nested_paths() {
+    let code = "use crate::{logging, paths::x};\nuse crate::gateway::Gateway;\nlet s = crate::state::is_paused();";
+    assert_eq!(crate_imports(code).into_iter().collect::<Vec<_>>(), ["gateway", "logging", "paths", "state"]);
+}
