@@ -164,8 +164,13 @@ fn fit_from_the_log_sets_the_threshold_and_keeps_the_config() {
     assert!(stdout(&out).contains("min_confidence stays 0.60"), "{}", stdout(&out));
     assert!(std::fs::read_to_string(&env.config).unwrap().contains("min_confidence = 0.6\n"));
     // 85%: every feature is 90% right at any covered threshold, so the lowest, 0.50, is chosen.
-    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    let svg = env.root.join("reliability.svg");
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply", "--plot", svg.to_str().unwrap()], "");
     assert!(out.status.success(), "{}", stderr(&out));
+    crate::support::snapshots(&env).bind(|| {
+        insta::assert_snapshot!("calibrate_fit_log_only", stdout(&out));
+        insta::assert_snapshot!("calibrate_reliability_svg", std::fs::read_to_string(&svg).unwrap());
+    });
     let cfg = std::fs::read_to_string(&env.config).unwrap();
     assert!(cfg.contains("[routing]\nenabled = true   # keep me\nmin_confidence = 0.5\nhint = false\n"), "{cfg}");
     assert!(cfg.starts_with("# my settings\n"));

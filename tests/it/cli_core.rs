@@ -124,6 +124,7 @@ fn config_path_show_and_check() {
     );
     assert!(line("routing.budget_ms").ends_with("# default"));
     assert!(show.starts_with(&format!("# config file: {} (read)", env.config.display())), "{show}");
+    support::snapshots(&env).bind(|| insta::assert_snapshot!("config_show", show));
 
     let o = env.run(&["config", "check"], "");
     assert_eq!(code(&o), 0, "{}", stderr(&o));

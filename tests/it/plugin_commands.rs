@@ -344,6 +344,7 @@ fn doctor_is_all_good_on_a_healthy_install() {
     assert!(text.contains("ok    MCP server registered (user scope)"), "{text}");
     assert!(text.contains("ok    test decision by mock in"), "{text}");
     assert!(text.trim_end().ends_with("doctor: all good"), "{text}");
+    support::snapshots(&env).bind(|| insta::assert_snapshot!("doctor_all_good", text));
 }
 
 #[test]
@@ -359,6 +360,7 @@ fn doctor_finds_missing_install_registration_and_version_drift() {
     assert!(text.contains("FAIL  the system1 MCP server is not registered"), "{text}");
     assert!(text.contains("claude mcp add --scope user --transport stdio system1 -- "), "{text}");
     assert!(text.contains("warn  binary 0.1.0 differs from the plugin's version 9.9.9"), "{text}");
+    support::snapshots(&env).bind(|| insta::assert_snapshot!("doctor_not_installed", text));
 }
 
 #[cfg(unix)]

@@ -367,6 +367,10 @@ fn dir_option_and_table_and_svg_output() {
     assert!(svg.contains("60%"));
     assert_eq!(svg.matches("<text").count(), svg.matches("</text>").count());
     assert!(!svg.contains("SECRET"));
+    support::snapshots(&env).bind(|| {
+        insta::assert_snapshot!("report_table", text);
+        insta::assert_snapshot!("report_chart_svg", svg);
+    });
 }
 
 #[test]

@@ -161,6 +161,21 @@ pub fn copy_executable(from: &Path, to: &Path) {
     std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o755)).expect("chmod");
 }
 
+/// Snapshot settings (insta) for output a person reads: the scratch root, the test build's path,
+/// the checkout, the crate version, loopback ports and measured times become placeholders, so that a snapshot
+/// is the same on every run and machine. Snapshots live in `tests/it/snapshots/`.
+pub fn snapshots(env: &TestEnv) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_prepend_module_to_snapshot(false);
+    s.add_filter(&regex::escape(&env.root.display().to_string()), "[ROOT]");
+    s.add_filter(&regex::escape(BIN), "[BIN]");
+    s.add_filter(&regex::escape(env!("CARGO_MANIFEST_DIR")), "[REPO]");
+    s.add_filter(&format!(r"\b{}\b", regex::escape(env!("CARGO_PKG_VERSION"))), "[VERSION]");
+    s.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]");
+    s.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[TIME] $2");
+    s
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).to_string()
 }
