@@ -3,12 +3,14 @@
 
 mod calibration;
 mod checks;
+mod claude_code;
 mod cli;
 mod commands;
 mod config;
 mod engine;
 mod error;
 mod feature;
+mod fsutil;
 mod gateway;
 mod hook;
 mod install;

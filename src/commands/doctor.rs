@@ -6,12 +6,11 @@
 //! not a fault). The test decision goes through `Gateway::run_chain`, not `decide`, so it is not
 //! counted in the tallies that the abstention check reads.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use serde_json::Value;
-
 use crate::checks::{self, start_hint};
+use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope};
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
@@ -119,36 +118,14 @@ fn check_config(gateway: &Gateway, r: &mut Report) {
 }
 
 /// The plugin's version: `$CLAUDE_PLUGIN_ROOT/.claude-plugin/plugin.json`, else Claude Code's
-/// record of the installed `system1` plugin.
+/// record of the installed `system1` plugin. With where it was read.
 fn plugin_version() -> Option<(String, String)> {
-    if let Some(root) = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|v| !v.is_empty()) {
-        let manifest = PathBuf::from(root).join(".claude-plugin").join("plugin.json");
-        if let Some(v) = read_json(&manifest).and_then(|m| m["version"].as_str().map(String::from)) {
-            return Some((v, manifest.display().to_string()));
-        }
+    if let Some((v, manifest)) = claude_code::running_plugin_version() {
+        return Some((v, manifest.display().to_string()));
     }
-    let records = paths::claude_dir().join("plugins").join("installed_plugins.json");
-    let json = read_json(&records)?;
-    let plugins = json["plugins"].as_object()?;
-    for (id, installs) in plugins {
-        if !id.starts_with("system1@") {
-            continue;
-        }
-        for install in installs.as_array().into_iter().flatten() {
-            let from_manifest = install["installPath"]
-                .as_str()
-                .and_then(|p| read_json(&Path::new(p).join(".claude-plugin").join("plugin.json")))
-                .and_then(|m| m["version"].as_str().map(String::from));
-            if let Some(v) = from_manifest.or_else(|| install["version"].as_str().map(String::from)) {
-                return Some((v, format!("{id} in {}", records.display())));
-            }
-        }
-    }
-    None
-}
-
-fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    let claude = paths::claude_dir();
+    let (v, id) = claude_code::installed_plugin_version(&claude, claude_code::PLUGIN)?;
+    Some((v, format!("{id} in {}", InstalledPlugins::path(&claude).display())))
 }
 
 fn check_versions(r: &mut Report) {
@@ -204,17 +181,9 @@ fn register_command() -> String {
 
 fn check_registration(r: &mut Report) {
     let file = paths::claude_json();
-    let json = read_json(&file);
+    let doc = ClaudeJson::read().ok().flatten();
     let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
-    let entry = json.as_ref().and_then(|j| {
-        let user = j["mcpServers"].get("system1").map(|e| (e.clone(), "user scope"));
-        let project = cwd
-            .as_ref()
-            .and_then(|c| j["projects"][c.as_str()]["mcpServers"].get("system1"))
-            .map(|e| (e.clone(), "this project"));
-        user.or(project)
-    });
-    let Some((entry, scope)) = entry else {
+    let Some((server, scope)) = doc.as_ref().and_then(|d| d.find(claude::SERVER, cwd.as_deref())) else {
         if let Some(found) = claude_mcp_get() {
             r.ok(format!("MCP server registered ({found})"));
             return;
@@ -228,9 +197,12 @@ fn check_registration(r: &mut Report) {
         );
         return;
     };
-    let command = entry["command"].as_str().unwrap_or("");
-    let args: Vec<&str> =
-        entry["args"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+    let scope = match scope {
+        Scope::User => "user scope",
+        Scope::Project => "this project",
+    };
+    let command = server.command.as_str();
+    let args: Vec<&str> = server.args.iter().map(String::as_str).collect();
     let shown = format!("{command} {}", args.join(" "));
     let fix = format!("register it again: `claude mcp remove --scope user system1`, then `{}`", register_command());
     if args != ["mcp"] {

@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::HookResult;
 use crate::checks;
+use crate::claude_code;
 use crate::config::Loaded;
 use crate::gateway::Gateway;
 use crate::providers::Provider;
@@ -58,7 +59,8 @@ fn findings(loaded: &Loaded) -> Vec<String> {
     {
         out.push(down);
     }
-    if let Some(plugin) = plugin_version().filter(|v| v != crate::gateway::VERSION) {
+    if let Some(plugin) = claude_code::running_plugin_version().map(|(v, _)| v).filter(|v| v != crate::gateway::VERSION)
+    {
         out.push(format!(
             "system1: the plugin is version {plugin} but the installed binary is {}; run /system1:setup to upgrade it.",
             crate::gateway::VERSION
@@ -89,13 +91,4 @@ fn engine_down(chain: &[std::sync::Arc<dyn Provider>]) -> Option<String> {
         "system1: routing is on, but the {name} engine does not answer ({detail}). {}, or run /system1:doctor.",
         checks::start_hint(name)
     ))
-}
-
-/// The version in `$CLAUDE_PLUGIN_ROOT/.claude-plugin/plugin.json` (Claude Code sets the variable for
-/// plugin hooks), so that a plugin update without a binary upgrade is noticed.
-fn plugin_version() -> Option<String> {
-    let root = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|v| !v.is_empty())?;
-    let manifest = std::path::PathBuf::from(root).join(".claude-plugin").join("plugin.json");
-    let json: Value = serde_json::from_str(&std::fs::read_to_string(manifest).ok()?).ok()?;
-    json.get("version").and_then(Value::as_str).map(String::from)
 }

@@ -6,8 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use serde_json::Value;
-
+use crate::claude_code::ClaudeJson;
 use crate::error::{Error, Result};
 use crate::paths;
 
@@ -41,21 +40,13 @@ pub fn find_claude() -> Option<PathBuf> {
 
 /// Reads the current user-scoped registration from `.claude.json`.
 pub fn current() -> Current {
-    let text = match std::fs::read_to_string(paths::claude_json()) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Current::Absent,
-        Err(_) => return Current::Unknown,
-    };
-    let Ok(doc) = serde_json::from_str::<Value>(&text) else { return Current::Unknown };
-    match doc.get("mcpServers").and_then(|s| s.get(SERVER)) {
-        None => Current::Absent,
-        Some(server) => {
-            let command = server.get("command").and_then(Value::as_str).unwrap_or_default().to_string();
-            let args = server.get("args").and_then(Value::as_array).cloned().unwrap_or_default();
-            let mut line = vec![command];
-            line.extend(args.iter().map(|a| a.as_str().unwrap_or_default().to_string()));
-            Current::Registered(line)
-        }
+    match ClaudeJson::read() {
+        Ok(None) => Current::Absent,
+        Err(_) => Current::Unknown,
+        Ok(Some(doc)) => match doc.user_server(SERVER) {
+            None => Current::Absent,
+            Some(server) => Current::Registered(server.command_line()),
+        },
     }
 }
 

@@ -15,6 +15,8 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use crate::claude_code::{self, InstalledPlugins, PluginManifest};
+use crate::fsutil::ReadError;
 use crate::gateway::{Answer, Gateway};
 use crate::logging;
 use crate::paths;
@@ -178,45 +180,22 @@ pub fn frontmatter(text: &str) -> Result<BTreeMap<String, String>, String> {
 
 /// `(plugin name, install root)` of every plugin enabled in Claude Code's settings (user, then the
 /// project's `settings.json` and `settings.local.json`, later ones overriding) and recorded in
-/// `installed_plugins.json` (version 2: a list of installs per id; version 1: one object).
+/// `installed_plugins.json`.
 fn enabled_plugins(claude: &Path, projects: &[PathBuf]) -> Vec<(String, PathBuf)> {
     let mut enabled: BTreeMap<String, bool> = BTreeMap::new();
-    let mut settings_files = vec![claude.join("settings.json")];
-    for p in projects.iter().rev() {
-        settings_files.push(p.join(".claude").join("settings.json"));
-        settings_files.push(p.join(".claude").join("settings.local.json"));
+    for file in claude_code::settings_files(claude, projects) {
+        enabled.extend(claude_code::enabled_plugins(&file).unwrap_or_else(|e| skip(&file, e)).unwrap_or_default());
     }
-    for file in settings_files {
-        if let Some(Value::Object(m)) = read_json(&file).and_then(|v| v.get("enabledPlugins").cloned()) {
-            for (id, on) in m {
-                enabled.insert(id, on.as_bool().unwrap_or(false));
-            }
-        }
-    }
-    let installed = read_json(&claude.join("plugins").join("installed_plugins.json"));
-    let records = installed.as_ref().and_then(|v| v.get("plugins")).and_then(Value::as_object);
+    let installed =
+        InstalledPlugins::read(claude).unwrap_or_else(|e| skip(&InstalledPlugins::path(claude), e)).unwrap_or_default();
     let mut out = Vec::new();
     for (id, on) in enabled {
-        if !on {
-            continue;
-        }
-        let installs: Vec<&Value> = match records.and_then(|r| r.get(&id)) {
-            Some(Value::Array(a)) => a.iter().collect(),
-            Some(o @ Value::Object(_)) => vec![o],
-            _ => continue,
-        };
-        // A project-scoped install counts only inside its project.
-        let applies = |rec: &&&Value| match rec.get("projectPath").and_then(Value::as_str) {
-            Some(pp) if rec.get("scope").and_then(Value::as_str).is_some_and(|s| s != "user") => {
-                projects.iter().any(|p| p.starts_with(pp))
-            }
-            _ => true,
-        };
+        let Some(plugin) = installed.get(&id).filter(|_| on) else { continue };
+        // The last install that counts here; a project-scoped one only inside its project.
         if let Some(path) =
-            installs.iter().rev().find(applies).and_then(|r| r.get("installPath")).and_then(Value::as_str)
+            plugin.installs.iter().rev().find(|i| i.applies_to(projects)).and_then(|i| i.install_path.clone())
         {
-            let name = id.split('@').next().unwrap_or(&id).to_string();
-            out.push((name, PathBuf::from(path)));
+            out.push((plugin.name().to_string(), path));
         }
     }
     out
@@ -225,13 +204,8 @@ fn enabled_plugins(claude: &Path, projects: &[PathBuf]) -> Vec<(String, PathBuf)
 /// A plugin's skill folders: `skills/`, plus what its manifest's `skills` field names.
 fn plugin_skill_dirs(root: &Path) -> Vec<PathBuf> {
     let mut dirs = vec![root.join("skills")];
-    let manifest = read_json(&root.join(".claude-plugin").join("plugin.json"));
-    let extra: Vec<String> = match manifest.as_ref().and_then(|m| m.get("skills")) {
-        Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(String::from).collect(),
-        _ => Vec::new(),
-    };
-    for e in extra {
+    let manifest = PluginManifest::read(root).unwrap_or_else(|e| skip(&PluginManifest::path(root), e));
+    for e in manifest.map(|m| m.skills).unwrap_or_default() {
         let d = root.join(e.trim_start_matches("./"));
         if !dirs.contains(&d) {
             dirs.push(d);
@@ -240,15 +214,12 @@ fn plugin_skill_dirs(root: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-fn read_json(path: &Path) -> Option<Value> {
-    let text = std::fs::read_to_string(path).ok()?;
-    match serde_json::from_str(&text) {
-        Ok(v) => Some(v),
-        Err(e) => {
-            logging::warn("skills", &format!("{} is not JSON: {e}", path.display()));
-            None
-        }
+/// A Claude Code file the picker cannot use counts as absent; one that is not JSON is logged.
+fn skip<T>(path: &Path, e: ReadError) -> Option<T> {
+    if let ReadError::NotJson(e) = e {
+        logging::warn("skills", &format!("{} is not JSON: {e}", path.display()));
     }
+    None
 }
 
 /// What the picker did for one prompt.

@@ -391,6 +391,18 @@ fn doctor_reads_the_installed_plugin_record() {
 }
 
 #[test]
+fn doctor_reads_a_version_1_plugin_record() {
+    // installed_plugins.json version 1 kept one object per plugin id, not a list of installs; the
+    // skill picker always read both, doctor skipped this one and reported no plugin at all.
+    let mut env = healthy_env("");
+    env.env.retain(|(k, _)| k != "CLAUDE_PLUGIN_ROOT");
+    let records = json!({"version": 1, "plugins": {"system1@system1-gateway": {"scope": "user", "installPath": env.root.join("gone"), "version": "0.0.7"}}});
+    write(&env.claude_dir.join("plugins/installed_plugins.json"), &records.to_string());
+    let (_, text) = doctor(&env);
+    assert!(text.contains("differs from the plugin's version 0.0.7 (system1@system1-gateway in "), "{text}");
+}
+
+#[test]
 fn doctor_reports_a_broken_config_with_its_fix() {
     let env = healthy_env("");
     env.write_config("[gateway]\nprovider = \"mock\"\nmin_confidence = 2\n");

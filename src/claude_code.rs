@@ -1,0 +1,339 @@
+//! Claude Code's own files, read in one place and into types: `.claude.json` (the MCP servers it
+//! launches, at user scope and per project), `plugins/installed_plugins.json` (where each
+//! installed plugin lives), the `enabledPlugins` of its settings files, and a plugin's manifest
+//! `.claude-plugin/plugin.json`.
+//!
+//! The files are Claude Code's, and their formats its to change, so every reader is lenient: a
+//! field of another shape reads as absent, and one record of an unexpected shape does not hide
+//! the others. Nothing here writes them (registration goes through the `claude` CLI).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::fsutil::{self, ReadError};
+use crate::paths;
+
+/// This plugin's name in Claude Code: its id is `system1@<marketplace>`.
+pub const PLUGIN: &str = "system1";
+
+/// An MCP server as Claude Code launches it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct McpServer {
+    pub command: String,
+    /// A non-string argument is kept as its JSON text, so that it never passes for a string.
+    pub args: Vec<String>,
+}
+
+impl McpServer {
+    fn from_value(v: &Value) -> McpServer {
+        let command = v.get("command").and_then(Value::as_str).unwrap_or_default().to_string();
+        let args = v
+            .get("args")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().map(|arg| arg.as_str().map(String::from).unwrap_or_else(|| arg.to_string())).collect())
+            .unwrap_or_default();
+        McpServer { command, args }
+    }
+
+    /// The command and its arguments, as one list.
+    pub fn command_line(&self) -> Vec<String> {
+        std::iter::once(self.command.clone()).chain(self.args.iter().cloned()).collect()
+    }
+}
+
+/// Where a server is registered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    User,
+    /// For the project directory asked about.
+    Project,
+}
+
+/// What system1 reads of `.claude.json`: the registered MCP servers.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClaudeJson {
+    /// User-scoped servers, by name.
+    pub mcp_servers: Vec<(String, McpServer)>,
+    /// Project-scoped servers, by project directory, then by name.
+    pub projects: Vec<(String, Vec<(String, McpServer)>)>,
+}
+
+fn servers(v: Option<&Value>) -> Vec<(String, McpServer)> {
+    let Some(Value::Object(m)) = v else { return Vec::new() };
+    m.iter().map(|(name, s)| (name.clone(), McpServer::from_value(s))).collect()
+}
+
+fn named<'a, T>(list: &'a [(String, T)], name: &str) -> Option<&'a T> {
+    list.iter().find(|(n, _)| n == name).map(|(_, t)| t)
+}
+
+impl ClaudeJson {
+    /// `paths::claude_json()`; `Ok(None)` when there is no such file.
+    pub fn read() -> Result<Option<ClaudeJson>, ReadError> {
+        Ok(fsutil::read_json(&paths::claude_json())?.map(|v| ClaudeJson::from_value(&v)))
+    }
+
+    pub fn from_value(v: &Value) -> ClaudeJson {
+        let projects = match v.get("projects") {
+            Some(Value::Object(m)) => m.iter().map(|(dir, p)| (dir.clone(), servers(p.get("mcpServers")))).collect(),
+            _ => Vec::new(),
+        };
+        ClaudeJson { mcp_servers: servers(v.get("mcpServers")), projects }
+    }
+
+    /// The server `name` at user scope.
+    pub fn user_server(&self, name: &str) -> Option<&McpServer> {
+        named(&self.mcp_servers, name)
+    }
+
+    /// The server `name` at user scope, else registered for the project `cwd`.
+    pub fn find(&self, name: &str, cwd: Option<&str>) -> Option<(&McpServer, Scope)> {
+        let user = self.user_server(name).map(|s| (s, Scope::User));
+        user.or_else(|| {
+            let project = named(&self.projects, cwd?)?;
+            named(project, name).map(|s| (s, Scope::Project))
+        })
+    }
+}
+
+/// One install of a plugin, as `installed_plugins.json` records it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PluginInstall {
+    /// `user`, `project` or `local`.
+    pub scope: Option<String>,
+    /// The project a non-user install belongs to.
+    pub project_path: Option<String>,
+    pub install_path: Option<PathBuf>,
+    pub version: Option<String>,
+}
+
+impl PluginInstall {
+    fn from_value(v: &Value) -> PluginInstall {
+        let text = |key: &str| v.get(key).and_then(Value::as_str).map(String::from);
+        PluginInstall {
+            scope: text("scope"),
+            project_path: text("projectPath"),
+            install_path: text("installPath").map(PathBuf::from),
+            version: text("version"),
+        }
+    }
+
+    /// Whether the install counts for a session in `projects`: a project-scoped install only
+    /// inside its project.
+    pub fn applies_to(&self, projects: &[PathBuf]) -> bool {
+        match &self.project_path {
+            Some(pp) if self.scope.as_deref().is_some_and(|s| s != "user") => {
+                projects.iter().any(|p| p.starts_with(pp))
+            }
+            _ => true,
+        }
+    }
+}
+
+/// A plugin's installs, under its id `name@marketplace`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct InstalledPlugin {
+    pub id: String,
+    pub installs: Vec<PluginInstall>,
+}
+
+impl InstalledPlugin {
+    /// The plugin's name: its id without the marketplace.
+    pub fn name(&self) -> &str {
+        self.id.split('@').next().unwrap_or(&self.id)
+    }
+}
+
+/// `plugins/installed_plugins.json`, in its order. Version 2 of the file lists the installs of
+/// each id; version 1 had one object per id: both read as a list of installs.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct InstalledPlugins {
+    pub plugins: Vec<InstalledPlugin>,
+}
+
+impl InstalledPlugins {
+    pub fn path(claude_dir: &Path) -> PathBuf {
+        claude_dir.join("plugins").join("installed_plugins.json")
+    }
+
+    /// The records under `claude_dir`; `Ok(None)` when there are none.
+    pub fn read(claude_dir: &Path) -> Result<Option<InstalledPlugins>, ReadError> {
+        Ok(fsutil::read_json(&Self::path(claude_dir))?.map(|v| InstalledPlugins::from_value(&v)))
+    }
+
+    pub fn from_value(v: &Value) -> InstalledPlugins {
+        let Some(Value::Object(records)) = v.get("plugins") else { return InstalledPlugins::default() };
+        let plugins = records
+            .iter()
+            .filter_map(|(id, installs)| {
+                let installs = match installs {
+                    Value::Array(a) => a.iter().map(PluginInstall::from_value).collect(),
+                    o @ Value::Object(_) => vec![PluginInstall::from_value(o)],
+                    _ => return None,
+                };
+                Some(InstalledPlugin { id: id.clone(), installs })
+            })
+            .collect();
+        InstalledPlugins { plugins }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&InstalledPlugin> {
+        self.plugins.iter().find(|p| p.id == id)
+    }
+}
+
+/// The settings files that may enable plugins for a session in `projects` (the session's
+/// directory, then its repo root), in the order Claude Code layers them, later ones overriding:
+/// the user's `settings.json`, then each project's `settings.json` and `settings.local.json`,
+/// the repo root's before the directory's own.
+pub fn settings_files(claude_dir: &Path, projects: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = vec![claude_dir.join("settings.json")];
+    for p in projects.iter().rev() {
+        files.push(p.join(".claude").join("settings.json"));
+        files.push(p.join(".claude").join("settings.local.json"));
+    }
+    files
+}
+
+/// The `enabledPlugins` of one settings file: plugin id and whether it is on (a value that is not
+/// `true` is off). `Ok(None)` when there is no such file.
+pub fn enabled_plugins(settings_file: &Path) -> Result<Option<Vec<(String, bool)>>, ReadError> {
+    let Some(v) = fsutil::read_json(settings_file)? else { return Ok(None) };
+    let enabled = match v.get("enabledPlugins") {
+        Some(Value::Object(m)) => m.iter().map(|(id, on)| (id.clone(), on.as_bool().unwrap_or(false))).collect(),
+        _ => Vec::new(),
+    };
+    Ok(Some(enabled))
+}
+
+/// What system1 reads of a plugin's manifest, `<root>/.claude-plugin/plugin.json`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct PluginManifest {
+    pub version: Option<String>,
+    /// Skill folders besides `skills/`, relative to the root (the `skills` field: one or a list).
+    pub skills: Vec<String>,
+}
+
+impl PluginManifest {
+    pub fn path(root: &Path) -> PathBuf {
+        root.join(".claude-plugin").join("plugin.json")
+    }
+
+    /// The manifest of the plugin at `root`; `Ok(None)` when it has none.
+    pub fn read(root: &Path) -> Result<Option<PluginManifest>, ReadError> {
+        Ok(fsutil::read_json(&Self::path(root))?.as_ref().map(PluginManifest::from_value))
+    }
+
+    pub fn from_value(v: &Value) -> PluginManifest {
+        let skills = match v.get("skills") {
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(String::from).collect(),
+            _ => Vec::new(),
+        };
+        PluginManifest { version: v.get("version").and_then(Value::as_str).map(String::from), skills }
+    }
+}
+
+fn manifest_version(root: &Path) -> Option<String> {
+    PluginManifest::read(root).ok().flatten()?.version
+}
+
+/// The version of the plugin whose hook or command is running, from the manifest under
+/// `CLAUDE_PLUGIN_ROOT` (Claude Code sets it for them), with the manifest's path.
+pub fn running_plugin_version() -> Option<(String, PathBuf)> {
+    let root = PathBuf::from(std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|v| !v.is_empty())?);
+    manifest_version(&root).map(|v| (v, PluginManifest::path(&root)))
+}
+
+/// The version of the installed plugin `name` (any marketplace) by Claude Code's records: the
+/// first install whose manifest, else whose record, has one. With the plugin's id.
+pub fn installed_plugin_version(claude_dir: &Path, name: &str) -> Option<(String, String)> {
+    let records = InstalledPlugins::read(claude_dir).ok().flatten()?;
+    records.plugins.iter().filter(|p| p.name() == name && p.id.contains('@')).find_map(|p| {
+        p.installs.iter().find_map(|install| {
+            let from_manifest = install.install_path.as_deref().and_then(manifest_version);
+            from_manifest.or_else(|| install.version.clone()).map(|v| (v, p.id.clone()))
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn installed_plugins_read_both_formats() {
+        let v = json!({"version": 2, "plugins": {
+            "new@m": [{"scope": "project", "projectPath": "/p", "installPath": "/c/new", "version": "2.0.0"},
+                      {"scope": "user", "installPath": "/c/new-user"}],
+            "old@m": {"version": "0.1.0", "installPath": "/c/old"},
+            "odd@m": "not a record",
+        }});
+        let p = InstalledPlugins::from_value(&v);
+        let ids: Vec<&str> = p.plugins.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["new@m", "old@m"], "file order; a record of no known shape is skipped alone");
+        let new = p.get("new@m").unwrap();
+        assert_eq!(new.name(), "new");
+        assert_eq!(new.installs.len(), 2);
+        assert_eq!(new.installs[0].project_path.as_deref(), Some("/p"));
+        assert!(new.installs[0].applies_to(&[PathBuf::from("/p/sub")]));
+        assert!(!new.installs[0].applies_to(&[PathBuf::from("/elsewhere")]));
+        assert!(new.installs[1].applies_to(&[]), "a user install applies everywhere");
+        let old = &p.get("old@m").unwrap().installs;
+        assert_eq!(old.len(), 1, "version 1: one object per id");
+        assert_eq!(old[0].install_path.as_deref(), Some(Path::new("/c/old")));
+        assert_eq!(old[0].version.as_deref(), Some("0.1.0"));
+        assert_eq!(InstalledPlugins::from_value(&json!([])), InstalledPlugins::default());
+    }
+
+    #[test]
+    fn claude_json_finds_user_then_project_servers() {
+        let v = json!({
+            "mcpServers": {"system1": {"command": "/bin/system1", "args": ["mcp", 5]}, "other": "junk"},
+            "projects": {"/p": {"mcpServers": {"proj": {"command": "x"}}}, "/q": []},
+        });
+        let c = ClaudeJson::from_value(&v);
+        let (s, scope) = c.find("system1", Some("/p")).unwrap();
+        assert_eq!(scope, Scope::User);
+        assert_eq!(s.command_line(), ["/bin/system1", "mcp", "5"]);
+        assert_eq!(c.user_server("other"), Some(&McpServer::default()), "a server of another shape has no command");
+        assert_eq!(
+            c.find("proj", Some("/p")).map(|(s, scope)| (s.command.as_str(), scope)),
+            Some(("x", Scope::Project))
+        );
+        assert!(c.find("proj", Some("/q")).is_none());
+        assert!(c.find("proj", None).is_none());
+        assert_eq!(ClaudeJson::from_value(&json!("x")), ClaudeJson::default());
+    }
+
+    #[test]
+    fn manifest_skills_are_one_folder_or_a_list() {
+        let m = PluginManifest::from_value(&json!({"name": "p", "version": "1.2.3", "skills": "./extra/"}));
+        assert_eq!(m, PluginManifest { version: Some("1.2.3".into()), skills: vec!["./extra/".into()] });
+        let m = PluginManifest::from_value(&json!({"skills": ["a", 1, "b"]}));
+        assert_eq!(m.skills, ["a", "b"]);
+        assert_eq!(m.version, None);
+    }
+
+    #[test]
+    fn the_installed_version_comes_from_the_manifest_then_the_record() {
+        let dir = std::env::temp_dir().join(format!("system1-claude-code-{}", std::process::id()));
+        let with_manifest = dir.join("cache/with");
+        std::fs::create_dir_all(with_manifest.join(".claude-plugin")).unwrap();
+        std::fs::write(PluginManifest::path(&with_manifest), r#"{"version": "0.0.9"}"#).unwrap();
+        std::fs::create_dir_all(dir.join("plugins")).unwrap();
+        let write = |records: Value| std::fs::write(InstalledPlugins::path(&dir), records.to_string()).unwrap();
+        write(json!({"plugins": {"system1@m": {"installPath": with_manifest, "version": "0.0.1"}}}));
+        assert_eq!(installed_plugin_version(&dir, "system1"), Some(("0.0.9".into(), "system1@m".into())), "v1");
+        write(
+            json!({"plugins": {"other@m": [{"version": "9"}], "system1@m": [{"installPath": "/gone", "version": "0.0.2"}]}}),
+        );
+        assert_eq!(installed_plugin_version(&dir, "system1"), Some(("0.0.2".into(), "system1@m".into())), "v2");
+        write(json!({"plugins": {"system1": [{"version": "1"}]}}));
+        assert_eq!(installed_plugin_version(&dir, "system1"), None, "an id without a marketplace is not a plugin id");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
