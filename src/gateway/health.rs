@@ -4,6 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::request::SCHEMA_VERSION;
+use super::response::{HealthStatus, Role};
 use super::{Gateway, HealthResponse, ProviderProbe, VERSION, millis};
 use crate::providers;
 use crate::state;
@@ -17,6 +18,31 @@ impl Gateway {
     }
 
     fn health_with_pause(&self, paused: bool) -> HealthResponse {
+        let probes = self.probe_all();
+        let status = if !self.is_ok() || probes.is_empty() {
+            HealthStatus::Down
+        } else if paused {
+            HealthStatus::Paused
+        } else if probes[0].ok {
+            HealthStatus::Ok
+        } else if probes.iter().skip(1).any(|p| p.ok) {
+            HealthStatus::Degraded
+        } else {
+            HealthStatus::Down
+        };
+        HealthResponse {
+            status,
+            gateway_version: VERSION.to_string(),
+            schema_version: SCHEMA_VERSION.to_string(),
+            paused,
+            config_file: self.loaded.file_read.then(|| self.loaded.path.display().to_string()),
+            config_errors: self.config_errors.clone(),
+            providers: probes,
+        }
+    }
+
+    /// Probes every provider on its own thread, in chain order, within the timeout.
+    fn probe_all(&self) -> Vec<ProviderProbe> {
         let timeout = self.timeout;
         let started = Instant::now();
         let (tx, rx) = std::sync::mpsc::channel();
@@ -37,8 +63,7 @@ impl Gateway {
                 Err(_) => break,
             }
         }
-        let probes: Vec<ProviderProbe> = self
-            .chain
+        self.chain
             .iter()
             .zip(results)
             .enumerate()
@@ -49,33 +74,13 @@ impl Gateway {
                 });
                 ProviderProbe {
                     name: p.name().to_string(),
-                    role: if i == 0 { "primary".into() } else { "fallback".into() },
+                    role: if i == 0 { Role::Primary } else { Role::Fallback },
                     ok: probe.ok,
                     latency_ms,
                     detail: probe.detail,
                 }
             })
-            .collect();
-        let status = if !self.is_ok() || probes.is_empty() {
-            "down"
-        } else if paused {
-            "paused"
-        } else if probes[0].ok {
-            "ok"
-        } else if probes.iter().skip(1).any(|p| p.ok) {
-            "degraded"
-        } else {
-            "down"
-        };
-        HealthResponse {
-            status: status.to_string(),
-            gateway_version: VERSION.to_string(),
-            schema_version: SCHEMA_VERSION.to_string(),
-            paused,
-            config_file: self.loaded.file_read.then(|| self.loaded.path.display().to_string()),
-            config_errors: self.config_errors.clone(),
-            providers: probes,
-        }
+            .collect()
     }
 }
 
@@ -145,14 +150,14 @@ mod tests {
         let up = Scripted::new("up", Ok(vec![]));
         // The pause flag is passed in (health() reads it from the install dir), so no file is touched.
         let h = gateway(&[down.clone(), up.clone()]).health_with_pause(false);
-        assert_eq!(h.status, "degraded");
+        assert_eq!(h.status, HealthStatus::Degraded);
         assert_eq!(
-            h.providers.iter().map(|p| (p.role.as_str(), p.ok)).collect::<Vec<_>>(),
-            [("primary", false), ("fallback", true)]
+            h.providers.iter().map(|p| (p.role, p.ok)).collect::<Vec<_>>(),
+            [(Role::Primary, false), (Role::Fallback, true)]
         );
-        assert_eq!(gateway(&[up.clone(), down.clone()]).health_with_pause(false).status, "ok");
-        assert_eq!(gateway(&[down.clone(), down.clone()]).health_with_pause(false).status, "down");
-        assert_eq!(gateway(std::slice::from_ref(&up)).health_with_pause(true).status, "paused");
+        assert_eq!(gateway(&[up.clone(), down.clone()]).health_with_pause(false).status, HealthStatus::Ok);
+        assert_eq!(gateway(&[down.clone(), down.clone()]).health_with_pause(false).status, HealthStatus::Down);
+        assert_eq!(gateway(std::slice::from_ref(&up)).health_with_pause(true).status, HealthStatus::Paused);
 
         // A probe that hangs past the timeout is reported as down when the timeout is up.
         let loaded =
@@ -166,7 +171,7 @@ mod tests {
         let h = g.health_with_pause(false);
         // Generous: the 0.2 s timeout cut it, not the probe's 30 s.
         assert!(started.elapsed() < Duration::from_secs(10), "health waited {:?}", started.elapsed());
-        assert_eq!(h.status, "degraded");
+        assert_eq!(h.status, HealthStatus::Degraded);
         assert!(h.providers[0].detail.as_deref().is_some_and(|d| d.contains("no answer within 0.200 s")));
 
         // Probes run side by side: three that are each ok only when all three are probed at once.
@@ -175,7 +180,7 @@ mod tests {
         let chain: Vec<Arc<dyn Provider>> =
             ["a", "b", "c"].into_iter().map(|n| Arc::new(Meets(n, meeting.clone(), 3)) as Arc<dyn Provider>).collect();
         let h = Gateway::with_chain(loaded, chain, Calibration::default()).health_with_pause(false);
-        assert_eq!(h.status, "ok", "probes ran one after another: {h:?}");
+        assert_eq!(h.status, HealthStatus::Ok, "probes ran one after another: {h:?}");
         assert_eq!(h.providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b", "c"], "in chain order");
         assert!(h.providers.iter().all(|p| p.ok));
     }

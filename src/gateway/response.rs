@@ -1,7 +1,12 @@
 //! What the gateway answers: the `system1_decide` response of schema "1", health and capabilities.
 
-use serde::Serialize;
+use std::fmt;
 
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
+use serde_json::Value;
+
+use crate::calibration::{Fit, Origin};
 use crate::providers::Probabilities;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -93,26 +98,135 @@ impl DecideResponse {
     }
 }
 
+/// The gateway's health as a whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HealthStatus {
+    /// The primary is up.
+    Ok,
+    /// The primary is down, a fallback is up.
+    Degraded,
+    /// No provider is up, or the config is broken.
+    Down,
+    /// Paused with `/system1:toggle off`.
+    Paused,
+}
+
+impl fmt::Display for HealthStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            HealthStatus::Ok => "ok",
+            HealthStatus::Degraded => "degraded",
+            HealthStatus::Down => "down",
+            HealthStatus::Paused => "paused",
+        })
+    }
+}
+
+/// A provider's place in the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Primary,
+    Fallback,
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Role::Primary => "primary",
+            Role::Fallback => "fallback",
+        })
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct ProviderProbe {
     pub name: String,
-    /// `primary` or `fallback`.
-    pub role: String,
+    pub role: Role,
     pub ok: bool,
     pub latency_ms: f64,
     pub detail: Option<String>,
 }
 
+/// The `system1_health` result.
 #[derive(Debug, Clone, Serialize)]
 pub struct HealthResponse {
-    /// `ok`, `degraded`, `down` or `paused`.
-    pub status: String,
+    pub status: HealthStatus,
     pub gateway_version: String,
     pub schema_version: String,
     pub paused: bool,
     pub config_file: Option<String>,
     pub config_errors: Vec<String>,
     pub providers: Vec<ProviderProbe>,
+}
+
+/// The `system1_capabilities` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct CapabilitiesResponse {
+    pub gateway_version: &'static str,
+    pub schema_version: &'static str,
+    pub schema_versions: &'static [&'static str],
+    pub tools: &'static [&'static str],
+    pub provider_chain: Vec<String>,
+    pub timeout_s: f64,
+    pub min_confidence: f64,
+    pub paused: bool,
+    /// The chain's providers, keyed by name in chain order.
+    #[serde(serialize_with = "by_name")]
+    pub providers: Vec<ProviderInfo>,
+    pub calibration_fits: Vec<ShownFit>,
+    pub calibration_errors: Vec<String>,
+    pub available_providers: &'static [&'static str],
+    pub config_errors: Vec<String>,
+    pub request_schema: Value,
+    pub response_schema: Value,
+}
+
+/// What one provider of the chain is and can take.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProviderInfo {
+    /// The key it is listed under.
+    #[serde(skip)]
+    pub name: String,
+    pub model: String,
+    pub max_options: usize,
+    pub one_pass: bool,
+}
+
+/// A provider listed twice in the chain is one entry, where it first appears.
+fn by_name<S: Serializer>(providers: &[ProviderInfo], serializer: S) -> Result<S::Ok, S::Error> {
+    let mut map = serializer.serialize_map(None)?;
+    for (i, p) in providers.iter().enumerate() {
+        if !providers[..i].iter().any(|q| q.name == p.name) {
+            map.serialize_entry(&p.name, p)?;
+        }
+    }
+    map.end()
+}
+
+/// A loaded calibration fit and where it came from: the fit's fields as its file has them, then
+/// `origin`.
+#[derive(Debug, Clone)]
+pub struct ShownFit {
+    pub fit: Fit,
+    pub origin: Origin,
+}
+
+impl Serialize for ShownFit {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let fields = match serde_json::to_value(&self.fit) {
+            Ok(Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        let mut map = serializer.serialize_map(None)?;
+        // A file's own `origin` field would say something else than where the fit was loaded from.
+        for (k, v) in fields.iter().filter(|(k, _)| *k != "origin") {
+            map.serialize_entry(k, v)?;
+        }
+        map.serialize_entry("origin", &self.origin)?;
+        map.end()
+    }
 }
 
 /// Milliseconds with microsecond resolution, for every `latency_ms`.

@@ -128,7 +128,7 @@ pub fn call(gateway: &Gateway, name: &str, arguments: &Value, version: &str) -> 
             (serde_json::to_value(&resp).unwrap_or(Value::Null), is_error)
         }
         "system1_health" => (serde_json::to_value(gateway.health()).unwrap_or(Value::Null), false),
-        "system1_capabilities" => (gateway.capabilities(), false),
+        "system1_capabilities" => (serde_json::to_value(gateway.capabilities()).unwrap_or(Value::Null), false),
         _ => return None,
     };
     let text = serde_json::to_string(&structured).unwrap_or_default();
