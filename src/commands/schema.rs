@@ -1,13 +1,16 @@
-//! `system1 schema [--write] [--dir DIR]`: the request and response JSON Schemas of schema "1".
+//! `system1 schema [--write] [--dir DIR]`: the JSON Schemas of schema "1": the decide request and
+//! response, and the health and capabilities results.
 
 use std::path::PathBuf;
+
+use serde_json::{Map, Value};
 
 use crate::error::{Context, Result};
 use crate::gateway::schema;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Write schema/request.json and schema/response.json instead of printing them.
+    /// Write schema/request.json, response.json, health.json and capabilities.json instead of printing them.
     #[arg(long)]
     write: bool,
     /// The folder to write into.
@@ -16,16 +19,17 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let files = [("request.json", schema::request()), ("response.json", schema::response())];
     if !args.write {
-        let both = serde_json::json!({"request": files[0].1, "response": files[1].1});
-        println!("{}", serde_json::to_string_pretty(&both).unwrap_or_default());
+        // One object, each schema under its file's name without `.json`.
+        let all: Map<String, Value> =
+            schema::FILES.iter().map(|(name, make)| (name.trim_end_matches(".json").to_string(), make())).collect();
+        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
         return Ok(0);
     }
     std::fs::create_dir_all(&args.dir).context(|| format!("cannot create {}", args.dir.display()))?;
-    for (name, value) in files {
+    for (name, make) in schema::FILES {
         let path = args.dir.join(name);
-        std::fs::write(&path, schema::file_text(&value)).context(|| format!("cannot write {}", path.display()))?;
+        std::fs::write(&path, schema::file_text(&make())).context(|| format!("cannot write {}", path.display()))?;
         println!("wrote {}", path.display());
     }
     Ok(0)

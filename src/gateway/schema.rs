@@ -1,7 +1,7 @@
 //! The JSON Schemas (2020-12) of schema version "1", written from the same limits the request
-//! check uses. `system1 schema --write` saves the first two as `schema/request.json` and
-//! `schema/response.json`; a test fails when the committed files drift from these, or when a field
-//! of the Rust response types is missing here.
+//! check uses. `system1 schema --write` saves them as `schema/request.json`, `schema/response.json`,
+//! `schema/health.json` and `schema/capabilities.json` (see [`FILES`]); a test fails when the
+//! committed files drift from these, or when a field of the Rust response types is missing here.
 
 use serde_json::{Value, json};
 
@@ -10,6 +10,17 @@ use super::request::{
 };
 
 const DIALECT: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// Builds one schema.
+type Make = fn() -> Value;
+
+/// Every schema file, by name: the decide request and response, and the other two tools' results.
+pub const FILES: [(&str, Make); 4] = [
+    ("request.json", request),
+    ("response.json", response),
+    ("health.json", health),
+    ("capabilities.json", capabilities),
+];
 
 pub fn request() -> Value {
     json!({
@@ -97,6 +108,9 @@ pub fn no_arguments() -> Value {
 
 pub fn health() -> Value {
     json!({
+        "$schema": DIALECT,
+        "title": "system1_health result",
+        "description": format!("Schema version {SCHEMA_VERSION}."),
         "type": "object",
         "required": ["status", "gateway_version", "schema_version", "paused", "config_file", "config_errors", "providers"],
         "properties": {
@@ -123,10 +137,13 @@ pub fn health() -> Value {
 
 pub fn capabilities() -> Value {
     json!({
+        "$schema": DIALECT,
+        "title": "system1_capabilities result",
+        "description": format!("Schema version {SCHEMA_VERSION}."),
         "type": "object",
         "required": ["gateway_version", "schema_version", "schema_versions", "tools", "provider_chain",
-                     "timeout_s", "min_confidence", "providers", "calibration_fits", "calibration_errors", "available_providers",
-                     "config_errors", "request_schema", "response_schema"],
+                     "timeout_s", "min_confidence", "paused", "providers", "calibration_fits", "calibration_errors",
+                     "available_providers", "config_errors", "request_schema", "response_schema"],
         "properties": {
             "gateway_version": {"type": "string"},
             "schema_version": {"type": "string"},
@@ -136,8 +153,29 @@ pub fn capabilities() -> Value {
             "timeout_s": {"type": "number"},
             "min_confidence": {"type": "number"},
             "paused": {"type": "boolean"},
-            "providers": {"type": "object", "additionalProperties": {"type": "object"}},
-            "calibration_fits": {"type": "array", "items": {"type": "object"}},
+            "providers": {"type": "object", "description": "The chain's providers by name, in chain order.",
+                "additionalProperties": {
+                    "type": "object",
+                    "required": ["model", "max_options", "one_pass"],
+                    "properties": {
+                        "model": {"type": "string"},
+                        "max_options": {"type": "integer", "minimum": 2},
+                        "one_pass": {"type": "boolean", "description": "Several questions in one engine request."}
+                    }
+                }},
+            "calibration_fits": {"type": "array", "items": {
+                "type": "object",
+                "description": "A fit names a question or an option count; other fields of the fits file are kept.",
+                "required": ["provider", "model", "temperature", "origin"],
+                "properties": {
+                    "provider": {"type": "string"},
+                    "model": {"type": "string"},
+                    "question": {"type": "string"},
+                    "options": {"type": "integer", "minimum": 2},
+                    "temperature": {"type": "number", "exclusiveMinimum": 0},
+                    "origin": {"enum": ["local", "shipped"]}
+                }
+            }},
             "calibration_errors": {"type": "array", "items": {"type": "string"}},
             "available_providers": {"type": "array", "items": {"type": "string"}},
             "config_errors": {"type": "array", "items": {"type": "string"}},

@@ -2,7 +2,23 @@
 //! real response.
 
 use crate::support::{TestEnv, stdout};
-use serde_json::Value;
+use serde_json::{Value, json};
+
+fn committed(name: &str) -> Value {
+    let path = format!("{}/schema/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).expect("schema file")).expect("schema JSON")
+}
+
+/// Every field of `value` is a property of `schema` and required by it.
+fn assert_named_and_required(schema: &Value, value: &Value, what: &str) {
+    let props = schema["properties"].as_object().unwrap_or_else(|| panic!("{what}: no properties in {schema}"));
+    let required: Vec<&str> =
+        schema["required"].as_array().expect("required").iter().filter_map(Value::as_str).collect();
+    for key in value.as_object().unwrap_or_else(|| panic!("{what} is not an object: {value}")).keys() {
+        assert!(props.contains_key(key), "{what} field {key} missing from the schema");
+        assert!(required.contains(&key.as_str()), "{what} field {key} not required by the schema");
+    }
+}
 
 #[test]
 fn committed_schemas_match_the_binary() {
@@ -10,7 +26,7 @@ fn committed_schemas_match_the_binary() {
     let out_dir = env.root.join("schema");
     let o = env.run(&["schema", "--write", "--dir", out_dir.to_str().expect("utf-8 path")], "");
     assert!(o.status.success(), "{}", stdout(&o));
-    for name in ["request.json", "response.json"] {
+    for name in ["request.json", "response.json", "health.json", "capabilities.json"] {
         let generated = std::fs::read_to_string(out_dir.join(name)).expect("generated");
         let committed = std::fs::read_to_string(format!("{}/schema/{name}", env!("CARGO_MANIFEST_DIR")))
             .expect("committed schema file");
@@ -38,4 +54,37 @@ fn response_schema_names_every_field_of_a_real_response() {
     for key in resp["attempts"][0].as_object().expect("attempt").keys() {
         assert!(attempt_props.contains_key(key), "attempt field {key} missing from the schema");
     }
+}
+
+#[test]
+fn health_and_capabilities_schemas_name_every_field_of_real_results() {
+    let env = TestEnv::with_mock("fallback = [\"mock\"]\n");
+    let mut mcp = env.mcp();
+    mcp.initialize("2025-06-18");
+    let health = mcp.call("system1_health", json!({}));
+    let caps = mcp.call("system1_capabilities", json!({}));
+    let (health_schema, caps_schema) = (committed("health.json"), committed("capabilities.json"));
+
+    assert_named_and_required(&health_schema, &health, "health");
+    assert_eq!(health["providers"].as_array().map(Vec::len), Some(2), "{health}");
+    for probe in health["providers"].as_array().expect("probes") {
+        assert_named_and_required(&health_schema["properties"]["providers"]["items"], probe, "health probe");
+    }
+
+    assert_named_and_required(&caps_schema, &caps, "capabilities");
+    // A provider twice in the chain is listed once.
+    assert_eq!(caps["provider_chain"], json!(["mock", "mock"]));
+    let providers = caps["providers"].as_object().expect("providers");
+    assert_eq!(providers.keys().collect::<Vec<_>>(), ["mock"]);
+    let entry_schema = &caps_schema["properties"]["providers"]["additionalProperties"];
+    assert_named_and_required(entry_schema, &providers["mock"], "capabilities provider");
+    let fit_schema = &caps_schema["properties"]["calibration_fits"]["items"];
+    let fits = caps["calibration_fits"].as_array().expect("fits");
+    assert!(!fits.is_empty(), "shipped fits are listed");
+    for fit in fits {
+        for key in fit_schema["required"].as_array().expect("required") {
+            assert!(fit.get(key.as_str().expect("name")).is_some(), "fit without {key}: {fit}");
+        }
+    }
+    assert_eq!(mcp.close().code(), Some(0));
 }
