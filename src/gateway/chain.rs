@@ -2,11 +2,12 @@
 //! and the caller's deadline. A timeout, an error or a malformed answer moves on to the next
 //! provider; an abstention is an answer and ends the chain.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
+use super::check::Checked;
 use super::{Answer, Attempt, ErrorCode, ErrorInfo, Gateway, Outcome, millis};
 use crate::logging;
-use crate::providers::{EngineRequest, Failure};
+use crate::providers::{EngineRequest, Failure, Provider};
 
 /// The result of running the provider chain on one engine request.
 #[derive(Debug, Clone)]
@@ -34,40 +35,20 @@ impl Gateway {
         let mut failure = None;
         for provider in &self.chain {
             let name = provider.name().to_string();
-            let mut timeout = self.timeout;
-            if let Some(d) = deadline {
-                let left = d.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    let detail = "the engine time budget was used up".to_string();
-                    attempts.push(Attempt {
-                        provider: name,
-                        outcome: Outcome::Timeout,
-                        latency_ms: 0.0,
-                        detail: Some(detail.clone()),
-                    });
-                    failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
-                    break;
-                }
-                timeout = timeout.min(left);
-            }
-            let caps = provider.capabilities();
-            if let Some(q) = request.questions.iter().find(|q| q.options.len() > caps.max_options) {
-                let detail = format!("{} options exceed {name}'s limit of {}", q.options.len(), caps.max_options);
+            let Some(timeout) = self.attempt_timeout(deadline) else {
+                let detail = "the engine time budget was used up".to_string();
+                attempts.push(not_asked(name, Outcome::Timeout, &detail));
+                failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
+                break;
+            };
+            if let Some(detail) = over_limit(provider.as_ref(), request) {
                 logging::info(rid, &format!("{name}: {detail}"));
-                attempts.push(Attempt {
-                    provider: name,
-                    outcome: Outcome::Error,
-                    latency_ms: 0.0,
-                    detail: Some(detail.clone()),
-                });
+                attempts.push(not_asked(name, Outcome::Error, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderError, message: detail });
                 continue;
             }
-            let started = Instant::now();
-            let result = provider.decide(request, timeout);
-            let latency_ms = millis(started.elapsed());
-            let checked = result.and_then(|values| self.check_answers(provider.as_ref(), request, cal_keys, values));
-            match checked {
+            let (result, latency_ms) = self.attempt(provider.as_ref(), request, cal_keys, timeout);
+            match result {
                 Ok((answers, detail)) => {
                     let outcome = if answers.iter().all(|a| matches!(a, Answer::Abstained { .. })) {
                         Outcome::Abstained
@@ -79,28 +60,13 @@ impl Gateway {
                         logging::debug(rid, &format!("{name}: {outcome:?} in {latency_ms} ms"));
                     }
                     attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail });
-                    return ChainOutcome {
-                        answers: Some(answers),
-                        provider: Some(name),
-                        model: Some(provider.model()),
-                        attempts,
-                        failure: None,
-                    };
+                    let (provider, model) = (Some(name), Some(provider.model()));
+                    return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
                 }
                 Err(f) => {
-                    let (outcome, code) = match &f {
-                        Failure::Timeout(_) => (Outcome::Timeout, ErrorCode::ProviderTimeout),
-                        Failure::Error(_) => (Outcome::Error, ErrorCode::ProviderError),
-                        Failure::Malformed(_) => (Outcome::Malformed, ErrorCode::MalformedResponse),
-                    };
-                    logging::warn(rid, &format!("{name}: {outcome:?} after {latency_ms} ms: {}", f.detail()));
-                    attempts.push(Attempt {
-                        provider: name.clone(),
-                        outcome,
-                        latency_ms,
-                        detail: Some(f.detail().to_string()),
-                    });
-                    failure = Some(ErrorInfo { code, message: format!("{name}: {}", f.detail()) });
+                    let (attempt, info) = failed(name, &f, latency_ms, rid);
+                    attempts.push(attempt);
+                    failure = Some(info);
                 }
             }
         }
@@ -109,6 +75,53 @@ impl Gateway {
         }
         ChainOutcome { answers: None, provider: None, model: None, attempts, failure }
     }
+
+    /// The time one attempt may take: the per-attempt timeout, cut to what is left before
+    /// `deadline`; `None` when nothing is left.
+    fn attempt_timeout(&self, deadline: Option<Instant>) -> Option<Duration> {
+        let Some(d) = deadline else { return Some(self.timeout) };
+        let left = d.saturating_duration_since(Instant::now());
+        (!left.is_zero()).then(|| self.timeout.min(left))
+    }
+
+    /// One provider's attempt, within `timeout`: everything asked of it, then the checks and the
+    /// calibration of what it said. The latency is the provider's own time.
+    fn attempt(
+        &self,
+        provider: &dyn Provider,
+        request: &EngineRequest,
+        cal_keys: &[String],
+        timeout: Duration,
+    ) -> (Checked, f64) {
+        let started = Instant::now();
+        let given = provider.decide(request, timeout);
+        let latency_ms = millis(started.elapsed());
+        (given.and_then(|given| self.check_answers(provider, request, cal_keys, given)), latency_ms)
+    }
+}
+
+/// Why a provider is not asked at all: a question with more options than it takes.
+fn over_limit(provider: &dyn Provider, request: &EngineRequest) -> Option<String> {
+    let max = provider.capabilities().max_options;
+    let q = request.questions.iter().find(|q| q.options.len() > max)?;
+    Some(format!("{} options exceed {}'s limit of {max}", q.options.len(), provider.name()))
+}
+
+/// The attempt of a provider that was not asked.
+fn not_asked(provider: String, outcome: Outcome, detail: &str) -> Attempt {
+    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()) }
+}
+
+/// A failed attempt, and the error it makes if no provider after it answers.
+fn failed(provider: String, f: &Failure, latency_ms: f64, rid: &str) -> (Attempt, ErrorInfo) {
+    let (outcome, code) = match f {
+        Failure::Timeout(_) => (Outcome::Timeout, ErrorCode::ProviderTimeout),
+        Failure::Error(_) => (Outcome::Error, ErrorCode::ProviderError),
+        Failure::Malformed(_) => (Outcome::Malformed, ErrorCode::MalformedResponse),
+    };
+    logging::warn(rid, &format!("{provider}: {outcome:?} after {latency_ms} ms: {}", f.detail()));
+    let info = ErrorInfo { code, message: format!("{provider}: {}", f.detail()) };
+    (Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()) }, info)
 }
 
 #[cfg(test)]

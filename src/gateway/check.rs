@@ -6,6 +6,10 @@ use super::{Answer, Gateway};
 use crate::calibration;
 use crate::providers::{EngineAnswer, EngineRequest, Failure, Probabilities, Provider, Question};
 
+/// A provider's answers once checked and calibrated, with the notes on how they were read (the
+/// attempt's `detail`); or why they are malformed.
+pub(super) type Checked = Result<(Vec<Answer>, Option<String>), Failure>;
+
 /// How far the probabilities may sum from 1 (engines round to 4 decimals, and some renormalise).
 const SUM_TOLERANCE: f64 = 0.02;
 
@@ -17,7 +21,7 @@ impl Gateway {
         request: &EngineRequest,
         cal_keys: &[String],
         given: Vec<EngineAnswer>,
-    ) -> Result<(Vec<Answer>, Option<String>), Failure> {
+    ) -> Checked {
         if given.len() != request.questions.len() {
             return Err(Failure::Malformed(format!(
                 "{} answers for {} questions",

@@ -87,43 +87,8 @@ fn check(args: &Value) -> Result<Checked, String> {
     }
     let present = |k: &str| obj.get(k).filter(|v| !v.is_null());
 
-    let question = match obj.get("question") {
-        Some(Value::String(q)) if q.trim().is_empty() => return Err("question must not be empty".into()),
-        Some(Value::String(q)) if q.chars().count() > MAX_QUESTION_CHARS => {
-            return Err(format!(
-                "question has {} characters; at most {MAX_QUESTION_CHARS} are allowed",
-                q.chars().count()
-            ));
-        }
-        Some(Value::String(q)) => q.clone(),
-        None | Some(Value::Null) => return Err("question is required".into()),
-        Some(_) => return Err("question must be a string".into()),
-    };
-
-    let options = match present("options") {
-        None => None,
-        Some(Value::Array(items)) => {
-            if items.len() < MIN_OPTIONS || items.len() > MAX_OPTIONS {
-                return Err(format!("options must have {MIN_OPTIONS} to {MAX_OPTIONS} entries, got {}", items.len()));
-            }
-            let mut out: Vec<String> = Vec::with_capacity(items.len());
-            for (i, item) in items.iter().enumerate() {
-                let Value::String(s) = item else { return Err(format!("options[{i}] must be a string")) };
-                if s.trim().is_empty() {
-                    return Err(format!("options[{i}] must not be empty"));
-                }
-                if s.chars().count() > MAX_OPTION_CHARS {
-                    return Err(format!("options[{i}] is longer than {MAX_OPTION_CHARS} characters"));
-                }
-                if out.contains(s) {
-                    return Err(format!("options[{i}] {s:?} is a duplicate; options must be unique"));
-                }
-                out.push(s.clone());
-            }
-            Some(out)
-        }
-        Some(_) => return Err("options must be a list of strings".into()),
-    };
+    let question = question_of(obj.get("question"))?;
+    let options = present("options").map(options_of).transpose()?;
 
     let context = match present("context") {
         None => None,
@@ -152,6 +117,40 @@ fn check(args: &Value) -> Result<Checked, String> {
     }
 
     Ok(Checked { question, options, context, min_confidence })
+}
+
+fn question_of(v: Option<&Value>) -> Result<String, String> {
+    match v {
+        Some(Value::String(q)) if q.trim().is_empty() => Err("question must not be empty".into()),
+        Some(Value::String(q)) if q.chars().count() > MAX_QUESTION_CHARS => {
+            Err(format!("question has {} characters; at most {MAX_QUESTION_CHARS} are allowed", q.chars().count()))
+        }
+        Some(Value::String(q)) => Ok(q.clone()),
+        None | Some(Value::Null) => Err("question is required".into()),
+        Some(_) => Err("question must be a string".into()),
+    }
+}
+
+fn options_of(v: &Value) -> Result<Vec<String>, String> {
+    let Value::Array(items) = v else { return Err("options must be a list of strings".into()) };
+    if items.len() < MIN_OPTIONS || items.len() > MAX_OPTIONS {
+        return Err(format!("options must have {MIN_OPTIONS} to {MAX_OPTIONS} entries, got {}", items.len()));
+    }
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for (i, item) in items.iter().enumerate() {
+        let Value::String(s) = item else { return Err(format!("options[{i}] must be a string")) };
+        if s.trim().is_empty() {
+            return Err(format!("options[{i}] must not be empty"));
+        }
+        if s.chars().count() > MAX_OPTION_CHARS {
+            return Err(format!("options[{i}] is longer than {MAX_OPTION_CHARS} characters"));
+        }
+        if out.contains(s) {
+            return Err(format!("options[{i}] {s:?} is a duplicate; options must be unique"));
+        }
+        out.push(s.clone());
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
