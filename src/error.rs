@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-/// Exit codes, documented in README "Exit codes".
+/// Exit codes, documented for users in docs/configuration.md ("Exit codes").
 pub mod exit {
     pub const OK: i32 = 0;
     /// Something failed: an engine, a file, a check.

@@ -1,5 +1,5 @@
 //! Confidence calibration, applied: one fitted temperature per (provider, model, question), with a
-//! fit per option count as the fallback (SPEC section 7).
+//! fit per option count for a question that has no fit of its own.
 //!
 //! File format (`calibration/calibration.json`, shipped inside the binary, and
 //! `<install dir>/calibration.json`, fitted locally, which takes precedence):

@@ -1,5 +1,5 @@
 //! `system1 report`: reads the Claude Code transcripts and prints whether System-1 is used and pays
-//! off (the figures are defined in `report/mod.rs` and README "Usage report"). Totals only.
+//! off (the figures are defined in `report/mod.rs`, and for users in docs/report.md). Totals only.
 
 use std::collections::BTreeMap;
 use std::io::{IsTerminal, Write};

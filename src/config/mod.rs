@@ -1,5 +1,5 @@
 //! The resolved configuration: defaults, then the config file, then `SYSTEM1_*` environment
-//! variables, each layer overriding the one before (seed 003 "Configure").
+//! variables, each layer overriding the one before (for users: docs/configuration.md).
 //!
 //! Loading never fails: a broken file or value becomes a message in `Loaded::errors`, and the
 //! affected keys keep their defaults. The MCP server then still starts, answering health with

@@ -2,8 +2,8 @@
 //! brief and requested model), the tool result (error flag, report, `resolvedModel`, `agentId`)
 //! and any `<task-notification>` about a background agent; the subagent's own file
 //! (`<session>/subagents/agent-<id>.jsonl`, with a `.meta.json` naming its `toolUseId`) gives the
-//! model it ran on and whether it died on an API error, which the parent never marks
-//! (claude-code.md section 7).
+//! model it ran on and whether it died on an API error, which the parent never marks (its tool
+//! result still says `completed`).
 //!
 //! Lines come typed, from the shared transcript reader. Each main file is collected on its own and
 //! then merged ([`Collector::merge`]); a forked session repeats the whole history in a new file, so

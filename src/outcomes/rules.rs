@@ -1,5 +1,5 @@
-//! The outcome rules, as pure functions over the spawns found in the transcripts (seed 003 "Outcome
-//! labels"). A spawn failed when its tool result was an error, its task notification said
+//! The outcome rules, as pure functions over the spawns found in the transcripts (for users:
+//! docs/calibration.md, "Outcome labels"). A spawn failed when its tool result was an error, its task notification said
 //! `failed`/`stopped`/`killed`, its subagent died on an API error, its report says it was blocked,
 //! or a later spawn redid the same task; otherwise it succeeded. Cases where the evidence is weak
 //! are proposed anyway but flagged doubtful, so that a person decides them.

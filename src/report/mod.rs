@@ -7,7 +7,7 @@
 //! requests (a hash and a few counters each), never with the bytes read. Only totals come out: no
 //! prompt, hint or tool text is kept past the line that carried it.
 //!
-//! The figures, defined precisely in README "Usage report":
+//! The figures (for users, in detail: docs/report.md):
 //! - reach: prompts whose turn got a routing hint, over all prompts;
 //! - adherence: spawns in a hinted turn whose tier (resolved model, else the subagent's own model,
 //!   else the requested `model`, else the parent's) equals the hinted tier; upgrades and downgrades;

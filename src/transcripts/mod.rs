@@ -1,7 +1,7 @@
 //! The one streaming reader of Claude Code transcripts, shared by `system1 report` and
 //! `system1 outcomes`.
 //!
-//! Layout (see `claude-code.md` §6): `<projects>/<project>/<session>.jsonl` is a session's main
+//! Layout, as Claude Code writes it: `<projects>/<project>/<session>.jsonl` is a session's main
 //! transcript; `<projects>/<project>/<session>/subagents/agent-<id>.jsonl` is one subagent's, with
 //! `agent-<id>.meta.json` beside it (`agentType`, `description`, `toolUseId`, `spawnDepth`).
 //!

@@ -1,4 +1,4 @@
-//! The measures behind `system1 evaluate` and its READY verdict (seed 003 "Is an engine ready?").
+//! The measures behind `system1 evaluate` and its READY verdict (for users: docs/calibration.md).
 //! Pure: rows in (teacher labels, the engine's answers, the outcome), report out.
 //!
 //! - Per feature, against the teacher labels: accuracy, AUROC of the engine's probability of "yes",

@@ -347,3 +347,113 @@ fn the_import_reader_sees_grouped_and_nested_paths() {
     let code = "use crate::{logging, paths::x};\nuse crate::gateway::Gateway;\nlet s = crate::state::is_paused();";
     assert_eq!(crate_imports(code).into_iter().collect::<Vec<_>>(), ["gateway", "logging", "paths", "state"]);
 }
+
+/// Every file of the code, scripts and tests whose comments could cite a document: src/, scripts/,
+/// tests/ (this file aside: it names the patterns), hooks/, engines/, .ci/ and .github/.
+fn cited_files() -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        for path in entries.map(|e| e.expect("entry").path()) {
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path
+                .extension()
+                .is_none_or(|x| ["rs", "sh", "ps1", "py", "toml", "yml", ""].iter().any(|e| x == *e))
+            {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for dir in ["src", "scripts", "tests", "hooks", "engines", ".ci", ".github"] {
+        walk(&root().join(dir), &mut files);
+    }
+    files.retain(|p| !p.ends_with("tests/it/docs.rs") && !p.components().any(|c| c.as_os_str() == "snapshots"));
+    files.sort();
+    files
+}
+
+/// Patterns that cite a document outside the repository, with what each one is.
+static OUTSIDE: std::sync::LazyLock<Vec<(regex::Regex, &str)>> = std::sync::LazyLock::new(|| {
+    [
+        (r"(?i)\bseeds?\s*0\d\d\b", "a seed file"),
+        (r"\bSPEC\b", "the product spec"),
+        (r"/work/|shared/seeds|shared/real-engines", "a path outside the repository"),
+        (r"§", "a section of an outside document"),
+        (r#"README "[^"]*""#, "a README section by name (sections move: name a file under docs/)"),
+    ]
+    .into_iter()
+    .map(|(p, what)| (regex::Regex::new(p).expect("pattern"), what))
+    .collect()
+});
+
+static MARKDOWN: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| regex::Regex::new(r"[\w./-]*\b[\w-]+\.md\b").expect("pattern"));
+
+/// Why `comment` cites a document that is not in the repository, if it does.
+fn outside_citation(comment: &str) -> Option<String> {
+    for (pattern, what) in OUTSIDE.iter() {
+        if let Some(m) = pattern.find(comment) {
+            return Some(format!("{what}: {:?}", m.as_str()));
+        }
+    }
+    // A Markdown file is fine where it is one of the repository's (docs/<name>.md, calibration/README.md,
+    // README.md, CONTRIBUTING.md), or a skill's SKILL.md, which is a kind of file, not a document.
+    for m in MARKDOWN.find_iter(comment) {
+        let name = m.as_str().trim_start_matches("./");
+        let here = root().join(name).is_file()
+            || ["README.md", "CONTRIBUTING.md"].contains(&name)
+            || name.ends_with("SKILL.md");
+        if !here {
+            return Some(format!("{name}, which is not a file in the repository (link one under docs/)"));
+        }
+    }
+    None
+}
+
+/// The part of `line` a citation could be in: a Rust file's comments; any other file's whole line
+/// (shell and PowerShell comments, Python docstrings, YAML).
+fn commentary<'a>(file: &Path, line: &'a str) -> Option<&'a str> {
+    if file.extension().is_some_and(|x| x == "rs") { line.split_once("//").map(|(_, c)| c) } else { Some(line) }
+}
+
+#[test]
+fn no_comment_cites_a_document_outside_the_repository() {
+    let mut problems = Vec::new();
+    for file in cited_files() {
+        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        for (n, line) in text.lines().enumerate() {
+            if let Some(why) = commentary(&file, line).and_then(outside_citation) {
+                problems.push(format!("{}:{}: {why}", file.strip_prefix(root()).unwrap_or(&file).display(), n + 1));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "state the fact, or link a doc under docs/, instead of citing a document outside the repository:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_citation_check_knows_inside_from_outside() {
+    for outside in [
+        "//! (seed 003 \"Configure\")",
+        "// SPEC section 7",
+        "//! see `claude-code.md` section 6",
+        "/// engines.md §3",
+        "// README \"Exit codes\"",
+        "# from /work/shared/engines.md",
+    ] {
+        assert!(outside_citation(outside).is_some(), "{outside}");
+    }
+    for inside in [
+        "//! for users: docs/configuration.md",
+        "// see calibration/README.md",
+        "// README.md's test command",
+        "let specified = true; // a SPECIFIED prompt",
+        "// the seed sets in calibration/",
+    ] {
+        assert_eq!(outside_citation(inside), None, "{inside}");
+    }
+}

@@ -1,5 +1,5 @@
-//! The Ollama adapter against a loopback fake replaying the synthesized pair of
-//! engines.md §3 (Ollama's documented /api/chat, /api/show, /api/tags, /api/version shapes).
+//! The Ollama adapter against a loopback fake replaying a synthesized exchange in the shapes Ollama
+//! documents for /api/chat, /api/show, /api/tags and /api/version.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
