@@ -268,11 +268,72 @@ impl Entry {
     /// outcome, or a person's word on an automatic outcome flagged doubtful. Empty for entries that
     /// take no labels.
     pub fn needs(&self) -> Vec<Need> {
+        Decisive {
+            source: self.source.as_ref(),
+            labels: self.labels.as_ref(),
+            label_tier: self.label_tier,
+            outcome: self.outcome,
+            outcome_source: self.outcome_source,
+            doubtful: self.outcome_doubtful.is_some(),
+        }
+        .needs()
+    }
+
+    /// Whether the entry waits for labels: what `calibrate pending` lists and the session-start
+    /// nudge counts, so that the number the nudge gives is the number `/system1:calibrate` shows.
+    pub fn needs_labels(&self) -> bool {
+        !self.needs().is_empty()
+    }
+}
+
+/// [`Entry::needs_labels`] of a log line, reading only the fields it depends on (so that counting a
+/// long log stays fast); `false` when those do not read.
+pub fn line_needs_labels(line: &str) -> bool {
+    #[derive(Deserialize)]
+    struct Fields {
+        #[serde(default)]
+        source: Option<Source>,
+        #[serde(default)]
+        labels: Option<PerFeature<bool>>,
+        #[serde(default)]
+        label_tier: Option<Tier>,
+        #[serde(default)]
+        outcome: Option<Outcome>,
+        #[serde(default)]
+        outcome_source: Option<OutcomeSource>,
+        #[serde(default)]
+        outcome_doubtful: Option<String>,
+    }
+    let Ok(f) = serde_json::from_str::<Fields>(line) else { return false };
+    let decisive = Decisive {
+        source: f.source.as_ref(),
+        labels: f.labels.as_ref(),
+        label_tier: f.label_tier,
+        outcome: f.outcome,
+        outcome_source: f.outcome_source,
+        doubtful: f.outcome_doubtful.is_some(),
+    };
+    !decisive.needs().is_empty()
+}
+
+/// The fields of an entry that decide what it needs: the one definition behind `Entry::needs` and
+/// `line_needs_labels`.
+struct Decisive<'a> {
+    source: Option<&'a Source>,
+    labels: Option<&'a PerFeature<bool>>,
+    label_tier: Option<Tier>,
+    outcome: Option<Outcome>,
+    outcome_source: Option<OutcomeSource>,
+    doubtful: bool,
+}
+
+impl Decisive<'_> {
+    fn needs(&self) -> Vec<Need> {
         let mut out = Vec::new();
-        if !self.is_routing() {
+        if !matches!(self.source, Some(Source::Prompt | Source::Agent)) {
             return out;
         }
-        if !self.labels.as_ref().is_some_and(PerFeature::has_all) {
+        if !self.labels.is_some_and(PerFeature::has_all) {
             out.push(Need::Labels);
             // Nothing measured needs the tier on its own, so an entry whose features are labelled
             // is not kept waiting for it.
@@ -280,19 +341,13 @@ impl Entry {
                 out.push(Need::Tier);
             }
         }
-        if self.is_agent() {
-            let doubtful = self.outcome_doubtful.is_some() && self.outcome_source == Some(OutcomeSource::Auto);
+        if self.source == Some(&Source::Agent) {
+            let doubtful = self.doubtful && self.outcome_source == Some(OutcomeSource::Auto);
             if self.outcome.is_none() || doubtful {
                 out.push(Need::Outcome);
             }
         }
         out
-    }
-
-    /// Whether the entry waits for labels: what `calibrate pending` lists and the session-start
-    /// nudge counts, so that the number the nudge gives is the number `/system1:calibrate` shows.
-    pub fn needs_labels(&self) -> bool {
-        !self.needs().is_empty()
     }
 }
 

@@ -215,7 +215,7 @@ pub fn count_waiting_for_labels() -> usize {
 /// quotes are escaped), and `source` comes before any nested object. So a line whose first
 /// `"source":"` has no `{` before it (the key is the entry's own) is settled by that search when
 /// it is neither a prompt nor an agent entry, and when it is one with no `"labels":` key at all,
-/// which leaves its features unlabelled. Every other line is parsed.
+/// which leaves its features unlabelled. Every other line is parsed, for the fields that matter only.
 fn waits_for_labels(line: &str) -> bool {
     const SOURCE: &str = r#""source":""#;
     const LABELS: &str = r#""labels":"#;
@@ -233,7 +233,7 @@ fn waits_for_labels(line: &str) -> bool {
             return true;
         }
     }
-    parse(line).is_some_and(|e| e.needs_labels())
+    super::entry::line_needs_labels(line)
 }
 
 /// The log's lines; a missing log has none. Lines that are not UTF-8 are kept lossily (they count as bad).
@@ -415,16 +415,26 @@ mod tests {
 
     #[test]
     fn the_fast_path_agrees_with_needs_labels() {
-        // Every line the pre-filter settles, parsed in full, says the same.
+        // Every line, settled by the pre-filter or by reading a few fields, says what the whole entry says.
         let lines = [
             r#"{"id":"1","time":"t","source":"prompt","prompt":"x","features":{"design":{"answer":true,"confidence":0.7}}}"#,
             r#"{"id":"2","time":"t","source":"agent","prompt":"x","chosen":"haiku"}"#,
             r#"{"id":"3","time":"t","source":"skill","prompt":"x","decision":"pdf"}"#,
             r#"{"id":"4","time":"t","source":"prompt","prompt":"x","labels":{"read_only":true}}"#,
         ];
-        for line in lines {
-            let entry: Entry = serde_json::from_str(line).unwrap();
-            assert_eq!(waits_for_labels(line), entry.needs_labels(), "{line}");
+        let all = r#""labels":{"read_only":true,"design":false,"review":false,"specified":true}"#;
+        let parsed = [
+            format!(r#"{{"source":"prompt",{all}}}"#),
+            format!(r#"{{"source":"agent",{all},"outcome":"failed","outcome_source":"auto"}}"#),
+            format!(r#"{{"source":"agent",{all},"outcome":"failed","outcome_source":"auto","outcome_doubtful":"x"}}"#),
+            format!(r#"{{"source":"agent",{all},"outcome":"failed","outcome_source":"user","outcome_doubtful":"x"}}"#),
+            r#"{ "source" : "agent", "labels" : { "design": true }, "label_tier": "opus" }"#.to_string(),
+            r#"{"source":"prompt","labels":{"read_only":true,"design":"unsure","review":true,"specified":true}}"#
+                .to_string(),
+        ];
+        for line in lines.iter().map(|l| l.to_string()).chain(parsed) {
+            let entry: Entry = serde_json::from_str(&line).unwrap();
+            assert_eq!(waits_for_labels(&line), entry.needs_labels(), "{line}");
         }
     }
 

@@ -96,11 +96,10 @@ pub fn pending(entries: &[Entry], limit: usize) -> (Vec<View<'_>>, Tally) {
         t.with_feature_labels += usize::from(!e.feature_labels().is_empty());
         t.with_outcome += usize::from(e.outcome.is_some());
         t.failed += usize::from(e.outcome == Some(Outcome::Failed));
-        let needs = e.needs();
-        if !needs.is_empty() {
+        if e.needs_labels() {
             t.pending += 1;
             if out.len() < limit {
-                out.push(view(e, needs));
+                out.push(view(e, e.needs()));
             }
         }
     }
