@@ -92,16 +92,12 @@ mod tests {
     use super::super::testing::{Scripted, gateway};
     use super::*;
     use crate::calibration::Calibration;
-    use crate::providers::{EngineAnswer, EngineRequest, Failure, Provider};
+    use crate::providers::{EngineAnswer, EngineRequest, Failure, Probe, Provider};
 
-    /// A provider whose health probe takes a while (answering ok if it is waited for).
-    struct Sleeps(&'static str, Duration);
+    /// A provider that is only probed: its health is whatever `probe` says, when it says it.
+    struct Probed(&'static str, Box<dyn Fn() -> Probe + Send + Sync>);
 
-    /// Probes that meet: each is ok only if all `n` are probed at once (each waits up to 3 s for
-    /// the others), so probing one after another shows as failures whatever the machine's speed.
-    struct Meets(&'static str, Arc<(Mutex<usize>, Condvar)>, usize);
-
-    impl Provider for Sleeps {
+    impl Provider for Probed {
         fn name(&self) -> &'static str {
             self.0
         }
@@ -114,34 +110,37 @@ mod tests {
         fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<EngineAnswer>, Failure> {
             Err(Failure::Error("unused".into()))
         }
-        fn health(&self, _timeout: Duration) -> providers::Probe {
-            std::thread::sleep(self.1);
-            providers::Probe { ok: true, detail: None }
+        fn health(&self, _timeout: Duration) -> Probe {
+            (self.1)()
         }
     }
 
-    impl Provider for Meets {
-        fn name(&self) -> &'static str {
-            self.0
-        }
-        fn model(&self) -> String {
-            String::new()
-        }
-        fn capabilities(&self) -> providers::Capabilities {
-            providers::Capabilities { max_options: 2, one_pass: true }
-        }
-        fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<EngineAnswer>, Failure> {
-            Err(Failure::Error("unused".into()))
-        }
-        fn health(&self, _timeout: Duration) -> providers::Probe {
-            let (count, all_here) = &*self.1;
-            let mut here = count.lock().unwrap();
-            *here += 1;
-            all_here.notify_all();
-            let (here, _) = all_here.wait_timeout_while(here, Duration::from_secs(3), |h| *h < self.2).unwrap();
-            let ok = *here >= self.2;
-            providers::Probe { ok, detail: (!ok).then(|| format!("probed alone ({} of {})", *here, self.2)) }
-        }
+    /// A probe that takes `delay` (ok if it is waited for).
+    fn sleeps(name: &'static str, delay: Duration) -> Probed {
+        Probed(
+            name,
+            Box::new(move || {
+                std::thread::sleep(delay);
+                Probe { ok: true, detail: None }
+            }),
+        )
+    }
+
+    /// Probes that meet: each is ok only if all `n` are probed at once (each waits up to 3 s for
+    /// the others), so probing one after another shows as failures whatever the machine's speed.
+    fn meets(name: &'static str, meeting: Arc<(Mutex<usize>, Condvar)>, n: usize) -> Probed {
+        Probed(
+            name,
+            Box::new(move || {
+                let (count, all_here) = &*meeting;
+                let mut here = count.lock().unwrap();
+                *here += 1;
+                all_here.notify_all();
+                let (here, _) = all_here.wait_timeout_while(here, Duration::from_secs(3), |h| *h < n).unwrap();
+                let ok = *here >= n;
+                Probe { ok, detail: (!ok).then(|| format!("probed alone ({} of {n})", *here)) }
+            }),
+        )
     }
 
     #[test]
@@ -164,7 +163,7 @@ mod tests {
             crate::config::load_from("/nonexistent/system1.toml".into(), &[("SYSTEM1_TIMEOUT_S".into(), "0.2".into())]);
         let g = Gateway::with_chain(
             loaded,
-            vec![Arc::new(Sleeps("hangs", Duration::from_secs(30))), up.clone()],
+            vec![Arc::new(sleeps("hangs", Duration::from_secs(30))), up.clone()],
             Calibration::default(),
         );
         let started = Instant::now();
@@ -178,7 +177,7 @@ mod tests {
         let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &[]);
         let meeting = Arc::new((Mutex::new(0), Condvar::new()));
         let chain: Vec<Arc<dyn Provider>> =
-            ["a", "b", "c"].into_iter().map(|n| Arc::new(Meets(n, meeting.clone(), 3)) as Arc<dyn Provider>).collect();
+            ["a", "b", "c"].into_iter().map(|n| Arc::new(meets(n, meeting.clone(), 3)) as Arc<dyn Provider>).collect();
         let h = Gateway::with_chain(loaded, chain, Calibration::default()).health_with_pause(false);
         assert_eq!(h.status, HealthStatus::Ok, "probes ran one after another: {h:?}");
         assert_eq!(h.providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b", "c"], "in chain order");
