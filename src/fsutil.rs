@@ -1,10 +1,116 @@
-//! File helpers every module shares: reading a JSON file that may be absent.
+//! File helpers every module shares: replacing a file atomically ([`Staged`],
+//! [`write_atomically`]) and reading a JSON file that may be absent ([`read_json`]).
 
 use std::fmt;
-use std::io;
-use std::path::Path;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Seek, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
+
+use crate::paths;
+
+/// A new version of a file, written to a temp file beside it and renamed over it by
+/// [`Staged::commit`], so that a reader, or a crash, sees the old file or the new one and never
+/// half of one. Dropped before the commit, the temp file is removed.
+pub struct Staged {
+    /// `None` once committed.
+    file: Option<File>,
+    tmp: PathBuf,
+    target: PathBuf,
+}
+
+impl Staged {
+    /// Creates the temp file `.<name>.<pid>-<n>.tmp` in `target`'s directory (creating the
+    /// directory if needed), with `mode` on Unix (less the umask). The temp file is always a new
+    /// one, never an existing file or a link planted under its name.
+    pub fn create(target: &Path, mode: u32) -> io::Result<Staged> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        paths::ensure_parent(target)?;
+        let name = target.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "file".into());
+        let mut opts = OpenOptions::new();
+        opts.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            opts.mode(mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        let mut tries = 0;
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let tmp = target.with_file_name(format!(".{name}.{}-{n}.tmp", std::process::id()));
+            match opts.open(&tmp) {
+                Ok(file) => return Ok(Staged { file: Some(file), tmp, target: target.to_path_buf() }),
+                // A leftover of a dead process that had our pid: take the next name.
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && tries < 100 => tries += 1,
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The temp file's path, for a reader that checks the new version before the commit.
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    fn file(&mut self) -> io::Result<&mut File> {
+        self.file.as_mut().ok_or_else(|| io::Error::other("the staged file is already committed"))
+    }
+
+    /// Replaces what was written so far with `bytes`.
+    pub fn set_contents(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let f = self.file()?;
+        f.set_len(0)?;
+        f.rewind()?;
+        f.write_all(bytes)
+    }
+
+    /// Copies `source`'s bytes into the new version.
+    pub fn copy_from(&mut self, source: &Path) -> io::Result<u64> {
+        let mut from = File::open(source)?;
+        io::copy(&mut from, self.file()?)
+    }
+
+    /// Flushes the new version to disk and renames it over the target; then flushes the directory
+    /// entry (best effort: not every platform can open a directory).
+    pub fn commit(mut self) -> io::Result<()> {
+        let file = self.file.take().ok_or_else(|| io::Error::other("the staged file is already committed"))?;
+        let synced = file.sync_all();
+        // Closed before the rename, which Windows refuses on an open file.
+        drop(file);
+        let renamed = synced.and_then(|()| std::fs::rename(&self.tmp, &self.target));
+        if renamed.is_err() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+        renamed?;
+        #[cfg(unix)]
+        if let Some(dir) = self.target.parent()
+            && let Ok(d) = File::open(if dir.as_os_str().is_empty() { Path::new(".") } else { dir })
+        {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// Replaces `path` with `bytes` through a [`Staged`] file (mode 0o666 less the umask, as
+/// `File::create` makes it).
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut staged = Staged::create(path, 0o666)?;
+    staged.set_contents(bytes)?;
+    staged.commit()
+}
 
 /// Why a JSON file that exists could not be used.
 #[derive(Debug)]
@@ -35,6 +141,81 @@ pub fn read_json(path: &Path) -> Result<Option<Value>, ReadError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("system1-fsutil-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn leftovers(dir: &Path) -> Vec<String> {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect()
+    }
+
+    #[test]
+    fn an_atomic_write_replaces_the_file_and_leaves_no_temp_file() {
+        let dir = scratch("write");
+        let p = dir.join("sub").join("f.json");
+        write_atomically(&p, b"one").unwrap();
+        write_atomically(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        assert!(leftovers(p.parent().unwrap()).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_staged_file_is_the_target_only_once_committed() {
+        let dir = scratch("staged");
+        let p = dir.join("config.toml");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(&p, "old").unwrap();
+        let mut staged = Staged::create(&p, 0o600).unwrap();
+        staged.set_contents(b"a longer first draft").unwrap();
+        staged.set_contents(b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(staged.path()).unwrap(), "new", "the draft is replaced whole");
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        drop(staged);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        assert!(leftovers(&dir).is_empty(), "dropped uncommitted, the temp file goes");
+        let mut staged = Staged::create(&p, 0o600).unwrap();
+        staged.set_contents(b"new").unwrap();
+        staged.commit().unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o077, 0, "the mode is kept");
+        }
+        assert!(leftovers(&dir).is_empty());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_staged_file_never_writes_through_a_planted_link() {
+        let dir = scratch("link");
+        std::fs::create_dir_all(&dir).unwrap();
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        // Plant links under the next few temp names this process would take.
+        let target = dir.join("f");
+        let probe = Staged::create(&target, 0o600).unwrap();
+        let taken: String = probe.path().file_name().unwrap().to_string_lossy().to_string();
+        drop(probe);
+        let n: u64 = taken.rsplit('-').next().unwrap().trim_end_matches(".tmp").parse().unwrap();
+        for k in 1..4 {
+            let name = format!(".f.{}-{}.tmp", std::process::id(), n + k);
+            std::os::unix::fs::symlink(&victim, dir.join(name)).unwrap();
+        }
+        write_atomically(&target, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn read_json_tells_missing_from_broken() {

@@ -6,6 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Context, Result};
+use crate::fsutil::Staged;
 use crate::paths;
 
 pub enum Copied {
@@ -24,27 +25,24 @@ pub fn install_self() -> Result<Copied> {
     }
     let dir = paths::bin_dir();
     fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
-    let staged = dir.join(format!(".system1-{}.tmp", std::process::id()));
-    let result = stage(&source, &staged).and_then(|()| replace(&staged, &target));
-    if result.is_err() {
-        let _ = fs::remove_file(&staged);
-    }
-    result.map(|()| Copied::Installed(target))
+    let mut staged = Staged::create(&target, 0o755).context(|| format!("cannot create a file in {}", dir.display()))?;
+    stage(&source, &mut staged)?;
+    replace(staged, &target)?;
+    Ok(Copied::Installed(target))
 }
 
-fn stage(source: &Path, staged: &Path) -> Result<()> {
-    fs::copy(source, staged).context(|| format!("cannot copy {} to {}", source.display(), staged.display()))?;
+fn stage(source: &Path, staged: &mut Staged) -> Result<()> {
+    staged.copy_from(source).context(|| format!("cannot copy {} to {}", source.display(), staged.path().display()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(staged, fs::Permissions::from_mode(0o755))
-            .context(|| format!("cannot make {} executable", staged.display()))?;
+        fs::set_permissions(staged.path(), fs::Permissions::from_mode(0o755))
+            .context(|| format!("cannot make {} executable", staged.path().display()))?;
     }
-    // Flush the bytes before the rename publishes them.
-    fs::File::open(staged).and_then(|f| f.sync_all()).context(|| format!("cannot sync {}", staged.display()))
+    Ok(())
 }
 
-fn replace(staged: &Path, target: &Path) -> Result<()> {
+fn replace(staged: Staged, target: &Path) -> Result<()> {
     // Windows refuses to replace a running executable but lets it be renamed: move a running
     // server's binary aside first (a unique name, as an older one may still run); leftovers are
     // deleted on the next install or uninstall, once nothing runs them.
@@ -53,7 +51,8 @@ fn replace(staged: &Path, target: &Path) -> Result<()> {
         let aside = target.with_file_name(format!("{ASIDE}{}", std::process::id()));
         fs::rename(target, &aside).context(|| format!("cannot move {} aside", target.display()))?;
     }
-    fs::rename(staged, target).context(|| format!("cannot put the binary at {}", target.display()))
+    // The commit flushes the bytes before the rename publishes them.
+    staged.commit().context(|| format!("cannot put the binary at {}", target.display()))
 }
 
 /// Name prefix of binaries moved aside on Windows.

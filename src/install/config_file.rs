@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::config;
 use crate::error::{Context, Error, Result};
+use crate::fsutil::Staged;
 use crate::paths;
 use crate::providers;
 
@@ -37,25 +38,19 @@ pub fn write_if_missing() -> Result<Outcome> {
         return Ok(Outcome::Kept);
     }
     paths::ensure_parent(&path).context(|| format!("cannot create the folder of {}", path.display()))?;
-    let staged = path.with_extension(format!("toml.{}.tmp", std::process::id()));
-    let result = write_staged(&staged, &path);
-    if result.is_err() {
-        let _ = std::fs::remove_file(&staged);
-    }
-    result
-}
-
-fn write_staged(staged: &Path, path: &Path) -> Result<Outcome> {
-    std::fs::write(staged, EXAMPLE).context(|| format!("cannot write {}", staged.display()))?;
-    let outcome = match probe_example_engine(staged) {
+    // Staged beside the config, which appears only once it says what was chosen.
+    let mut staged = Staged::create(&path, 0o666).context(|| format!("cannot write {}", path.display()))?;
+    staged.set_contents(EXAMPLE.as_bytes()).context(|| format!("cannot write {}", staged.path().display()))?;
+    let outcome = match probe_example_engine(staged.path()) {
         Ok(()) => Outcome::WrittenWithEngine,
         Err(reason) => {
-            std::fs::write(staged, no_engine_config(EXAMPLE)?)
-                .context(|| format!("cannot write {}", staged.display()))?;
+            staged
+                .set_contents(no_engine_config(EXAMPLE)?.as_bytes())
+                .context(|| format!("cannot write {}", staged.path().display()))?;
             Outcome::WrittenWithMock(reason)
         }
     };
-    std::fs::rename(staged, path).context(|| format!("cannot write {}", path.display()))?;
+    staged.commit().context(|| format!("cannot write {}", path.display()))?;
     Ok(outcome)
 }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use super::entry::Entry;
+use crate::fsutil::Staged;
 use crate::paths;
 
 /// What `read_all` found: the lines that are entries, and how many other lines there were.
@@ -174,25 +175,10 @@ pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Re
         text.push_str(line);
         text.push('\n');
     }
-    let tmp = log.with_file_name(format!(".routing.jsonl.{}.tmp", new_id()));
-    let written = (|| {
-        let mut file = open_private(&tmp, OpenOptions::new().create_new(true).write(true))?;
-        file.write_all(text.as_bytes())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, log)
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written?;
-    // The rename is durable only once the directory entry is on disk; best effort where the
-    // platform cannot open a directory.
-    #[cfg(unix)]
-    if let Some(dir) = log.parent()
-        && let Ok(d) = File::open(dir)
-    {
-        let _ = d.sync_all();
-    }
+    // Private like the log itself: it holds the user's prompts.
+    let mut staged = Staged::create(log, 0o600)?;
+    staged.set_contents(text.as_bytes())?;
+    staged.commit()?;
     Ok(result)
 }
 

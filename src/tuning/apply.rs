@@ -7,27 +7,7 @@
 //! Both files are written to a temp file beside them and renamed over, so a crash leaves the old
 //! file or the new one, never half of one.
 
-use std::io::Write;
-use std::path::Path;
-
 use crate::calibration::{File, Fit};
-
-/// Writes `text` to `path` through a temp file in the same directory and a rename.
-pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
-    crate::paths::ensure_parent(path)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "file".into());
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
-}
 
 fn same_slot(a: &Fit, b: &Fit) -> bool {
     a.provider == b.provider && a.model == b.model && a.question == b.question && a.options == b.options
@@ -170,17 +150,5 @@ mod tests {
         let ts: Vec<(String, f64)> = merged.fits.iter().map(|f| (f.model.clone(), f.temperature)).collect();
         assert_eq!(ts, vec![("english".into(), 0.9), ("typed-decisions".into(), 0.5), ("typed-decisions".into(), 0.7)]);
         assert!(merge_local(Some("{broken"), vec![]).is_err());
-    }
-
-    #[test]
-    fn atomic_write_replaces_the_file() {
-        let dir = std::env::temp_dir().join(format!("s1-apply-{}", std::process::id()));
-        let p = dir.join("sub").join("calibration.json");
-        write_atomically(&p, "one").unwrap();
-        write_atomically(&p, "two").unwrap();
-        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
-        let names: Vec<_> = std::fs::read_dir(p.parent().unwrap()).unwrap().filter_map(|e| e.ok()).collect();
-        assert_eq!(names.len(), 1, "no temp file left behind");
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

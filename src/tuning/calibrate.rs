@@ -14,8 +14,8 @@ use crate::calibration::{Calibration, Fit};
 use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
-use crate::paths;
 use crate::routing::log;
+use crate::{fsutil, paths};
 
 /// What `calibrate fit` was asked to do.
 pub struct FitOptions {
@@ -141,7 +141,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
             "Reliability before and after calibration ({})",
             main_engine(&reports).map(|(p, m)| format!("{p}/{m}")).unwrap_or_default()
         );
-        apply::write_atomically(path, &plot::svg(&reports, &title))
+        fsutil::write_atomically(path, plot::svg(&reports, &title).as_bytes())
             .context(|| format!("cannot write {}", path.display()))?;
         println!("Reliability diagram: {}", path.display());
     }
@@ -157,7 +157,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         let file = apply::merge_local(existing.as_deref(), fits.clone())
             .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", local.display())))?;
         let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
-        apply::write_atomically(&local, &format!("{text}\n"))
+        fsutil::write_atomically(&local, format!("{text}\n").as_bytes())
             .context(|| format!("cannot write {}", local.display()))?;
         println!("\nWrote {} fits to {}.", fits.len(), local.display());
         if let Some(t) = chosen {
@@ -168,7 +168,8 @@ pub fn fit(a: FitOptions) -> Result<i32> {
                 Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
             };
             let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
-            apply::write_atomically(&cfg_path, &new).context(|| format!("cannot write {}", cfg_path.display()))?;
+            fsutil::write_atomically(&cfg_path, new.as_bytes())
+                .context(|| format!("cannot write {}", cfg_path.display()))?;
             println!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display());
             if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
                 println!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.");
