@@ -22,6 +22,7 @@ mod providers;
 mod report;
 mod routing;
 mod state;
+mod text;
 mod tier;
 mod transcripts;
 mod tuning;

@@ -151,7 +151,8 @@ impl Calibration {
             }
             None => return None,
         };
-        let scaled: Vec<f64> = rescale(probabilities, fit.temperature).into_iter().map(round6).collect();
+        let scaled: Vec<f64> =
+            rescale(probabilities, fit.temperature).into_iter().map(|p| crate::text::round(p, 6)).collect();
         Some(Calibrated { confidence: scaled.get(answer.decision).copied().unwrap_or(0.0), probabilities: scaled })
     }
 }
@@ -173,10 +174,6 @@ pub struct Answered<'a> {
 pub struct Calibrated {
     pub confidence: f64,
     pub probabilities: Vec<f64>,
-}
-
-fn round6(x: f64) -> f64 {
-    (x * 1e6).round() / 1e6
 }
 
 /// Rescales probabilities with temperature `t`: p_i^(1/t), renormalised. Zeros stay zero.

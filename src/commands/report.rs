@@ -2,7 +2,7 @@
 //! off (the figures are defined in `report/mod.rs`, and for users in docs/report.md). Totals only.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -13,6 +13,7 @@ use crate::error::{Context, Error, Result};
 use crate::report::collect::Collector;
 use crate::report::prices::Prices;
 use crate::report::{Aggregator, Report, render, svg};
+use crate::text::Meter;
 use crate::transcripts::{self, Scope};
 
 #[derive(clap::Args)]
@@ -99,37 +100,29 @@ pub fn run(args: Args) -> Result<i32> {
     }
 }
 
-/// A one-line progress meter on stderr, only when stderr is a terminal and the run has lasted a
-/// second: short runs and pipes stay quiet.
+/// Bytes read, on a one-line meter that shows only when stderr is a terminal and the run has
+/// lasted a second: short runs and pipes stay quiet.
 struct Progress {
     total: u64,
     done: u64,
-    started: Instant,
-    last: Option<Instant>,
-    enabled: bool,
+    meter: Meter,
 }
 
 impl Progress {
     fn new(total: u64) -> Self {
-        Progress { total, done: 0, started: Instant::now(), last: None, enabled: std::io::stderr().is_terminal() }
+        Progress { total, done: 0, meter: Meter::after(Duration::from_secs(1), Duration::from_millis(200)) }
     }
 
     fn advance(&mut self, bytes: u64) {
         self.done += bytes;
-        if !self.enabled || self.started.elapsed() < Duration::from_secs(1) {
-            return;
-        }
-        if self.last.is_some_and(|t| t.elapsed() < Duration::from_millis(200)) {
-            return;
-        }
-        self.last = Some(Instant::now());
-        let share = if self.total > 0 { self.done as f64 / self.total as f64 * 100.0 } else { 100.0 };
-        eprint!("\rreading transcripts: {share:3.0}% ({} of {} MB)", self.done / 1_000_000, self.total / 1_000_000);
+        let (done, total) = (self.done, self.total);
+        self.meter.draw(|| {
+            let share = if total > 0 { done as f64 / total as f64 * 100.0 } else { 100.0 };
+            format!("reading transcripts: {share:3.0}% ({} of {} MB)", done / 1_000_000, total / 1_000_000)
+        });
     }
 
-    fn clear(&self) {
-        if self.last.is_some() {
-            eprint!("\r{:60}\r", "");
-        }
+    fn clear(&mut self) {
+        self.meter.clear();
     }
 }

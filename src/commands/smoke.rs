@@ -297,5 +297,5 @@ impl Server {
 }
 
 fn shorten(s: &str) -> String {
-    if s.chars().count() > 200 { format!("{}…", s.chars().take(200).collect::<String>()) } else { s.to_string() }
+    crate::text::ellipsis(s, 201)
 }

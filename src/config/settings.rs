@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 
 use toml::{Table, Value};
 
+use crate::text;
+
 /// Where a value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -259,8 +261,7 @@ pub fn is_secret(key: &str) -> bool {
 
 /// A value shortened for an error message.
 fn short(v: &Value) -> String {
-    let s = v.to_string();
-    if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s }
+    text::ellipsis(&v.to_string(), 61)
 }
 
 #[cfg(test)]

@@ -87,7 +87,7 @@ fn gpus() -> Vec<Value> {
 }
 
 fn gb(bytes: u64) -> f64 {
-    (bytes as f64 / 1_073_741_824.0 * 10.0).round() / 10.0
+    crate::text::round(bytes as f64 / 1_073_741_824.0, 1)
 }
 
 /// Everything the probe finds, as JSON.

@@ -11,7 +11,7 @@ use crate::config::Settings;
 
 /// Rounds to 4 decimals, the precision engines report.
 pub fn round4(x: f64) -> f64 {
-    (x * 1e4).round() / 1e4
+    crate::text::round(x, 4)
 }
 
 /// `laya typed-decisions: block the merge=0.52, rerun the pipeline=0.48`.

@@ -85,7 +85,7 @@ impl Mock {
             ),
             None => {
                 let rest = if options.len() > 1 { (1.0 - self.confidence) / (options.len() - 1) as f64 } else { 0.0 };
-                let rest = (rest * 1e6).round() / 1e6;
+                let rest = crate::text::round(rest, 6);
                 let probs = options.iter().map(|o| (o.clone(), if *o == pick { self.confidence } else { rest }));
                 (probs.collect::<Probabilities>(), self.confidence)
             }

@@ -30,6 +30,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::text;
 use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
@@ -328,7 +329,7 @@ impl Savings {
     pub fn mix_text(&self) -> String {
         Tier::ALL
             .iter()
-            .filter_map(|t| self.mix.get(t.name()).map(|w| format!("{} {:.0}%", t.name(), w * 100.0)))
+            .filter_map(|t| self.mix.get(t.name()).map(|w| format!("{} {}", t.name(), text::pct(*w, 0))))
             .collect::<Vec<_>>()
             .join(", ")
     }
@@ -454,7 +455,7 @@ impl Report {
 fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate {
     let mut findings = Vec::new();
     let mut focus = Vec::new();
-    let pct = |x: f64| format!("{:.0}%", x * 100.0);
+    let pct = |x: f64| text::pct(x, 0);
     if reach.prompts == 0 {
         return Calibrate {
             suggested: false,

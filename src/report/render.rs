@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::{Part, Report, TokenTotals};
+use crate::text;
 
 /// `1234567` → `1.2M`; small counts stay exact.
 pub fn tokens(n: u64) -> String {
@@ -42,7 +43,7 @@ fn signed_money(x: f64) -> String {
 }
 
 pub fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.0}%", v * 100.0)).unwrap_or_else(|| "n/a".to_string())
+    x.map(|v| text::pct(v, 0)).unwrap_or_else(|| "n/a".to_string())
 }
 
 fn bytes(n: u64) -> String {

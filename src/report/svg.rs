@@ -7,6 +7,7 @@ use std::fmt::Write;
 
 use super::Report;
 use super::render::{money, pct, tokens};
+use crate::text::xml_escape;
 
 const W: f64 = 880.0;
 const H: f64 = 500.0;
@@ -27,15 +28,11 @@ fn tier_colour(tier: &str) -> &'static str {
     }
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 fn text(out: &mut String, (x, y): (f64, f64), size: f64, fill: &str, anchor: &str, weight: u32, s: &str) {
     let _ = writeln!(
         out,
         r##"<text x="{x:.1}" y="{y:.1}" font-size="{size}" fill="{fill}" text-anchor="{anchor}" font-weight="{weight}">{}</text>"##,
-        esc(s)
+        xml_escape(s)
     );
 }
 

@@ -15,7 +15,7 @@ use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
 use crate::routing::log;
-use crate::{fsutil, paths};
+use crate::{fsutil, paths, text};
 
 /// What `calibrate fit` was asked to do.
 pub struct FitOptions {
@@ -257,9 +257,9 @@ fn fits_to_write(reports: &[QuestionReport]) -> Vec<Fit> {
         .map(|r| {
             let mut extra = Map::new();
             extra.insert("n".into(), json!(r.n));
-            extra.insert("accuracy".into(), json!(round3(r.accuracy)));
-            extra.insert("ece_before".into(), json!(round3(r.ece_before)));
-            extra.insert("ece_after".into(), json!(round3(r.ece_after)));
+            extra.insert("accuracy".into(), json!(text::round(r.accuracy, 3)));
+            extra.insert("ece_before".into(), json!(text::round(r.ece_before, 3)));
+            extra.insert("ece_after".into(), json!(text::round(r.ece_after, 3)));
             extra.insert("source".into(), json!(format!("system1 calibrate fit ({})", r.sources)));
             extra.insert("fitted_at".into(), json!(now));
             Fit {
@@ -267,13 +267,9 @@ fn fits_to_write(reports: &[QuestionReport]) -> Vec<Fit> {
                 model: r.model.clone(),
                 question: r.question.clone(),
                 options: if r.question.is_none() { Some(r.options) } else { None },
-                temperature: (r.applied_t * 10_000.0).round() / 10_000.0,
+                temperature: text::round(r.applied_t, 4),
                 extra,
             }
         })
         .collect()
-}
-
-fn round3(x: f64) -> f64 {
-    (x * 1000.0).round() / 1000.0
 }

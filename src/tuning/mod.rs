@@ -15,11 +15,10 @@ pub mod readiness;
 pub mod report;
 pub mod seeds;
 
-use std::io::IsTerminal;
-
 use crate::config;
 use crate::error::{Error, Result};
 use crate::gateway::Gateway;
+use crate::text::Meter;
 
 /// The gateway to ask: the configured chain, or only `provider`.
 pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
@@ -40,13 +39,11 @@ pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
 
 /// Progress on stderr when it is a terminal, so long runs show they are alive.
 pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
-    let tty = std::io::stderr().is_terminal();
+    let mut meter = Meter::new();
     move |i, n| {
-        if tty {
-            eprint!("\r{what}: {}/{n}", i + 1);
-            if i + 1 == n {
-                eprintln!();
-            }
+        meter.draw(|| format!("{what}: {}/{n}", i + 1));
+        if i + 1 == n {
+            meter.finish();
         }
     }
 }

@@ -7,20 +7,13 @@
 //! temperature and the ECE before and after.
 
 use super::report::QuestionReport;
+use crate::text::{ellipsis, xml_escape};
 
 const PANEL: f64 = 300.0;
 const MARGIN: f64 = 48.0;
 const COLS: usize = 2;
 const BEFORE: &str = "#e07b39";
 const AFTER: &str = "#2b6cb0";
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-fn short(s: &str, n: usize) -> String {
-    if s.chars().count() <= n { s.to_string() } else { format!("{}…", s.chars().take(n - 1).collect::<String>()) }
-}
 
 /// The SVG document for `reports`.
 pub fn svg(reports: &[QuestionReport], title: &str) -> String {
@@ -37,7 +30,7 @@ pub fn svg(reports: &[QuestionReport], title: &str) -> String {
          <circle cx=\"{}\" cy=\"48\" r=\"6\" fill=\"{AFTER}\"/><text x=\"{}\" y=\"52\">after (calibrated)</text>\
          <line x1=\"{}\" y1=\"48\" x2=\"{}\" y2=\"48\" stroke=\"#999\" stroke-dasharray=\"4 3\"/><text x=\"{}\" y=\"52\">perfectly calibrated</text></g>\n",
         width / 2.0,
-        esc(title),
+        xml_escape(title),
         width / 2.0 - 260.0,
         width / 2.0 - 250.0,
         width / 2.0 - 110.0,
@@ -73,7 +66,7 @@ fn panel(r: &QuestionReport, ox: f64, oy: f64) -> String {
          <text x=\"{}\" y=\"{}\" font-size=\"11\" fill=\"#444\">n = {}, accuracy {:.0}%, {t}, ECE {:.3} → {:.3}</text>\n",
         ox,
         oy - 30.0,
-        esc(&short(&r.label(), 44)),
+        xml_escape(&ellipsis(&r.label(), 44)),
         ox,
         oy - 14.0,
         r.n,

@@ -9,9 +9,9 @@ use serde_json::json;
 
 use super::evaluate::{self, Bars, Report, Row, RuleReport};
 use crate::error::{Context, Error, Result};
-use crate::paths;
 use crate::routing::entry::Entry;
 use crate::routing::{features, log};
+use crate::{paths, text};
 
 /// What `system1 evaluate` was asked.
 pub struct Options {
@@ -98,7 +98,7 @@ pub fn run(args: Options) -> Result<i32> {
 }
 
 fn pct(x: Option<f64>) -> String {
-    x.map(|v| format!("{:.1}%", 100.0 * v)).unwrap_or_else(|| "-".into())
+    x.map(|v| text::pct(v, 1)).unwrap_or_else(|| "-".into())
 }
 
 fn rule_line(name: &str, k: usize, n: usize, share: Option<f64>) -> String {
