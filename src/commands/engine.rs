@@ -19,13 +19,17 @@ pub struct Args {
 #[derive(clap::Subcommand)]
 enum Action {
     /// Create a venv under the install dir's engines/<name>/ with python3, pip-install the engine
-    /// (laya[serve] or von-sdk) and write its launchers (start.sh, start.ps1).
+    /// (laya[serve] or von-sdk) and write its launchers (start.sh, start.ps1); for `local`, download
+    /// its model from the Hugging Face hub at a pinned revision (SHA-256 checked) into engines/local/.
     Install {
-        /// laya or von.
+        /// laya, von or local.
         name: String,
         /// Install this pip requirement instead of the default one (e.g. a pinned version).
         #[arg(long)]
         package: Option<String>,
+        /// local only: the model to download (default all-MiniLM-L6-v2).
+        #[arg(long)]
+        model: Option<String>,
     },
     /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).
     Start {
@@ -62,7 +66,11 @@ enum Action {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.action {
-        Action::Install { name, package } => {
+        Action::Install { name, model, .. } if name == "local" => engine::local::install_command(model.as_deref()),
+        Action::Install { name, package, model } => {
+            if model.is_some() {
+                return Err(Error::usage("--model is for `engine install local`; laya and von take --package"));
+            }
             let spec = engine::spec(&name)?;
             for line in engine::install(spec, package.as_deref())? {
                 println!("{name}: {line}");
@@ -139,11 +147,13 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
 
 fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     let specs: Vec<&Spec> = match name {
+        Some("local") => Vec::new(),
         Some(n) => vec![engine::spec(n)?],
         None => engine::SPECS.iter().collect(),
     };
     let loaded = crate::config::load();
     let mut report = Vec::new();
+    let local = matches!(name, None | Some("local")).then(|| engine::local::status_report(&loaded));
     for spec in specs {
         let port = spec.port();
         let settings = loaded.provider_settings(spec.name);
@@ -163,6 +173,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         }));
     }
     if as_json {
+        report.extend(local);
         println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
         return Ok(exit::OK);
     }
@@ -176,6 +187,11 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         }
         println!("  at login:   {}", if r["autostart"].as_bool() == Some(true) { "on" } else { "off" });
         println!("  log:        {}", r["log"].as_str().unwrap_or(""));
+    }
+    if let Some(l) = &local {
+        for line in engine::local::describe(l) {
+            println!("{line}");
+        }
     }
     Ok(exit::OK)
 }

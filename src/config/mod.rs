@@ -21,7 +21,7 @@ use crate::tier::Tier;
 /// The engines a config may name in `provider`, `fallback` and `[providers.<name>]`, in the order
 /// they are documented; the config is checked against this list without building any provider.
 /// The provider registry builds exactly these (its module asserts so when it compiles).
-pub const PROVIDER_NAMES: &[&str] = &["laya", "von", "ollama", "mock"];
+pub const PROVIDER_NAMES: &[&str] = &["laya", "von", "ollama", "local", "mock"];
 
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {

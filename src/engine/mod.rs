@@ -6,6 +6,7 @@
 //! `start.sh` and `start.ps1` (the launchers), `<server>.log`, `<server>.pid`.
 
 pub mod autostart;
+pub mod local;
 pub mod probe;
 
 use std::net::{SocketAddr, TcpStream};
@@ -66,7 +67,13 @@ pub const SPECS: [Spec; 2] = [
 
 pub fn spec(name: &str) -> Result<&'static Spec> {
     SPECS.iter().find(|s| s.name == name).ok_or_else(|| {
-        Error::usage(format!("unknown engine {name:?}; System-1 runs laya and von (Ollama runs itself)"))
+        if name == "local" {
+            return Error::usage(
+                "the local engine runs inside system1: there is no server to start, stop or autostart",
+            )
+            .with_hint("`system1 engine install local` downloads its model; `system1 engine status local` shows it");
+        }
+        Error::usage(format!("unknown engine {name:?}; System-1 runs laya, von and local (Ollama runs itself)"))
     })
 }
 

@@ -12,6 +12,7 @@ pub mod answers;
 pub mod fake_http;
 pub mod http;
 pub mod laya;
+pub mod local;
 pub mod mock;
 pub mod ollama;
 pub mod von;
@@ -30,6 +31,7 @@ pub const REGISTRY: &[(&str, Constructor)] = &[
     ("laya", |s| Box::new(laya::Laya::new(s))),
     ("von", |s| Box::new(von::Von::new(s))),
     ("ollama", |s| Box::new(ollama::Ollama::new(s))),
+    ("local", |s| Box::new(local::Local::new(s))),
     ("mock", |s| Box::new(mock::Mock::new(s))),
 ];
 

@@ -73,6 +73,15 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         items.extend(data::seed_items().map_err(Error::failure)?);
     }
     let mut gateway = super::gateway_for(a.provider.as_deref())?;
+    if gateway.primary().is_some_and(|p| p.name() == "local") {
+        // The local engine learns: its heads carry their own temperatures, fitted out of sample.
+        let source = if a.no_seeds {
+            "the labelled log".to_string()
+        } else {
+            format!("{from_log} labelled log entries and the seed sets")
+        };
+        return super::heads::fit_command(&items, &source, a.apply);
+    }
     // Raw probabilities: the fit must not be fitted on top of the fit in force.
     gateway.calibration = Calibration::default();
     let mut answers = data::ask_routing(&gateway, &items, super::progress("routing prompts"));

@@ -9,6 +9,7 @@ pub mod calibrate;
 pub mod data;
 pub mod evaluate;
 pub mod fit;
+pub mod heads;
 pub mod labels;
 pub mod plot;
 pub mod readiness;

@@ -1,0 +1,564 @@
+//! `engine install local`: the local engine's model files, downloaded from the Hugging Face hub
+//! at a pinned revision into `<install dir>/engines/local/<model>/`.
+//!
+//! Every file is checked against its pinned SHA-256 and size before anything is installed: the
+//! files go to a scratch folder beside the target, and only a complete, verified set is renamed
+//! into place (a model already there is kept until then). A mismatch, a truncated body, a server
+//! that stops sending for `SYSTEM1_DOWNLOAD_STALL_SECS` (default 30) seconds, or Ctrl-C installs
+//! nothing. `HF_ENDPOINT` replaces `https://huggingface.co` (a mirror, or a test's loopback
+//! server), as it does for the hub's own tools.
+
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::error::{Context, Error, Result};
+use crate::providers::local::{DEFAULT_MODEL, default_dir};
+
+/// One file of a pinned model.
+pub struct File {
+    pub path: &'static str,
+    pub size: u64,
+    pub sha256: &'static str,
+}
+
+/// A model `engine install local` can download: where it lives and what its files must be.
+pub struct Pinned {
+    pub name: &'static str,
+    pub repo: &'static str,
+    pub revision: &'static str,
+    pub files: &'static [File],
+}
+
+pub const MODELS: &[Pinned] = &[Pinned {
+    name: DEFAULT_MODEL,
+    repo: "sentence-transformers/all-MiniLM-L6-v2",
+    revision: "1110a243fdf4706b3f48f1d95db1a4f5529b4d41",
+    files: &[
+        File {
+            path: "config.json",
+            size: 612,
+            sha256: "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+        },
+        File {
+            path: "sentence_bert_config.json",
+            size: 53,
+            sha256: "fc1993fde0a95c24ec6c022539d41cf6e2f7c9721e5415d6fb6897472a9cd4b7",
+        },
+        File {
+            path: "tokenizer.json",
+            size: 466_247,
+            sha256: "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        },
+        File {
+            path: "model.safetensors",
+            size: 90_868_376,
+            sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        },
+    ],
+}];
+
+/// The record an install leaves beside the files.
+pub const MANIFEST: &str = "system1-model.json";
+
+impl Pinned {
+    pub fn download_size(&self) -> u64 {
+        self.files.iter().map(|f| f.size).sum()
+    }
+}
+
+pub fn pinned(name: &str) -> Result<&'static Pinned> {
+    MODELS.iter().find(|m| m.name == name).ok_or_else(|| {
+        let known: Vec<&str> = MODELS.iter().map(|m| m.name).collect();
+        Error::usage(format!("no pinned download for model {name:?} (known: {})", known.join(", "))).with_hint(
+            "for another BERT-family model, put its config.json, tokenizer.json and model.safetensors in a folder \
+             and set [providers.local] model_dir (and model) in the config",
+        )
+    })
+}
+
+fn endpoint() -> String {
+    std::env::var("HF_ENDPOINT")
+        .ok()
+        .map(|e| e.trim().trim_end_matches('/').to_string())
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| "https://huggingface.co".to_string())
+}
+
+fn stall_limit() -> Duration {
+    let secs = std::env::var("SYSTEM1_DOWNLOAD_STALL_SECS").ok().and_then(|s| s.trim().parse::<f64>().ok());
+    Duration::from_secs_f64(secs.filter(|s| *s > 0.0).unwrap_or(30.0))
+}
+
+/// SHA-256 of a file, as lowercase hex.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    let mut f = std::fs::File::open(path)?;
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        ctx.update(&buf[..n]);
+    }
+    Ok(hex(ctx.finish().as_ref()))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Which files of an installed model are missing or differ from the pin, by name and why.
+pub fn verify(model: &Pinned, dir: &Path) -> Vec<String> {
+    let mut bad = Vec::new();
+    for f in model.files {
+        let path = dir.join(f.path);
+        match std::fs::metadata(&path) {
+            Err(_) => bad.push(format!("{} is missing", path.display())),
+            Ok(m) if m.len() != f.size => bad.push(format!("{} has {} bytes, not {}", path.display(), m.len(), f.size)),
+            Ok(_) => match sha256_file(&path) {
+                Ok(h) if h == f.sha256 => {}
+                Ok(h) => bad.push(format!("{}: SHA-256 {h}, expected {}", path.display(), f.sha256)),
+                Err(e) => bad.push(format!("{}: {e}", path.display())),
+            },
+        }
+    }
+    bad
+}
+
+/// Downloads and installs `model` into its folder under the install dir. Returns what was done.
+pub fn install(model: &Pinned) -> Result<Vec<String>> {
+    install_into(model, &default_dir(model.name), &endpoint(), stall_limit())
+}
+
+/// Downloads `model` from `endpoint` into `target`, giving up on a server silent for `stall`.
+pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, stall: Duration) -> Result<Vec<String>> {
+    let target = target.to_path_buf();
+    if target.is_dir() && verify(model, &target).is_empty() {
+        return Ok(vec![format!("{} is already installed in {} (checksums verified)", model.name, target.display())]);
+    }
+    let parent = target.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    std::fs::create_dir_all(&parent).context(|| format!("cannot create {}", parent.display()))?;
+    remove_stale_scratch(&parent, model.name);
+    let scratch = parent.join(format!(".{}.partial-{}", model.name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
+    let result = download_all(model, &scratch, endpoint, stall).and_then(|()| put_in_place(model, &scratch, &target));
+    if result.is_err() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    result?;
+    Ok(vec![format!(
+        "installed {} ({:.1} MB, revision {}) in {}",
+        model.name,
+        model.download_size() as f64 / 1e6,
+        &model.revision[..12],
+        target.display()
+    )])
+}
+
+/// Scratch folders of installs that were killed (their pid no longer runs).
+fn remove_stale_scratch(parent: &Path, name: &str) {
+    let Ok(entries) = std::fs::read_dir(parent) else { return };
+    let prefix = format!(".{name}.partial-");
+    for e in entries.flatten() {
+        let file_name = e.file_name().to_string_lossy().to_string();
+        if let Some(pid) = file_name.strip_prefix(&prefix).and_then(|p| p.parse::<u32>().ok())
+            && (cfg!(not(target_os = "linux")) || !Path::new(&format!("/proc/{pid}")).exists())
+        {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+fn download_all(model: &Pinned, scratch: &Path, base: &str, stall: Duration) -> Result<()> {
+    let total = model.download_size();
+    let progress = Progress::new(total);
+    for f in model.files {
+        let url = format!("{base}/{}/resolve/{}/{}", model.repo, model.revision, f.path);
+        let dest = scratch.join(f.path);
+        let got = fetch(&url, &dest, f.size, stall, &progress)
+            .map_err(|e| Error::failure(format!("downloading {}: {e}; nothing was installed", f.path)))?;
+        if got != f.sha256 {
+            return Err(Error::failure(format!(
+                "{} from {url} has SHA-256 {got}, expected {} (a changed or corrupted file); nothing was installed",
+                f.path, f.sha256
+            )));
+        }
+    }
+    progress.finish();
+    let manifest = json!({
+        "model": model.name,
+        "repo": model.repo,
+        "revision": model.revision,
+        "files": model.files.iter().map(|f| json!({"path": f.path, "size": f.size, "sha256": f.sha256})).collect::<Vec<_>>(),
+        "installed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    });
+    let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+    std::fs::write(scratch.join(MANIFEST), text).context(|| format!("cannot write {}", scratch.display()))?;
+    Ok(())
+}
+
+/// Swaps the verified scratch folder in for the target (the old one is removed only after).
+fn put_in_place(model: &Pinned, scratch: &Path, target: &Path) -> Result<()> {
+    let old = target.with_file_name(format!(".{}.old-{}", model.name, std::process::id()));
+    let had = target.exists();
+    if had {
+        std::fs::rename(target, &old).context(|| format!("cannot move the old {} aside", target.display()))?;
+    }
+    if let Err(e) = std::fs::rename(scratch, target) {
+        if had {
+            let _ = std::fs::rename(&old, target);
+        }
+        return Err(Error::failure(format!("cannot move the model into {}: {e}", target.display())));
+    }
+    if had {
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    Ok(())
+}
+
+/// Streams `url` into `dest` while hashing it. Fails on an HTTP error, a body of the wrong size,
+/// or a body that stalls; returns the SHA-256.
+fn fetch(
+    url: &str,
+    dest: &Path,
+    size: u64,
+    stall: Duration,
+    progress: &Progress,
+) -> std::result::Result<String, String> {
+    if let Some(dir) = dest.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    let received = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (url_owned, dest_owned) = (url.to_string(), dest.to_path_buf());
+    let (rcv, fin) = (received.clone(), done.clone());
+    // The transfer runs on its own thread so that a server that stops sending mid-body is noticed
+    // here, by the byte count standing still, whatever the socket does.
+    std::thread::spawn(move || {
+        let r = transfer(&url_owned, &dest_owned, size, &rcv, stall);
+        fin.store(true, Ordering::SeqCst);
+        let _ = tx.send(r);
+    });
+    let mut last = (0u64, Instant::now());
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(r) => {
+                progress.add(received.load(Ordering::SeqCst) - last.0);
+                return r;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return Err("the download thread stopped".into()),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let now = received.load(Ordering::SeqCst);
+        if now != last.0 {
+            progress.add(now - last.0);
+            last = (now, Instant::now());
+        } else if last.1.elapsed() >= stall && !done.load(Ordering::SeqCst) {
+            return Err(format!(
+                "the server sent nothing for {:.0} s after {now} of {size} bytes (stalled)",
+                stall.as_secs_f64()
+            ));
+        }
+    }
+}
+
+fn transfer(
+    url: &str,
+    dest: &Path,
+    size: u64,
+    received: &AtomicU64,
+    stall: Duration,
+) -> std::result::Result<String, String> {
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(stall))
+        .timeout_recv_response(Some(stall))
+        .build()
+        .into();
+    let resp = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    let status = resp.status().as_u16();
+    if status != 200 {
+        return Err(format!("{url} answered HTTP {status}"));
+    }
+    let mut body = resp.into_body();
+    let mut reader = body.with_config().limit(size.saturating_add(1)).reader();
+    let mut out = std::fs::File::create(dest).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        let n = match reader.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => return Err(format!("the connection broke after {total} of {size} bytes: {e}")),
+        };
+        total += n as u64;
+        if total > size {
+            return Err(format!("{url} sent more than the {size} bytes expected"));
+        }
+        ctx.update(&buf[..n]);
+        out.write_all(&buf[..n]).map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+        received.fetch_add(n as u64, Ordering::SeqCst);
+    }
+    if total != size {
+        return Err(format!("the server sent {total} of {size} bytes (truncated)"));
+    }
+    out.sync_all().map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
+    Ok(hex(ctx.finish().as_ref()))
+}
+
+/// A progress line on stderr, redrawn in place, only when stderr is a terminal.
+struct Progress {
+    total: u64,
+    done: AtomicU64,
+    tty: bool,
+    started: Instant,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        Progress { total, done: AtomicU64::new(0), tty: std::io::stderr().is_terminal(), started: Instant::now() }
+    }
+
+    fn add(&self, n: u64) {
+        let done = self.done.fetch_add(n, Ordering::SeqCst) + n;
+        if self.tty {
+            let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+            eprint!(
+                "\r  {:5.1} / {:.1} MB  {:3.0}%  {:.1} MB/s ",
+                done as f64 / 1e6,
+                self.total as f64 / 1e6,
+                100.0 * done as f64 / self.total.max(1) as f64,
+                done as f64 / 1e6 / secs
+            );
+        }
+    }
+
+    fn finish(&self) {
+        if self.tty {
+            eprintln!();
+        }
+    }
+}
+
+/// What `engine status local` reports: the model folder, whether its files check out, its size.
+pub fn status(dir: &Path) -> serde_json::Value {
+    let files: Vec<serde_json::Value> = crate::providers::local::model::FILES
+        .iter()
+        .map(|f| {
+            let p = dir.join(f);
+            json!({"file": f, "bytes": std::fs::metadata(&p).map(|m| m.len()).ok()})
+        })
+        .collect();
+    let size: u64 = walk_size(dir);
+    let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
+    json!({
+        "model_dir": dir.display().to_string(),
+        "installed": crate::providers::local::model::missing_file(dir).is_none(),
+        "bytes": size,
+        "files": files,
+        "revision": manifest.as_ref().and_then(|m| m.get("revision")).cloned(),
+        "installed_at": manifest.as_ref().and_then(|m| m.get("installed_at")).cloned(),
+    })
+}
+
+fn walk_size(dir: &Path) -> u64 {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// `system1 engine install local [--model NAME]`.
+pub fn install_command(model: Option<&str>) -> Result<i32> {
+    let pinned = pinned(model.unwrap_or(DEFAULT_MODEL))?;
+    eprintln!(
+        "local: downloading {} ({:.0} MB) from {}/{} at revision {}",
+        pinned.name,
+        pinned.download_size() as f64 / 1e6,
+        endpoint(),
+        pinned.repo,
+        &pinned.revision[..12]
+    );
+    for line in install(pinned)? {
+        println!("local: {line}");
+    }
+    let default = pinned.name == DEFAULT_MODEL;
+    println!(
+        "local: use it with provider = \"local\"{} in the config (`system1 config edit`)",
+        if default { String::new() } else { format!(" and [providers.local] model = \"{}\"", pinned.name) }
+    );
+    Ok(crate::error::exit::OK)
+}
+
+/// The local engine's entry in `engine status`: the configured model, its files and size, and a
+/// health probe (which loads it).
+pub fn status_report(loaded: &crate::config::Loaded) -> serde_json::Value {
+    let settings = loaded.provider_settings("local");
+    let (name, dir, _) = crate::providers::local::configured(&settings);
+    let mut report = status(&dir);
+    let health = crate::providers::build("local", &settings).map(|p| p.health(Duration::from_secs(10)));
+    let errors = settings.take_errors();
+    report["engine"] = json!("local");
+    report["model"] = json!(name);
+    report["healthy"] = json!(health.as_ref().map(|h| h.ok));
+    report["detail"] = match health {
+        Some(h) => json!(h.detail),
+        None => json!(errors.join("; ")),
+    };
+    report
+}
+
+/// `engine status` lines for the local engine.
+pub fn describe(r: &serde_json::Value) -> Vec<String> {
+    let yes = if r["installed"].as_bool() == Some(true) { "yes" } else { "no" };
+    let mut lines = vec![
+        "local:".to_string(),
+        format!("  model:      {}", r["model"].as_str().unwrap_or("")),
+        format!(
+            "  installed:  {yes} ({}, {:.1} MB)",
+            r["model_dir"].as_str().unwrap_or(""),
+            r["bytes"].as_u64().unwrap_or(0) as f64 / 1e6
+        ),
+    ];
+    if let Some(rev) = r["revision"].as_str() {
+        lines.push(format!("  revision:   {rev}"));
+    }
+    if let Some(d) = r["detail"].as_str().filter(|d| !d.is_empty()) {
+        lines.push(format!("  health:     {d}"));
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::TcpListener;
+
+    /// A loopback file server: `/ok/<file>` sends the file, `/wrong/…` other bytes of the same
+    /// size, `/short/…` half the body under the full length, `/stall/…` half and then nothing,
+    /// `/absent/…` a 404.
+    fn serve(files: Vec<(&'static str, Vec<u8>)>) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten().take(64) {
+                let files = files.clone();
+                std::thread::spawn(move || {
+                    let mut conn = conn;
+                    let mut buf = [0u8; 4096];
+                    let n = conn.read(&mut buf).unwrap_or(0);
+                    let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                    let path = head.split_whitespace().nth(1).unwrap_or("").to_string();
+                    let mode = path.split('/').nth(1).unwrap_or("").to_string();
+                    let found = files.iter().find(|(name, _)| path.ends_with(&format!("/{name}")));
+                    let Some((_, body)) = found.filter(|_| mode != "absent") else {
+                        let _ =
+                            conn.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                        return;
+                    };
+                    let body: Vec<u8> =
+                        if mode == "wrong" { body.iter().map(|b| b ^ 1).collect() } else { body.clone() };
+                    let _ = conn.write_all(
+                        format!("HTTP/1.1 200 OK\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", body.len())
+                            .as_bytes(),
+                    );
+                    match mode.as_str() {
+                        "short" => {
+                            let _ = conn.write_all(&body[..body.len() / 2]);
+                        }
+                        "stall" => {
+                            let _ = conn.write_all(&body[..body.len() / 2]);
+                            let _ = conn.flush();
+                            std::thread::sleep(Duration::from_secs(5));
+                        }
+                        _ => {
+                            let _ = conn.write_all(&body);
+                        }
+                    }
+                });
+            }
+        });
+        format!("http://127.0.0.1:{port}")
+    }
+
+    fn digest(bytes: &[u8]) -> &'static str {
+        Box::leak(hex(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref()).into_boxed_str())
+    }
+
+    #[test]
+    fn installs_only_a_complete_verified_download() {
+        let big: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        let small = b"{\"hidden_size\": 8}".to_vec();
+        let files: &'static [File] = Box::leak(Box::new([
+            File { path: "config.json", size: small.len() as u64, sha256: digest(&small) },
+            File { path: "model.safetensors", size: big.len() as u64, sha256: digest(&big) },
+        ]));
+        let base = serve(vec![("config.json", small.clone()), ("model.safetensors", big.clone())]);
+        let root = std::env::temp_dir().join(format!("system1-local-dl-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let target = root.join("tiny");
+        let model = |repo: &'static str| Pinned { name: "tiny", repo, revision: "0123456789abcdef", files };
+        let quick = Duration::from_millis(600);
+        let leftovers = || std::fs::read_dir(&root).map(|d| d.flatten().count()).unwrap_or(0);
+
+        // A wrong checksum, a truncated body and a stalled server each install nothing and leave no scratch.
+        let wrong = install_into(&model("wrong"), &target, &base, quick).unwrap_err().to_string();
+        assert!(wrong.contains("SHA-256") && wrong.contains("nothing was installed"), "{wrong}");
+        let short = install_into(&model("short"), &target, &base, quick).unwrap_err().to_string();
+        assert!(short.contains("truncated") || short.contains("broke"), "{short}");
+        let started = Instant::now();
+        let stalled = install_into(&model("stall"), &target, &base, quick).unwrap_err().to_string();
+        assert!(stalled.contains("stalled"), "{stalled}");
+        assert!(started.elapsed() < Duration::from_secs(4), "gave up after {:?}", started.elapsed());
+        let missing = install_into(&model("absent"), &target, &base, quick).unwrap_err().to_string();
+        assert!(missing.contains("HTTP 404"), "{missing}");
+        assert!(!target.exists());
+        assert_eq!(leftovers(), 0, "scratch folders left in {}", root.display());
+
+        // The right files install, with a manifest; a second run verifies and keeps them.
+        let done = install_into(&model("ok"), &target, &base, quick).unwrap();
+        assert!(done[0].contains("installed tiny"), "{done:?}");
+        assert_eq!(std::fs::read(target.join("model.safetensors")).unwrap(), big);
+        let manifest: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(target.join(MANIFEST)).unwrap()).unwrap();
+        assert_eq!(manifest["revision"], "0123456789abcdef");
+        assert!(verify(&model("ok"), &target).is_empty());
+        let again = install_into(&model("wrong"), &target, &base, quick).unwrap();
+        assert!(again[0].contains("already installed"), "{again:?}");
+
+        // A corrupted install is noticed and a failed repair keeps the old folder as it was.
+        std::fs::write(target.join("model.safetensors"), b"x").unwrap();
+        assert_eq!(verify(&model("ok"), &target).len(), 1);
+        assert!(install_into(&model("wrong"), &target, &base, quick).is_err());
+        assert_eq!(std::fs::read(target.join("model.safetensors")).unwrap(), b"x");
+        install_into(&model("ok"), &target, &base, quick).unwrap();
+        assert!(verify(&model("ok"), &target).is_empty());
+        assert_eq!(leftovers(), 1, "only the model folder");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_pinned_model_is_the_one_the_engine_reads() {
+        let m = pinned(DEFAULT_MODEL).unwrap();
+        for f in crate::providers::local::model::FILES {
+            assert!(m.files.iter().any(|p| p.path == f), "{f} is not downloaded");
+        }
+        assert!(m.files.iter().all(|f| f.sha256.len() == 64));
+        let e = pinned("gpt-17").err().expect("no pin for it");
+        assert!(e.hint.unwrap_or_default().contains("model_dir"));
+    }
+}

