@@ -21,6 +21,9 @@ pub enum Kind {
     Usage,
     Config,
     Failure,
+    /// stdout's reader has gone (`system1 report | head`): the reader's choice, not a failure, so
+    /// the run ends quietly with exit 0.
+    StdoutClosed,
 }
 
 #[derive(Debug)]
@@ -42,6 +45,14 @@ impl Error {
     pub fn failure(message: impl Into<String>) -> Self {
         Self { kind: Kind::Failure, message: message.into(), hint: None }
     }
+    /// See [`Kind::StdoutClosed`]; made by `output::stdout_error` from a broken pipe on stdout only
+    /// (a broken pipe elsewhere, to an engine or a child process, is a failure).
+    pub fn stdout_closed() -> Self {
+        Self { kind: Kind::StdoutClosed, message: "stdout is closed".into(), hint: None }
+    }
+    pub fn is_stdout_closed(&self) -> bool {
+        self.kind == Kind::StdoutClosed
+    }
     pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
         self.hint = Some(hint.into());
         self
@@ -51,6 +62,7 @@ impl Error {
             Kind::Usage => exit::USAGE,
             Kind::Config => exit::CONFIG,
             Kind::Failure => exit::FAILURE,
+            Kind::StdoutClosed => exit::OK,
         }
     }
 }

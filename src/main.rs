@@ -1,6 +1,10 @@
 //! system1: one binary for the whole product. `main` parses the command line, runs the command,
 //! and turns its outcome into one message and an exit code, here and nowhere else.
 
+// First, so that its `outln!` and `out!` reach every module below.
+#[macro_use]
+mod output;
+
 mod calibration;
 mod checks;
 mod claude_code;
@@ -27,26 +31,17 @@ mod tier;
 mod transcripts;
 mod tuning;
 
+use std::io::Write;
+
 fn main() {
-    // Broken pipe is success (`system1 report | head`): `println!` panics when stdout's reader has
-    // gone, so that one panic ends the process quietly with exit 0. Any other panic reports as usual.
-    let default_hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
-            std::process::exit(0);
-        }
-        default_hook(info)
-    }));
     let code = match cli::run() {
         Ok(code) => code,
+        // Broken pipe is success (`system1 report | head`): every command prints through
+        // `output`, which reports a reader that has gone as this error kind rather than panicking.
+        Err(e) if e.is_stdout_closed() => e.exit_code(),
         Err(e) => {
-            eprintln!("system1: {e}");
+            // Written, not `eprintln!`, which would panic should stderr be a closed pipe too.
+            let _ = writeln!(std::io::stderr(), "system1: {e}");
             e.exit_code()
         }
     };

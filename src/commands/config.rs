@@ -26,12 +26,12 @@ pub fn run(args: Args) -> Result<i32> {
     let loaded = &gateway.loaded;
     match args.action {
         Action::Path => {
-            println!("{}", loaded.path.display());
+            outln!("{}", loaded.path.display())?;
             Ok(exit::OK)
         }
         Action::Show => {
             let state = if loaded.file_read { "read" } else { "not found; defaults apply" };
-            println!("# config file: {} ({state})", loaded.path.display());
+            outln!("# config file: {} ({state})", loaded.path.display())?;
             let mut rows: Vec<(String, String, Source)> =
                 loaded.resolved.iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())).collect();
             // The chain first, then any other configured engine, so every key read is listed.
@@ -44,19 +44,19 @@ pub fn run(args: Args) -> Result<i32> {
             for (key, value, source) in rows {
                 let source =
                     if source == Source::File { format!("file {}", loaded.path.display()) } else { source.to_string() };
-                println!("{:width$}  # {source}", format!("{key} = {value}"));
+                outln!("{:width$}  # {source}", format!("{key} = {value}"))?;
             }
             for e in &gateway.config_errors {
-                println!("# error: {e}");
+                outln!("# error: {e}")?;
             }
             Ok(exit::OK)
         }
         Action::Check => {
             if gateway.config_errors.is_empty() {
-                println!(
+                outln!(
                     "config ok ({})",
                     if loaded.file_read { loaded.path.display().to_string() } else { "defaults".into() }
-                );
+                )?;
                 Ok(exit::OK)
             } else {
                 for e in &gateway.config_errors {

@@ -55,18 +55,18 @@ pub fn run(args: Args) -> Result<i32> {
     };
 
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&resp).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&resp).unwrap_or_default())?;
     } else {
         match resp.status {
-            Status::Decided => println!(
+            Status::Decided => outln!(
                 "{} (confidence {:.2}{}, {}, {} ms)",
                 resp.decision.as_deref().unwrap_or(""),
                 resp.confidence.unwrap_or(0.0),
                 if resp.calibrated { ", calibrated" } else { "" },
                 resp.provider.as_deref().unwrap_or("-"),
                 resp.latency_ms
-            ),
-            Status::Abstained => println!("abstained: {}", resp.rationale.as_deref().unwrap_or("")),
+            )?,
+            Status::Abstained => outln!("abstained: {}", resp.rationale.as_deref().unwrap_or(""))?,
             Status::Error => {}
         }
         // Failed attempts explain a fallback or an error; an abstention is already the printed answer.

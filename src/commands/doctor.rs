@@ -82,19 +82,19 @@ pub fn run(args: Args) -> Result<i32> {
             Level::Fail => "FAIL",
         };
         failed |= f.level == Level::Fail;
-        println!("{tag}  {}", f.what);
+        outln!("{tag}  {}", f.what)?;
         if let Some(fix) = &f.fix {
-            println!("      fix: {fix}");
+            outln!("      fix: {fix}")?;
         }
     }
     let problems = r.0.iter().filter(|f| f.level != Level::Ok).count();
-    println!(
+    outln!(
         "{}",
         match problems {
             0 => "doctor: all good".to_string(),
             n => format!("doctor: {n} finding(s) need attention"),
         }
-    );
+    )?;
     Ok(if failed { exit::FAILURE } else { exit::OK })
 }
 

@@ -73,21 +73,21 @@ pub fn run(args: Args) -> Result<i32> {
             }
             let spec = engine::spec(&name)?;
             for line in engine::install(spec, package.as_deref())? {
-                println!("{name}: {line}");
+                outln!("{name}: {line}")?;
             }
-            println!("{name}: start it with `system1 engine start {name}`");
+            outln!("{name}: start it with `system1 engine start {name}`")?;
             Ok(exit::OK)
         }
         Action::Start { name, wait } => {
             let spec = engine::spec(&name)?;
-            println!("{}", engine::start(spec)?);
+            outln!("{}", engine::start(spec)?)?;
             match wait {
                 Some(secs) => wait_healthy(spec, Duration::from_secs(secs)),
                 None => Ok(exit::OK),
             }
         }
         Action::Stop { name } => {
-            println!("{}", engine::stop(engine::spec(&name)?)?);
+            outln!("{}", engine::stop(engine::spec(&name)?)?)?;
             Ok(exit::OK)
         }
         Action::Status { name, json } => status(name.as_deref(), json),
@@ -100,17 +100,17 @@ pub fn run(args: Args) -> Result<i32> {
             let done =
                 if state == "on" { autostart::enable(spec, platform)? } else { autostart::disable(spec, platform)? };
             for line in done {
-                println!("{name}: {line}");
+                outln!("{name}: {line}")?;
             }
             Ok(exit::OK)
         }
         Action::Probe { json } => {
             let p = probe::probe();
             if json {
-                println!("{}", serde_json::to_string_pretty(&p).unwrap_or_default());
+                outln!("{}", serde_json::to_string_pretty(&p).unwrap_or_default())?;
             } else {
                 for line in probe::describe(&p) {
-                    println!("{line}");
+                    outln!("{line}")?;
                 }
             }
             Ok(exit::OK)
@@ -129,7 +129,7 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
     loop {
         let probe = provider.health(Duration::from_secs(2));
         if probe.ok {
-            println!("{}: ready: {}", spec.name, probe.detail.unwrap_or_default());
+            outln!("{}: ready: {}", spec.name, probe.detail.unwrap_or_default())?;
             return Ok(exit::OK);
         }
         if Instant::now() >= deadline {
@@ -174,23 +174,23 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     }
     if as_json {
         report.extend(local);
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
         return Ok(exit::OK);
     }
     for r in &report {
         let yes = |k: &str| if r[k].as_bool() == Some(true) { "yes" } else { "no" };
-        println!("{}:", r["engine"].as_str().unwrap_or(""));
-        println!("  installed:  {} ({})", yes("installed"), r["dir"].as_str().unwrap_or(""));
-        println!("  listening:  {} (127.0.0.1:{})", yes("listening"), r["port"]);
+        outln!("{}:", r["engine"].as_str().unwrap_or(""))?;
+        outln!("  installed:  {} ({})", yes("installed"), r["dir"].as_str().unwrap_or(""))?;
+        outln!("  listening:  {} (127.0.0.1:{})", yes("listening"), r["port"])?;
         if let Some(d) = r["detail"].as_str() {
-            println!("  health:     {d}");
+            outln!("  health:     {d}")?;
         }
-        println!("  at login:   {}", if r["autostart"].as_bool() == Some(true) { "on" } else { "off" });
-        println!("  log:        {}", r["log"].as_str().unwrap_or(""));
+        outln!("  at login:   {}", if r["autostart"].as_bool() == Some(true) { "on" } else { "off" })?;
+        outln!("  log:        {}", r["log"].as_str().unwrap_or(""))?;
     }
     if let Some(l) = &local {
         for line in engine::local::describe(l) {
-            println!("{line}");
+            outln!("{line}")?;
         }
     }
     Ok(exit::OK)

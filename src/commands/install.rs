@@ -26,20 +26,21 @@ pub struct UninstallArgs {
 pub fn run(args: Args) -> Result<i32> {
     let mut report = Vec::new();
     let outcome = install::install(!args.no_register, &mut report);
-    print_lines(&report);
+    print_lines(&report)?;
     outcome.map(|()| exit::OK)
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> Result<i32> {
     let mut report = Vec::new();
     let outcome = install::uninstall(args.purge, &mut report);
-    print_lines(&report);
+    print_lines(&report)?;
     outcome.map(|()| exit::OK)
 }
 
 /// What was done, even when a later step failed (the error follows on stderr).
-fn print_lines(lines: &[String]) {
+fn print_lines(lines: &[String]) -> Result<()> {
     for line in lines {
-        println!("{line}");
+        outln!("{line}")?;
     }
+    Ok(())
 }

@@ -60,27 +60,29 @@ pub fn run(args: Args) -> Result<i32> {
         if let Some(a) = &applied {
             out["applied"] = json!({"written": a.written, "kept_user": a.kept_user, "not_in_log": a.not_in_log});
         }
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())?;
         return Ok(0);
     }
-    print!("{}", summary(&proposals));
+    out!("{}", summary(&proposals))?;
     if stats.malformed_lines > 0 || stats.truncated_files > 0 {
-        println!(
+        outln!(
             "\n({} malformed lines and {} truncated files in {} transcripts were skipped)",
-            stats.malformed_lines, stats.truncated_files, stats.files
-        );
+            stats.malformed_lines,
+            stats.truncated_files,
+            stats.files
+        )?;
     }
     match applied {
-        Some(a) => println!(
+        Some(a) => outln!(
             "\nWrote {} outcomes into {} ({} labelled by you kept as they were; {} spawns have no log entry, \
              because their repo is not in [routing] log_dirs or the agent hook was off).",
             a.written,
             crate::paths::routing_log().display(),
             a.kept_user,
             a.not_in_log
-        ),
+        )?,
         None if !proposals.is_empty() => {
-            println!("\nNothing written. `system1 outcomes --apply` records these in the routing log.")
+            outln!("\nNothing written. `system1 outcomes --apply` records these in the routing log.")?
         }
         None => {}
     }

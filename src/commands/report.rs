@@ -2,7 +2,6 @@
 //! off (the figures are defined in `report/mod.rs`, and for users in docs/report.md). Totals only.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -91,13 +90,8 @@ pub fn run(args: Args) -> Result<i32> {
     } else {
         render::table(&report)
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|_| stdout.flush()) {
-        Ok(()) => Ok(0),
-        // A closed pipe (`| head`) is the reader's choice, not a failure.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(0),
-        Err(e) => Err(e.into()),
-    }
+    out!("{text}")?;
+    Ok(0)
 }
 
 /// Bytes read, on a one-line meter that shows only when stderr is a terminal and the run has

@@ -41,9 +41,9 @@ pub fn run(args: Args) -> Result<i32> {
     let logged = !routing::entries(&input, &run).is_empty();
     let report = to_json(&loaded, &run, logged);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
     } else {
-        print_text(&report);
+        print_text(&report)?;
     }
     Ok(0)
 }
@@ -104,19 +104,19 @@ fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> 
     })
 }
 
-fn print_text(r: &Value) {
+fn print_text(r: &Value) -> Result<()> {
     let s = |v: &Value| v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
     if let Some(why) = r["silent_because"].as_str() {
-        println!("hook: silent ({why}); what it would ask anyway:");
+        outln!("hook: silent ({why}); what it would ask anyway:")?;
     }
     let routing = &r["routing"];
     if let Some(fs) = routing["features"].as_object() {
-        println!(
+        outln!(
             "features ({} {}, {:.1} ms):",
             s(&routing["provider"]),
             s(&routing["model"]),
             routing["engine_ms"].as_f64().unwrap_or(0.0)
-        );
+        )?;
         for (name, f) in fs {
             let answer = match f["answer"].as_bool() {
                 Some(true) => "yes",
@@ -124,49 +124,51 @@ fn print_text(r: &Value) {
                 None => "abstained",
             };
             let cal = if f["calibrated"].as_bool() == Some(true) { "calibrated" } else { "uncalibrated" };
-            println!("  {name:<10} {answer:<9} {:.2} ({cal})", f["confidence"].as_f64().unwrap_or(0.0));
+            outln!("  {name:<10} {answer:<9} {:.2} ({cal})", f["confidence"].as_f64().unwrap_or(0.0))?;
         }
     } else if let Some(e) = routing["engine_error"].as_str() {
-        println!("features: no answer ({e})");
+        outln!("features: no answer ({e})")?;
     }
     if routing["tier"].is_string() {
         let rule = match &routing["rule"] {
             Value::String(d) => d.clone(),
             n => format!("rule {n}"),
         };
-        println!("tier: {} ({rule}: {})", s(&routing["tier"]), s(&routing["rule_text"]));
+        outln!("tier: {} ({rule}: {})", s(&routing["tier"]), s(&routing["rule_text"]))?;
     }
     let hint_line = |label: &str, h: &Value| {
         if h["given"].as_bool() == Some(true) {
-            println!("{label}: given: {}", s(&h["text"]));
+            outln!("{label}: given: {}", s(&h["text"]))?;
         } else {
-            println!("{label}: none ({})", s(&h["because"]));
+            outln!("{label}: none ({})", s(&h["because"]))?;
         }
+        Ok::<(), crate::error::Error>(())
     };
-    hint_line("routing hint", &r["routing_hint"]);
+    hint_line("routing hint", &r["routing_hint"])?;
     if let Some(sk) = r["skills"].as_object() {
         let names: Vec<String> = sk["candidates"]
             .as_array()
             .map(|a| a.iter().map(|c| format!("{} ({})", s(&c["name"]), s(&c["origin"]))).collect())
             .unwrap_or_default();
-        println!("skills: {} candidates{}{}", names.len(), if names.is_empty() { "" } else { ": " }, names.join(", "));
+        outln!("skills: {} candidates{}{}", names.len(), if names.is_empty() { "" } else { ": " }, names.join(", "))?;
         match sk["pick"].as_str() {
-            Some(p) => println!(
+            Some(p) => outln!(
                 "skill pick: {p} ({:.2}, {:.1} ms)",
                 sk["confidence"].as_f64().unwrap_or(0.0),
                 sk["engine_ms"].as_f64().unwrap_or(0.0)
-            ),
-            None => println!("skill pick: none ({})", s(&sk["not_picked_because"])),
+            )?,
+            None => outln!("skill pick: none ({})", s(&sk["not_picked_because"]))?,
         }
     }
-    hint_line("skill hint", &r["skill_hint"]);
+    hint_line("skill hint", &r["skill_hint"])?;
     match r["log_dir"].as_str() {
-        Some(d) if r["logged"].as_bool() == Some(true) => println!("log: the hook would log this prompt (inside {d})"),
+        Some(d) if r["logged"].as_bool() == Some(true) => outln!("log: the hook would log this prompt (inside {d})")?,
         Some(d) if r["silent_because"].is_string() => {
-            println!("log: not logged (the hook is silent), though inside {d}")
+            outln!("log: not logged (the hook is silent), though inside {d}")?
         }
-        Some(d) => println!("log: not logged (the engine gave nothing to log), though inside {d}"),
-        None => println!("log: not logged (cwd is outside [routing] log_dirs)"),
+        Some(d) => outln!("log: not logged (the engine gave nothing to log), though inside {d}")?,
+        None => outln!("log: not logged (cwd is outside [routing] log_dirs)")?,
     }
-    println!("time: {:.1} ms", r["elapsed_ms"].as_f64().unwrap_or(0.0));
+    outln!("time: {:.1} ms", r["elapsed_ms"].as_f64().unwrap_or(0.0))?;
+    Ok(())
 }

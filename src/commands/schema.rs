@@ -23,14 +23,14 @@ pub fn run(args: Args) -> Result<i32> {
         // One object, each schema under its file's name without `.json`.
         let all: Map<String, Value> =
             schema::FILES.iter().map(|(name, make)| (name.trim_end_matches(".json").to_string(), make())).collect();
-        println!("{}", serde_json::to_string_pretty(&all).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&all).unwrap_or_default())?;
         return Ok(0);
     }
     std::fs::create_dir_all(&args.dir).context(|| format!("cannot create {}", args.dir.display()))?;
     for (name, make) in schema::FILES {
         let path = args.dir.join(name);
         std::fs::write(&path, schema::file_text(&make())).context(|| format!("cannot write {}", path.display()))?;
-        println!("wrote {}", path.display());
+        outln!("wrote {}", path.display())?;
     }
     Ok(0)
 }

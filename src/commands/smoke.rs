@@ -51,36 +51,38 @@ const PROTOCOL_VERSION: &str = "2025-11-25";
 pub fn run(args: Args) -> Result<i32> {
     let bin = args.bin.clone().unwrap_or_else(registered_or_installed);
     let timeout = Duration::from_secs_f64(args.timeout_s.clamp(0.1, 3600.0));
-    println!("launch     {} mcp", bin.display());
+    outln!("launch     {} mcp", bin.display())?;
     let mut server = match Server::spawn(&bin) {
         Ok(s) => s,
         Err(e) => {
-            println!("FAIL       cannot start {}: {e}", bin.display());
+            outln!("FAIL       cannot start {}: {e}", bin.display())?;
             if !bin.exists() {
-                println!("fix:       install it with /system1:setup (or `system1 install`), or pass --bin");
+                outln!("fix:       install it with /system1:setup (or `system1 install`), or pass --bin")?;
             }
             return Ok(exit::FAILURE);
         }
     };
     let ok = steps(&mut server, &args, timeout);
     let stderr = server.finish();
+    let ok = ok?;
     if !ok {
         let tail: Vec<&str> = stderr.lines().rev().take(10).collect();
         if !tail.is_empty() {
-            println!("server stderr (last lines):");
+            outln!("server stderr (last lines):")?;
             for line in tail.into_iter().rev() {
-                println!("  {line}");
+                outln!("  {line}")?;
             }
         }
-        println!("smoke: FAILED (run `system1 doctor` for fixes)");
+        outln!("smoke: FAILED (run `system1 doctor` for fixes)")?;
         return Ok(exit::FAILURE);
     }
-    println!("smoke: ok");
+    outln!("smoke: ok")?;
     Ok(exit::OK)
 }
 
-/// Runs each step in order; false at the first one that fails (after printing why).
-fn steps(server: &mut Server, args: &Args, timeout: Duration) -> bool {
+/// Runs each step in order; false at the first one that fails (after printing why), an error when
+/// the report cannot be printed.
+fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<bool> {
     let started = Instant::now();
     let init = server.request(
         "initialize",
@@ -93,13 +95,13 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> bool {
         Err(e) => return fail("initialize", &e),
     };
     let info = &init["serverInfo"];
-    println!(
+    outln!(
         "ok         initialize: {} {}, protocol {} ({:.0} ms)",
         info["name"].as_str().unwrap_or("?"),
         info["version"].as_str().unwrap_or("?"),
         init["protocolVersion"].as_str().unwrap_or("?"),
         started.elapsed().as_secs_f64() * 1e3
-    );
+    )?;
     if let Err(e) = server.notify("notifications/initialized") {
         return fail("initialized", &e);
     }
@@ -114,7 +116,7 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> bool {
     if !missing.is_empty() {
         return fail("tools/list", &format!("missing {} (got {})", missing.join(", "), names.join(", ")));
     }
-    println!("ok         tools/list: {}", names.join(", "));
+    outln!("ok         tools/list: {}", names.join(", "))?;
 
     let health = match server.call("system1_health", json!({}), timeout) {
         Ok(h) => h,
@@ -139,12 +141,12 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> bool {
         health_line.push_str(&format!("; config errors: {}", errs.join("; ")));
     }
     match status {
-        "ok" => println!("ok         system1_health: {health_line}"),
-        "degraded" | "paused" => println!("warn       system1_health: {health_line}"),
+        "ok" => outln!("ok         system1_health: {health_line}")?,
+        "degraded" | "paused" => outln!("warn       system1_health: {health_line}")?,
         _ => return fail("system1_health", &health_line),
     }
 
-    let Some(question) = &args.question else { return true };
+    let Some(question) = &args.question else { return Ok(true) };
     let mut req = json!({"question": question});
     if !args.options.is_empty() {
         req["options"] = json!(args.options);
@@ -155,28 +157,28 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> bool {
     };
     let latency = d["latency_ms"].as_f64().unwrap_or(f64::NAN);
     match d["status"].as_str() {
-        Some("decided") => println!(
+        Some("decided") => outln!(
             "ok         system1_decide: {:?} (confidence {:.2}, {}, {latency} ms)",
             d["decision"].as_str().unwrap_or(""),
             d["confidence"].as_f64().unwrap_or(f64::NAN),
             d["provider"].as_str().unwrap_or("?")
-        ),
-        Some("abstained") => println!(
+        )?,
+        Some("abstained") => outln!(
             "ok         system1_decide: abstained ({}, {latency} ms)",
             d["rationale"].as_str().unwrap_or("no rationale")
-        ),
+        )?,
         _ => {
             let code = d["error"]["code"].as_str().unwrap_or("?");
             let msg = d["error"]["message"].as_str().unwrap_or("?");
             return fail("system1_decide", &format!("error {code}: {msg}"));
         }
     }
-    true
+    Ok(true)
 }
 
-fn fail(step: &str, why: &str) -> bool {
-    println!("FAIL       {step}: {why}");
-    false
+fn fail(step: &str, why: &str) -> Result<bool> {
+    outln!("FAIL       {step}: {why}")?;
+    Ok(false)
 }
 
 /// The server under test: its stdin, its stdout lines, and its stderr collected in the background.

@@ -28,14 +28,14 @@ pub fn run(args: Args) -> Result<i32> {
     match args.action {
         Action::On => {
             state::set_paused(false).context(|| format!("cannot remove {}", paths::pause_file().display()))?;
-            println!("System-1 is on: routing hint, skill picker and system1_decide resume from the next prompt.");
+            outln!("System-1 is on: routing hint, skill picker and system1_decide resume from the next prompt.")?;
             Ok(exit::OK)
         }
         Action::Off => {
             state::set_paused(true).context(|| format!("cannot write {}", paths::pause_file().display()))?;
-            println!(
+            outln!(
                 "System-1 is paused: from the next prompt, system1_decide abstains and the hooks stay silent. `system1 toggle on` resumes."
-            );
+            )?;
             Ok(exit::OK)
         }
         Action::Status => status(),
@@ -55,9 +55,9 @@ fn status() -> Result<i32> {
 
     if paused {
         let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
-        println!("System-1:      paused{since} (`system1 toggle on` resumes)");
+        outln!("System-1:      paused{since} (`system1 toggle on` resumes)")?;
     } else {
-        println!("System-1:      on");
+        outln!("System-1:      on")?;
     }
     let chain = gateway.loaded.chain().join(" → ");
     let gateway_state = if !gateway.is_ok() {
@@ -65,14 +65,14 @@ fn status() -> Result<i32> {
     } else {
         format!("{} (engines: {chain})", on_off(!paused))
     };
-    println!("gateway:       {gateway_state}");
+    outln!("gateway:       {gateway_state}")?;
     let mode = |enabled: bool, hint: bool| match (enabled && !paused, hint) {
         (false, _) => "off".to_string(),
         (true, true) => "on (hints)".to_string(),
         (true, false) => "on (log only, no hints)".to_string(),
     };
-    println!("routing hint:  {}", mode(cfg.routing.enabled, cfg.routing.hint));
-    println!("skill picker:  {}", mode(cfg.skills.enabled, cfg.skills.hint));
+    outln!("routing hint:  {}", mode(cfg.routing.enabled, cfg.routing.hint))?;
+    outln!("skill picker:  {}", mode(cfg.skills.enabled, cfg.skills.hint))?;
 
     if gateway.is_ok() {
         let health = gateway.health();
@@ -85,10 +85,10 @@ fn status() -> Result<i32> {
                 format!("{} {state} in {:.0} ms{detail}", p.name, p.latency_ms)
             })
             .collect();
-        println!("engine health: {} ({})", health.status, engines.join("; "));
+        outln!("engine health: {} ({})", health.status, engines.join("; "))?;
     } else {
         for e in &gateway.config_errors {
-            println!("config error:  {e}");
+            outln!("config error:  {e}")?;
         }
     }
 
@@ -96,6 +96,6 @@ fn status() -> Result<i32> {
     let total: u64 = today.values().sum();
     let by_status: Vec<String> = today.iter().map(|(s, n)| format!("{s} {n}")).collect();
     let detail = if by_status.is_empty() { String::new() } else { format!(" ({})", by_status.join(", ")) };
-    println!("decisions today: {total}{detail}");
+    outln!("decisions today: {total}{detail}")?;
     Ok(exit::OK)
 }

@@ -394,13 +394,13 @@ pub fn install_command(model: Option<&str>) -> Result<i32> {
         &pinned.revision[..12]
     );
     for line in install(pinned)? {
-        println!("local: {line}");
+        outln!("local: {line}")?;
     }
     let default = pinned.name == DEFAULT_MODEL;
-    println!(
+    outln!(
         "local: use it with provider = \"local\"{} in the config (`system1 config edit`)",
         if default { String::new() } else { format!(" and [providers.local] model = \"{}\"", pinned.name) }
-    );
+    )?;
     Ok(crate::error::exit::OK)
 }
 

@@ -46,7 +46,7 @@ pub fn pending(limit: usize) -> Result<i32> {
         "entries": list,
         "how_to_label": "system1 calibrate label --id ID --feature read_only=true --feature design=false --feature review=false --feature specified=true --tier haiku [--outcome succeeded|failed] --by user",
     });
-    println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+    outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())?;
     Ok(0)
 }
 
@@ -56,7 +56,7 @@ pub fn label(id: &str, features: &[String], tier: Option<&str>, outcome: Option<
     log::rewrite(|entries| labels::label(entries, id, &l))
         .context(|| format!("cannot update {}", paths::routing_log().display()))?
         .map_err(Error::failure)?;
-    println!("labelled {id}");
+    outln!("labelled {id}")?;
     Ok(0)
 }
 
@@ -99,7 +99,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     }
     let reports = build_reports(&answers.labelled);
 
-    println!(
+    outln!(
         "Fitted on {} labelled log entries{} ({} answers). Engine failures: {}; abstentions: {}.\n",
         from_log,
         if a.no_seeds {
@@ -110,9 +110,9 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         answers.labelled.len(),
         answers.failed.len(),
         answers.abstained
-    );
+    )?;
     for r in &reports {
-        println!("{}", r.text());
+        outln!("{}", r.text())?;
     }
 
     // The routing threshold, from the engine that answered most.
@@ -130,20 +130,20 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     match chosen {
         Some(t) => {
             let joint = joint_coverage(&answers.labelled, &reports, t);
-            println!(
+            outln!(
                 "Routing threshold: {t:.2} is the lowest at which every feature is at least {:.0}% accurate (now {current:.2}). \
                  At {t:.2}, all four features clear it on {:.0}% of prompts, so that is how often a hint could be given.",
                 100.0 * a.target_accuracy,
                 100.0 * joint
-            );
+            )?;
         }
-        None => println!(
+        None => outln!(
             "Routing threshold: no threshold up to 0.90 makes every feature {:.0}% accurate; [routing] min_confidence stays {current:.2}. \
              Hints should stay off for this engine (see `system1 evaluate`).",
             100.0 * a.target_accuracy
-        ),
+        )?,
     }
-    println!("\nThese figures are measured on the data the fit was made on, with small samples: treat them as rough.");
+    outln!("\nThese figures are measured on the data the fit was made on, with small samples: treat them as rough.")?;
 
     if let Some(path) = &a.plot {
         let title = format!(
@@ -152,7 +152,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         );
         fsutil::write_atomically(path, plot::svg(&reports, &title).as_bytes())
             .context(|| format!("cannot write {}", path.display()))?;
-        println!("Reliability diagram: {}", path.display());
+        outln!("Reliability diagram: {}", path.display())?;
     }
 
     if a.apply {
@@ -168,7 +168,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
         fsutil::write_atomically(&local, format!("{text}\n").as_bytes())
             .context(|| format!("cannot write {}", local.display()))?;
-        println!("\nWrote {} fits to {}.", fits.len(), local.display());
+        outln!("\nWrote {} fits to {}.", fits.len(), local.display())?;
         if let Some(t) = chosen {
             let cfg_path = paths::config_file();
             let old = match std::fs::read_to_string(&cfg_path) {
@@ -179,13 +179,13 @@ pub fn fit(a: FitOptions) -> Result<i32> {
             let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
             fsutil::write_atomically(&cfg_path, new.as_bytes())
                 .context(|| format!("cannot write {}", cfg_path.display()))?;
-            println!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display());
+            outln!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display())?;
             if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
-                println!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.");
+                outln!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.")?;
             }
         }
     } else {
-        println!("\nNothing written. `system1 calibrate fit --apply` writes the fits and the threshold.");
+        outln!("\nNothing written. `system1 calibrate fit --apply` writes the fits and the threshold.")?;
     }
     Ok(0)
 }

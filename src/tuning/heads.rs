@@ -115,11 +115,11 @@ pub fn fit_command(items: &[RoutingItem], source: &str, apply: bool) -> crate::e
     let (name, model) = configured_model().map_err(Error::failure)?;
     let sets = examples(items, source).map_err(Error::failure)?;
     let fitted = fit(&model, &name, &sets, super::progress("texts")).map_err(Error::failure)?;
-    println!(
+    outln!(
         "Trained heads for the local engine ({name}), leave-one-out (approximate: one Newton step from the full fit):"
-    );
+    )?;
     for line in describe(&fitted) {
-        println!("{line}");
+        outln!("{line}")?;
     }
     let path = crate::providers::local::local_heads_file();
     if apply {
@@ -127,9 +127,9 @@ pub fn fit_command(items: &[RoutingItem], source: &str, apply: bool) -> crate::e
         let text = serde_json::to_string_pretty(&f).unwrap_or_default() + "\n";
         crate::fsutil::write_atomically(&path, text.as_bytes())
             .context(|| format!("cannot write {}", path.display()))?;
-        println!("Wrote {} (it wins over the shipped heads for these questions).", path.display());
+        outln!("Wrote {} (it wins over the shipped heads for these questions).", path.display())?;
     } else {
-        println!("Nothing written; add --apply to write {}.", path.display());
+        outln!("Nothing written; add --apply to write {}.", path.display())?;
     }
     Ok(0)
 }

@@ -90,9 +90,9 @@ pub fn run(args: Options) -> Result<i32> {
             "bars": bars,
             "report": report,
         });
-        println!("{}", serde_json::to_string_pretty(&out).unwrap_or_default());
+        outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())?;
     } else {
-        print!("{}", text(&report, &engine_name, failed, bars));
+        out!("{}", text(&report, &engine_name, failed, bars))?;
     }
     Ok(0)
 }

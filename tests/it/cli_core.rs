@@ -254,18 +254,54 @@ fn config_example_lists_every_key_at_its_default() {
     }
 }
 
+/// Runs `args` with a stdout whose reader is already gone, as `system1 ... | head` ends up.
+fn with_closed_stdout(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    let (reader, writer) = std::io::pipe().expect("a pipe");
+    drop(reader);
+    env.command(args).stdout(writer).stderr(std::process::Stdio::piped()).output().expect("run system1")
+}
+
 #[test]
 fn a_closed_stdout_is_success_not_a_panic() {
     // `system1 config show | head -1`: the reader is gone before the command writes.
     let env = TestEnv::with_mock("");
-    let (reader, writer) = std::io::pipe().expect("a pipe");
-    drop(reader);
-    let out = env
-        .command(&["config", "show"])
-        .stdout(writer)
-        .stderr(std::process::Stdio::piped())
-        .output()
-        .expect("run system1 config show");
+    let out = with_closed_stdout(&env, &["config", "show"]);
     assert_eq!(code(&out), 0, "{}", stderr(&out));
     assert_eq!(stderr(&out), "", "no panic message");
+}
+
+#[test]
+fn every_kind_of_command_output_ends_quietly_on_a_closed_stdout() {
+    // One command per way of printing: a JSON document, a table built line by line in a helper,
+    // an answer line, and the report's one big write.
+    let env = TestEnv::with_mock("");
+    let projects = env.root.join("projects");
+    std::fs::create_dir_all(&projects).expect("an empty projects dir");
+    let cases: [&[&str]; 5] = [
+        &["schema"],
+        &["route", "--prompt", "Rename the flag in src/cli.rs and update its three callers to match"],
+        &["decide", "--question", "Ship it?"],
+        &["toggle", "status"],
+        &["report", "--dir", projects.to_str().expect("utf-8 path")],
+    ];
+    for args in cases {
+        let out = with_closed_stdout(&env, args);
+        assert_eq!(code(&out), 0, "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out), "", "{args:?}: nothing on stderr, no panic");
+    }
+}
+
+#[test]
+fn a_stdout_that_cannot_be_written_is_a_clear_error_not_a_panic() {
+    // A full disk is a real failure, unlike a reader that has gone: exit 1 and say so.
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("SKIPPED: no /dev/full on this system");
+        return;
+    };
+    let env = TestEnv::with_mock("");
+    let out = env.command(&["schema"]).stdout(full).stderr(std::process::Stdio::piped()).output().expect("run");
+    assert_eq!(code(&out), 1, "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.starts_with("system1: cannot write to stdout:"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }

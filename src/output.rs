@@ -1,0 +1,56 @@
+//! What commands print on stdout. Every command writes through `outln!` and `out!` (declared with
+//! `#[macro_use]` in main.rs, so every module has them), which return a [`Result`] where `println!`
+//! would panic: when stdout's reader has gone away (`system1 report | head`), the write fails with
+//! `ErrorKind::BrokenPipe`, that becomes [`Error::stdout_closed`], and `main` ends the run quietly
+//! with exit 0. Any other failure to write is an ordinary error. The hooks and the MCP server write
+//! their own protocol output, and ignore a reader that has gone.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use crate::error::{Error, Result};
+
+/// Writes `args` to stdout and flushes it, so a closed pipe is reported by this call.
+pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_fmt(args).and_then(|()| stdout.flush()).map_err(stdout_error)
+}
+
+/// A failed write to stdout as an [`Error`]: a reader that has gone is not a failure.
+pub fn stdout_error(e: io::Error) -> Error {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Error::stdout_closed()
+    } else {
+        Error::failure(format!("cannot write to stdout: {e}"))
+    }
+}
+
+/// `println!` that returns a [`Result`] instead of panicking: `outln!("{x}")?`.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` that returns a [`Result`] instead of panicking: `out!("{text}")?`.
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::output::write(format_args!($($arg)*))
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_broken_pipe_is_a_closed_stdout_and_other_errors_fail() {
+        let closed = stdout_error(io::Error::from(io::ErrorKind::BrokenPipe));
+        assert!(closed.is_stdout_closed());
+        assert_eq!(closed.exit_code(), crate::error::exit::OK);
+        let full = stdout_error(io::Error::other("disk full"));
+        assert!(!full.is_stdout_closed());
+        assert_eq!(full.exit_code(), crate::error::exit::FAILURE);
+        assert!(full.message.contains("disk full"), "{}", full.message);
+    }
+}
