@@ -8,12 +8,17 @@
 //! How to use it:
 //! 1. [`list`] walks the projects dir (by default [`crate::paths::claude_projects_dir`], which honours
 //!    `CLAUDE_CONFIG_DIR`) and returns one [`FileInfo`] per transcript, filtered by [`Scope`]
-//!    (project; files last written before `since` are left out without being opened).
+//!    (project; files last written before `since` are left out without being opened). Projects, then
+//!    session dirs, are listed on the reader pool, and each subagent's `.meta.json` is read there too
+//!    (at most 64 KB of it).
 //! 2. [`read`] streams those files on a pool of threads (bounded by `available_parallelism`), one file
-//!    per thread at a time, line by line through a reused buffer, so memory stays flat whatever the
-//!    history's size. For each file it asks the caller's factory for a [`FileVisitor`], feeds it the
-//!    file's lines in order, and hands the visitor's [`FileVisitor::finish`] output back to the calling
-//!    thread through `on_file` as files complete (in completion order, not file order).
+//!    per thread at a time, line by line out of one reused buffer per thread (no copy, one read for a
+//!    small file), so memory stays flat whatever the history's size. A file is read up to the size it
+//!    was listed with (past it only to finish a line cut there). For each file it asks the caller's
+//!    factory for a [`FileVisitor`], feeds it the file's lines in order, and hands the visitor's
+//!    [`FileVisitor::finish`] output back to the calling thread through `on_file` as files complete
+//!    (in completion order, not file order; in batches, so tens of thousands of small files do not
+//!    cost a thread hand-over each).
 //! 3. Per line: a line that does not even end in `}` is counted malformed (a torn write) without being
 //!    looked at; then [`FileVisitor::wants`] sees the raw bytes and may refuse it (cheap substring tests
 //!    with [`Needle`], before any JSON parsing: most of a history is tool output nobody here needs);
@@ -35,7 +40,7 @@ pub mod line;
 pub use line::{Line, Tokens};
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
@@ -65,6 +70,11 @@ pub struct Scope {
 impl Scope {
     pub fn projects_dir(&self) -> PathBuf {
         self.dir.clone().unwrap_or_else(crate::paths::claude_projects_dir)
+    }
+
+    /// Reader threads: as asked, else one per available core.
+    fn reader_threads(&self) -> usize {
+        if self.threads > 0 { self.threads } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) }
     }
 
     fn project_matches(&self, name: &str) -> bool {
@@ -189,6 +199,9 @@ impl Needle {
 }
 
 /// Every transcript under the scope's projects dir, largest first (so the pool finishes evenly).
+///
+/// Listing runs on the reader pool too: real histories hold tens of thousands of subagent files,
+/// each with a `.meta.json` to read, and one thread doing that alone would be most of the run.
 pub fn list(scope: &Scope) -> Result<Vec<FileInfo>> {
     let root = scope.projects_dir();
     let entries = std::fs::read_dir(&root).map_err(|e| {
@@ -196,114 +209,198 @@ pub fn list(scope: &Scope) -> Result<Vec<FileInfo>> {
             .with_hint("pass --dir, or set CLAUDE_CONFIG_DIR to the Claude Code directory")
     })?;
     let since = scope.since.map(SystemTime::from);
+    let projects: Vec<(PathBuf, String)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let dir = entry.path();
+            let name = entry.file_name().to_string_lossy().to_string();
+            (dir.is_dir() && scope.project_matches(&name)).then_some((dir, name))
+        })
+        .collect();
+    let threads = scope.reader_threads();
     let mut files = Vec::new();
-    for entry in entries.flatten() {
-        let project_dir = entry.path();
-        if !project_dir.is_dir() {
-            continue;
-        }
-        let project = entry.file_name().to_string_lossy().to_string();
-        if !scope.project_matches(&project) {
-            continue;
-        }
-        // Main files sit at depth 1, subagent files at depth 3 (<session>/subagents/agent-*.jsonl).
-        for e in walkdir::WalkDir::new(&project_dir).min_depth(1).max_depth(3).into_iter().flatten() {
-            if !e.file_type().is_file() {
-                continue;
-            }
-            let name = e.file_name().to_string_lossy();
-            let Some(stem) = name.strip_suffix(".jsonl") else { continue };
-            let Ok(md) = e.metadata() else { continue };
-            if let (Some(since), Ok(mtime)) = (since, md.modified())
-                && mtime < since
-            {
-                continue;
-            }
-            let info = match e.depth() {
-                1 => FileInfo {
-                    path: e.path().to_path_buf(),
-                    project: project.clone(),
-                    session_id: stem.to_string(),
-                    agent: None,
-                    size: md.len(),
-                },
-                3 => {
-                    let Some(agent_id) = stem.strip_prefix("agent-") else { continue };
-                    let parent = e.path().parent();
-                    if parent.and_then(|p| p.file_name()).is_none_or(|n| n != "subagents") {
-                        continue;
-                    }
-                    let session_id = parent
-                        .and_then(|p| p.parent())
-                        .and_then(|p| p.file_name())
-                        .map(|n| n.to_string_lossy().to_string())
-                        .unwrap_or_default();
-                    let meta = read_meta(&e.path().with_file_name(format!("agent-{agent_id}.meta.json")));
-                    FileInfo {
-                        path: e.path().to_path_buf(),
-                        project: project.clone(),
-                        session_id,
-                        agent: Some(AgentFile { agent_id: agent_id.to_string(), meta }),
-                        size: md.len(),
-                    }
-                }
-                _ => continue,
-            };
-            files.push(info);
-        }
+    let mut sessions = Vec::new();
+    for (main, dirs) in parallel(&projects, threads, |(dir, project)| list_project(dir, project, since)) {
+        files.extend(main);
+        sessions.extend(dirs);
+    }
+    for agents in parallel(&sessions, threads, |session| list_subagents(session, since)) {
+        files.extend(agents);
     }
     files.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.path.cmp(&b.path)));
     Ok(files)
 }
 
-fn read_meta(path: &Path) -> Option<AgentMeta> {
-    let text = std::fs::read_to_string(path).ok()?;
-    serde_json::from_str(&text).ok()
+/// A directory beside the main files that may hold `subagents/`: its path, project and session.
+struct SessionDir {
+    dir: PathBuf,
+    project: String,
+    session_id: String,
 }
 
+/// One project dir: its main transcripts (`<session>.jsonl`) and its session dirs. Symlinks below
+/// the project dir are not followed.
+fn list_project(dir: &Path, project: &str, since: Option<SystemTime>) -> (Vec<FileInfo>, Vec<SessionDir>) {
+    let (mut main, mut sessions) = (Vec::new(), Vec::new());
+    let Ok(entries) = std::fs::read_dir(dir) else { return (main, sessions) };
+    for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if kind.is_dir() {
+            sessions.push(SessionDir { dir: e.path(), project: project.to_string(), session_id: name.to_string() });
+            continue;
+        }
+        let Some(stem) = name.strip_suffix(".jsonl") else { continue };
+        if !kind.is_file() {
+            continue;
+        }
+        let Some(size) = listed_size(&e, since) else { continue };
+        main.push(FileInfo {
+            path: e.path(),
+            project: project.to_string(),
+            session_id: stem.to_string(),
+            agent: None,
+            size,
+        });
+    }
+    (main, sessions)
+}
+
+/// One session dir's `subagents/agent-<id>.jsonl` files, each with its `.meta.json` read.
+fn list_subagents(session: &SessionDir, since: Option<SystemTime>) -> Vec<FileInfo> {
+    let mut agents = Vec::new();
+    let dir = session.dir.join("subagents");
+    let Ok(entries) = std::fs::read_dir(&dir) else { return agents };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        let Some(agent_id) = name.strip_suffix(".jsonl").and_then(|s| s.strip_prefix("agent-")) else { continue };
+        if !e.file_type().is_ok_and(|k| k.is_file()) {
+            continue;
+        }
+        let Some(size) = listed_size(&e, since) else { continue };
+        let meta = read_meta(&dir.join(format!("agent-{agent_id}.meta.json")));
+        agents.push(FileInfo {
+            path: e.path(),
+            project: session.project.clone(),
+            session_id: session.session_id.clone(),
+            agent: Some(AgentFile { agent_id: agent_id.to_string(), meta }),
+            size,
+        });
+    }
+    agents
+}
+
+/// The file's size, or `None` when it cannot be read or was last written before `since`.
+fn listed_size(e: &std::fs::DirEntry, since: Option<SystemTime>) -> Option<u64> {
+    let md = e.metadata().ok()?;
+    if let (Some(since), Ok(mtime)) = (since, md.modified())
+        && mtime < since
+    {
+        return None;
+    }
+    Some(md.len())
+}
+
+/// A `.meta.json` is a few hundred bytes; one larger than this is not Claude Code's and is skipped
+/// unread past this bound.
+const MAX_META_BYTES: u64 = 64 * 1024;
+
+fn read_meta(path: &Path) -> Option<AgentMeta> {
+    let mut bytes = Vec::with_capacity(1024);
+    File::open(path).ok()?.take(MAX_META_BYTES + 1).read_to_end(&mut bytes).ok()?;
+    if bytes.len() as u64 > MAX_META_BYTES {
+        return None;
+    }
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `f` over `items` on up to `threads` threads, each taking the next item as it finishes one;
+/// the results in no particular order.
+fn parallel<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let threads = threads.clamp(1, items.len().max(1));
+    if threads == 1 {
+        return items.iter().map(f).collect();
+    }
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    while let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        out.push(f(item));
+                    }
+                    out
+                })
+            })
+            .collect();
+        let mut all = Vec::with_capacity(items.len());
+        for w in workers {
+            match w.join() {
+                Ok(out) => all.extend(out),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        all
+    })
+}
+
+/// Files whose outputs a reader thread hands over at once, and the bytes after which it hands over
+/// fewer: one hand-over per file cost more than reading a small file.
+const BATCH_FILES: usize = 64;
+const BATCH_BYTES: u64 = 8 << 20;
+
 /// Streams `files` through visitors made by `make`, on a pool of threads; `on_file` runs on the
-/// calling thread as each file completes. Returns the summed counts.
+/// calling thread as files complete (handed over in small batches). Returns the summed counts.
 pub fn read<V, M, F>(files: Vec<FileInfo>, scope: &Scope, make: M, mut on_file: F) -> Stats
 where
     V: FileVisitor,
     M: Fn(&FileInfo) -> V + Sync,
     F: FnMut(&FileInfo, V::Output, &Stats),
 {
-    let threads = if scope.threads > 0 {
-        scope.threads
-    } else {
-        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-    }
-    .clamp(1, files.len().max(1));
+    let threads = scope.reader_threads().clamp(1, files.len().max(1));
     let range = TimeRange::new(scope.since, scope.until);
     let next = AtomicUsize::new(0);
     let mut total = Stats::default();
     std::thread::scope(|s| {
         // Bounded, so finished outputs never pile up faster than the caller folds them in.
-        let (tx, rx) = mpsc::sync_channel::<(usize, V::Output, Stats)>(threads * 2);
+        let (tx, rx) = mpsc::sync_channel::<Vec<(usize, V::Output, Stats)>>(threads * 2);
         for _ in 0..threads {
             let tx = tx.clone();
             let (files, make, next, range) = (&files, &make, &next, &range);
             s.spawn(move || {
-                let mut buf = Vec::with_capacity(64 * 1024);
+                let mut buf = vec![0; CHUNK];
+                let mut batch = Vec::with_capacity(BATCH_FILES);
+                let mut batch_bytes = 0;
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(info) = files.get(i) else { break };
                     let mut visitor = make(info);
                     let stats = read_file(info, &mut visitor, range, &mut buf);
-                    let out = visitor.finish(&stats);
-                    if tx.send((i, out, stats)).is_err() {
-                        break;
+                    batch_bytes += stats.bytes;
+                    batch.push((i, visitor.finish(&stats), stats));
+                    if (batch.len() >= BATCH_FILES || batch_bytes >= BATCH_BYTES)
+                        && tx.send(std::mem::replace(&mut batch, Vec::with_capacity(BATCH_FILES))).is_err()
+                    {
+                        return;
+                    }
+                    if batch.is_empty() {
+                        batch_bytes = 0;
                     }
                     // One huge line must not pin its buffer for the rest of the run.
-                    if buf.capacity() > 16 << 20 {
-                        buf = Vec::with_capacity(64 * 1024);
+                    if buf.len() > 16 << 20 {
+                        buf = vec![0; CHUNK];
                     }
+                }
+                if !batch.is_empty() {
+                    let _ = tx.send(batch);
                 }
             });
         }
         drop(tx);
-        for (i, out, stats) in rx {
+        for (i, out, stats) in rx.into_iter().flatten() {
             total.add(&stats);
             on_file(&files[i], out, &stats);
         }
@@ -359,59 +456,111 @@ impl TimeRange {
     }
 }
 
+/// A reader thread's buffer: lines are split in place and handed to the visitor from it, so a
+/// small file costs one read and no copy. It grows to hold the longest line.
+const CHUNK: usize = 256 * 1024;
+
+/// Reads the file up to its listed size, and on to its end only when the data stops mid-line there
+/// (a session written to while the report runs): a small file costs one read, not one more to see
+/// its end.
 fn read_file<V: FileVisitor>(info: &FileInfo, visitor: &mut V, range: &TimeRange, buf: &mut Vec<u8>) -> Stats {
     let mut stats = Stats { files: 1, subagent_files: u64::from(info.is_subagent()), ..Stats::default() };
-    let Ok(file) = File::open(&info.path) else {
+    let Ok(mut file) = File::open(&info.path) else {
         stats.unreadable_files = 1;
         return stats;
     };
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    // buf[start..end] holds data not yet handed out; no newline in buf[start..scanned].
+    let (mut start, mut end, mut scanned) = (0, 0, 0);
+    let mut listed = info.size;
+    let mut eof = false;
     loop {
-        buf.clear();
-        let n = match reader.read_until(b'\n', buf) {
-            Ok(0) => break,
-            Ok(n) => n,
+        if let Some(k) = memchr::memchr(b'\n', &buf[scanned..end]) {
+            let stop = scanned + k;
+            stats.bytes += (stop + 1 - start) as u64;
+            one_line(&buf[start..stop], true, visitor, range, &mut stats);
+            start = stop + 1;
+            scanned = start;
+            continue;
+        }
+        scanned = end;
+        if eof {
+            if start < end {
+                stats.bytes += (end - start) as u64;
+                one_line(&buf[start..end], false, visitor, range, &mut stats);
+            }
+            break;
+        }
+        // Keep the partial line at the front and read more after it.
+        if start > 0 {
+            buf.copy_within(start..end, 0);
+            (end, scanned, start) = (end - start, scanned - start, 0);
+        }
+        if end == buf.len() {
+            buf.resize(buf.len() * 2, 0);
+        }
+        let mut want = buf.len() - end;
+        if listed > 0 {
+            want = want.min(usize::try_from(listed).unwrap_or(usize::MAX));
+        } else if start == end {
+            // The listed size is read and ends on a line's end.
+            eof = true;
+            continue;
+        }
+        match file.read(&mut buf[end..end + want]) {
+            Ok(0) => eof = true,
+            Ok(n) => {
+                end += n;
+                listed = listed.saturating_sub(n as u64);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => {
                 stats.unreadable_files = 1;
                 break;
             }
-        };
-        stats.bytes += n as u64;
-        let ends_with_newline = buf.last() == Some(&b'\n');
-        let raw = trim_ascii_end(buf);
-        if raw.is_empty() {
-            continue;
         }
-        stats.lines += 1;
-        if raw.last() != Some(&b'}') {
+    }
+    stats
+}
+
+/// One line, without its newline: counted, pre-filtered, parsed, range-checked, visited.
+fn one_line<V: FileVisitor>(
+    line: &[u8],
+    ends_with_newline: bool,
+    visitor: &mut V,
+    range: &TimeRange,
+    stats: &mut Stats,
+) {
+    let raw = trim_ascii_end(line);
+    if raw.is_empty() {
+        return;
+    }
+    stats.lines += 1;
+    if raw.last() != Some(&b'}') {
+        stats.malformed_lines += 1;
+        if !ends_with_newline {
+            stats.truncated_files = 1;
+        }
+        return;
+    }
+    if !visitor.wants(raw) {
+        return;
+    }
+    match line::parse(raw) {
+        Ok(parsed) => {
+            stats.parsed += 1;
+            if !range.is_unbounded() && !range.contains(parsed.timestamp.as_deref()) {
+                stats.out_of_range += 1;
+                return;
+            }
+            visitor.line(&parsed, raw);
+        }
+        Err(_) => {
             stats.malformed_lines += 1;
             if !ends_with_newline {
                 stats.truncated_files = 1;
             }
-            continue;
-        }
-        if !visitor.wants(raw) {
-            continue;
-        }
-        stats.parsed += 1;
-        match line::parse(raw) {
-            Ok(parsed) => {
-                if !range.is_unbounded() && !range.contains(parsed.timestamp.as_deref()) {
-                    stats.out_of_range += 1;
-                    continue;
-                }
-                visitor.line(&parsed, raw);
-            }
-            Err(_) => {
-                stats.parsed -= 1;
-                stats.malformed_lines += 1;
-                if !ends_with_newline {
-                    stats.truncated_files = 1;
-                }
-            }
         }
     }
-    stats
 }
 
 fn trim_ascii_end(b: &[u8]) -> &[u8] {
@@ -618,5 +767,172 @@ mod tests {
         let scope = Scope { dir: Some(PathBuf::from("/nonexistent/system1/projects")), ..Scope::default() };
         let err = list(&scope).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/system1/projects"));
+    }
+
+    /// Sums what a report sums: input tokens and the lines seen, per file.
+    struct Sum {
+        agent_tool_use: Option<String>,
+        input: u64,
+        lines: u64,
+    }
+
+    impl FileVisitor for Sum {
+        type Output = (Option<String>, u64, u64);
+        fn line(&mut self, line: &Line<'_>, _raw: &[u8]) {
+            self.lines += 1;
+            self.input += line.message.as_ref().and_then(|m| m.usage).map_or(0, |u| u.tokens().input);
+        }
+        fn finish(self, _stats: &Stats) -> Self::Output {
+            (self.agent_tool_use, self.input, self.lines)
+        }
+    }
+
+    fn sum_for(f: &FileInfo) -> Sum {
+        let agent_tool_use = f.agent.as_ref().and_then(|a| a.meta.as_ref()).and_then(|m| m.tool_use_id.clone());
+        Sum { agent_tool_use, input: 0, lines: 0 }
+    }
+
+    fn usage_line(input: u64) -> String {
+        format!("{{\"type\":\"assistant\",\"message\":{{\"usage\":{{\"input_tokens\":{input}}}}}}}\n")
+    }
+
+    #[test]
+    fn many_small_files_give_the_same_totals_on_one_thread_and_many() {
+        // The shape of real histories: many sessions, most with a few small subagent files, each
+        // with its .meta.json (a few without: older Claude Code versions wrote none). More files
+        // than one reader thread hands over at once, so the batches are exercised too.
+        let root = scratch("many");
+        let (mut files, mut metas, mut expected_input) = (0u64, 0u64, 0u64);
+        for p in 0..3 {
+            for s in 0..40 {
+                let proj = root.join(format!("-home-u-p{p}"));
+                let session = format!("s{p}-{s}");
+                std::fs::create_dir_all(&proj).unwrap();
+                let main_input = 1 + p * 100 + s;
+                std::fs::write(proj.join(format!("{session}.jsonl")), usage_line(main_input)).unwrap();
+                expected_input += main_input;
+                files += 1;
+                let sub = proj.join(&session).join("subagents");
+                std::fs::create_dir_all(&sub).unwrap();
+                for a in 0..(s % 5) {
+                    let input = 1000 * (a + 1) + s;
+                    std::fs::write(sub.join(format!("agent-a{s}x{a}.jsonl")), usage_line(input).repeat(2)).unwrap();
+                    expected_input += 2 * input;
+                    files += 1;
+                    if a != 3 {
+                        let meta =
+                            format!(r#"{{"agentType":"Explore","toolUseId":"toolu_{p}_{s}_{a}","spawnDepth":1}}"#);
+                        std::fs::write(sub.join(format!("agent-a{s}x{a}.meta.json")), meta).unwrap();
+                        metas += 1;
+                    }
+                }
+                // Not transcripts: left out of the listing.
+                std::fs::write(sub.join("notes.jsonl.bak"), "x").unwrap();
+            }
+        }
+        assert!(files > 3 * BATCH_FILES as u64);
+        let mut seen = Vec::new();
+        for threads in [1, 2, 5] {
+            let scope = Scope { dir: Some(root.clone()), threads, ..Scope::default() };
+            let listed = list(&scope).unwrap();
+            assert_eq!(listed.len() as u64, files);
+            assert!(listed.windows(2).all(|w| w[0].size >= w[1].size), "largest first");
+            let (mut input, mut lines, mut with_meta) = (0, 0, 0);
+            let mut tool_uses = Vec::new();
+            let total = read(listed, &scope, sum_for, |_, (tool_use, i, l), _| {
+                input += i;
+                lines += l;
+                if let Some(t) = tool_use {
+                    with_meta += 1;
+                    tool_uses.push(t);
+                }
+            });
+            tool_uses.sort();
+            assert_eq!(input, expected_input, "{threads} threads");
+            assert_eq!(with_meta, metas, "{threads} threads");
+            assert_eq!(total.files, files);
+            assert_eq!(total.lines, lines);
+            assert_eq!(total.malformed_lines, 0);
+            seen.push((total, tool_uses));
+        }
+        assert!(seen.windows(2).all(|w| w[0] == w[1]), "every thread count reads alike");
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    fn one_file(root: &Path) -> Vec<FileInfo> {
+        list(&Scope { dir: Some(root.to_path_buf()), ..Scope::default() }).unwrap()
+    }
+
+    fn read_one(files: Vec<FileInfo>) -> (u64, Stats) {
+        let mut input = 0;
+        let stats = read(files, &Scope::default(), sum_for, |_, (_, i, _), _| input += i);
+        (input, stats)
+    }
+
+    #[test]
+    fn a_line_longer_than_the_read_buffer_is_read_whole() {
+        let root = scratch("long");
+        std::fs::create_dir_all(root.join("-p")).unwrap();
+        let pad = "x".repeat(3 * CHUNK + 17);
+        let long =
+            format!("{{\"type\":\"assistant\",\"pad\":\"{pad}\",\"message\":{{\"usage\":{{\"input_tokens\":5}}}}}}\n");
+        std::fs::write(root.join("-p/s.jsonl"), format!("{}{long}{}", usage_line(1), usage_line(2))).unwrap();
+        let (input, stats) = read_one(one_file(&root));
+        assert_eq!(input, 8);
+        assert_eq!((stats.lines, stats.malformed_lines), (3, 0));
+        assert_eq!(stats.bytes, std::fs::metadata(root.join("-p/s.jsonl")).unwrap().len());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn a_file_written_to_after_listing_is_read_as_listed_or_to_its_next_line_end() {
+        use std::io::Write;
+        let root = scratch("grown");
+        std::fs::create_dir_all(root.join("-p")).unwrap();
+        let path = root.join("-p/s.jsonl");
+        let append = |s: &str| std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(s.as_bytes());
+
+        // Listed on a line's end: what was appended since is left out.
+        std::fs::write(&path, usage_line(1)).unwrap();
+        let files = one_file(&root);
+        append(&usage_line(10)).unwrap();
+        let (input, stats) = read_one(files);
+        assert_eq!((input, stats.lines, stats.truncated_files), (1, 1, 0));
+
+        // Listed mid-line (the writer was half-way through it): read on, so the finished line
+        // counts and the file is not taken for a torn one.
+        let half = usage_line(100);
+        std::fs::write(&path, format!("{}{}", usage_line(1), &half[..20])).unwrap();
+        let files = one_file(&root);
+        append(&half[20..]).unwrap();
+        let (input, stats) = read_one(files);
+        assert_eq!((input, stats.lines, stats.truncated_files, stats.malformed_lines), (101, 2, 0, 0));
+
+        // A file that shrank since (rewritten) is read as it is now.
+        std::fs::write(&path, usage_line(1).repeat(3)).unwrap();
+        let files = one_file(&root);
+        std::fs::write(&path, usage_line(7)).unwrap();
+        assert_eq!(read_one(files).0, 7);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    #[test]
+    fn an_oversized_meta_file_is_not_read() {
+        let root = scratch("bigmeta");
+        let sub = root.join("-p/s/subagents");
+        std::fs::create_dir_all(&sub).unwrap();
+        std::fs::write(sub.join("agent-a.jsonl"), usage_line(1)).unwrap();
+        std::fs::write(sub.join("agent-b.jsonl"), usage_line(1)).unwrap();
+        std::fs::write(sub.join("agent-a.meta.json"), r#"{"toolUseId":"toolu_a"}"#).unwrap();
+        let pad = " ".repeat(MAX_META_BYTES as usize);
+        std::fs::write(sub.join("agent-b.meta.json"), format!(r#"{{"toolUseId":"toolu_b"{pad}}}"#)).unwrap();
+        let files = one_file(&root);
+        let meta = |id: &str| {
+            let f = files.iter().find(|f| f.agent.as_ref().is_some_and(|a| a.agent_id == id)).unwrap();
+            f.agent.as_ref().unwrap().meta.as_ref().and_then(|m| m.tool_use_id.clone())
+        };
+        assert_eq!(meta("a").as_deref(), Some("toolu_a"));
+        assert_eq!(meta("b"), None);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }
