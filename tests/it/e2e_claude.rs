@@ -1,11 +1,13 @@
 //! End to end with the real Claude Code CLI (npm `@anthropic-ai/claude-code`, installed by
-//! `scripts/test`, path in `SYSTEM1_TEST_CLAUDE`), offline, in one scratch HOME, against a fake
-//! Anthropic API on 127.0.0.1: the plugin validates and installs from this checkout, `system1
-//! install` registers the server through the real CLI, and `claude -p` sessions show the hooks
-//! running, the three tools offered, a `system1_decide` call round-tripping, the Agent hook leaving
-//! the call alone, and `toggle off|on` taking effect without a restart.
+//! `scripts/test` in every version of `claude_cli::VERSIONS`), offline, in one scratch HOME per
+//! version, against a fake Anthropic API on 127.0.0.1: the plugin validates and installs from this
+//! checkout, `system1 install` registers the server through the real CLI, and `claude -p` sessions
+//! show the hooks running, the three tools found (offered up front, or deferred and loaded with
+//! `ToolSearch` as 2.1.332 does) and called, a `system1_decide` call round-tripping, the Agent hook
+//! leaving the call alone, and `toggle off|on` taking effect without a restart.
 //!
-//! One test, steps in order, so the scratch install is made once (each `claude -p` takes seconds).
+//! One test per version, steps in order, so each scratch install is made once (each `claude -p`
+//! takes seconds); the versions run side by side.
 
 #![cfg(unix)]
 
@@ -16,7 +18,8 @@ use std::time::{Duration, Instant};
 use crate::support;
 use crate::support::claude_cli;
 use crate::support::fake_anthropic::{
-    Block, FakeAnthropic, is_subagent, system_messages, texts, tool_names, tool_result,
+    Block, FakeAnthropic, TOOL_SEARCH, deferred_tools, is_subagent, system_messages, texts, tool_names, tool_result,
+    tool_searches,
 };
 use crate::support::{TestEnv, stderr, stdout};
 use serde_json::{Value, json};
@@ -25,6 +28,8 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const TOOLS: [&str; 3] =
     ["mcp__system1__system1_decide", "mcp__system1__system1_health", "mcp__system1__system1_capabilities"];
 const DECIDE_ID: &str = "toolu_e2e_decide";
+const HEALTH_ID: &str = "toolu_e2e_health";
+const CAPABILITIES_ID: &str = "toolu_e2e_capabilities";
 const AGENT_ID: &str = "toolu_e2e_agent";
 /// Long enough for the routing hook (it is silent under 10 words).
 const PROMPT: &str = "E2E-MAIN-PROMPT: decide whether we should ship the release today, then check it with a subagent";
@@ -116,8 +121,9 @@ fn decide_answer(result: &Value) -> Value {
     serde_json::from_str(&text).unwrap_or_else(|_| panic!("tool_result is not the decision JSON: {result}"))
 }
 
-/// Scripts the model: decide, then spawn a haiku subagent, then finish.
-fn script_decide_then_agent(api: &FakeAnthropic) {
+/// Scripts the model: call the three tools (deferred ones are loaded first), then spawn a haiku
+/// subagent, then finish.
+fn script_tools_then_agent(api: &FakeAnthropic) {
     api.script(|req| {
         if is_subagent(req) {
             return vec![Block::text("E2E-SUBAGENT-DONE")];
@@ -132,7 +138,11 @@ fn script_decide_then_agent(api: &FakeAnthropic) {
         }
         if texts(req).iter().any(|t| t.contains("E2E-MAIN-PROMPT")) {
             let input = json!({"question": "Ship the release today?", "options": ["ship", "wait"]});
-            return vec![Block::ToolUse { id: DECIDE_ID.into(), name: TOOLS[0].into(), input }];
+            return vec![
+                Block::ToolUse { id: DECIDE_ID.into(), name: TOOLS[0].into(), input },
+                Block::ToolUse { id: HEALTH_ID.into(), name: TOOLS[1].into(), input: json!({}) },
+                Block::ToolUse { id: CAPABILITIES_ID.into(), name: TOOLS[2].into(), input: json!({}) },
+            ];
         }
         vec![Block::text("ok")]
     });
@@ -152,19 +162,44 @@ fn script_decide_only(api: &FakeAnthropic) {
     });
 }
 
-/// The decide tool_result the main loop sent back, from the requests the fake received.
-fn decide_result(api: &FakeAnthropic) -> Value {
+/// The JSON result of the tool call `id` that the main loop sent back, from the requests the fake
+/// received.
+fn tool_answer(api: &FakeAnthropic, id: &str) -> Value {
     let requests = api.requests();
     let result = requests
         .iter()
-        .find_map(|r| tool_result(r, DECIDE_ID))
-        .unwrap_or_else(|| panic!("no request carried the system1_decide tool_result; {} requests", requests.len()));
+        .find_map(|r| tool_result(r, id))
+        .unwrap_or_else(|| panic!("no request carried the tool_result of {id}; {} requests", requests.len()));
     decide_answer(result)
 }
 
+fn decide_result(api: &FakeAnthropic) -> Value {
+    tool_answer(api, DECIDE_ID)
+}
+
 #[test]
-fn claude_code_end_to_end() {
-    let Some(claude) = claude_cli::find("e2e_claude") else { return };
+fn claude_code_2_1_197() {
+    end_to_end(claude_cli::PINNED, Deferral::UpFront);
+}
+
+#[test]
+fn claude_code_2_1_332() {
+    end_to_end(claude_cli::NEWEST, Deferral::Deferred);
+}
+
+/// How a version offers MCP tools to the model.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Deferral {
+    /// Full schemas in `tools[]` of every request (2.1.197).
+    UpFront,
+    /// Names only, in a system message; `ToolSearch` loads the schemas (2.1.332).
+    Deferred,
+}
+
+fn end_to_end(version: &str, deferral: Deferral) {
+    let Some(claude) = claude_cli::find(&format!("e2e_claude {version}"), version) else { return };
+    let out = Command::new(&claude).arg("--version").output().expect("claude --version");
+    assert!(stdout(&out).starts_with(&format!("{version} ")), "{}: {}", claude.display(), stdout(&out));
     // The mock answers the decide question "wait", and the routing features so that the default rule
     // gives haiku (read-only and specified); routing adds its hint.
     let env = TestEnv::with_mock(
@@ -221,9 +256,10 @@ fn claude_code_end_to_end() {
         stdout(&list)
     );
 
-    // 5. A session: hooks run, the tools are offered, a decision round-trips, the Agent hook fires
-    //    and the subagent runs on the model the orchestrator asked for.
-    script_decide_then_agent(&e2e.api);
+    // 5. A session: hooks run, the tools are found (offered, or loaded when deferred) and called, a
+    //    decision round-trips, the Agent hook fires and the subagent runs on the model the
+    //    orchestrator asked for.
+    script_tools_then_agent(&e2e.api);
     let events = e2e.session(PROMPT);
     let requests = e2e.api.requests();
     dump(&requests);
@@ -240,8 +276,31 @@ fn claude_code_end_to_end() {
         assert_eq!(r["stdout"].as_str().unwrap_or_default().trim(), "", "SessionStart spoke: {r}");
     }
     let offered = tool_names(first_main);
+    let deferred = deferred_tools(first_main);
     for tool in TOOLS {
-        assert!(offered.iter().any(|t| t == tool), "{tool} not offered; tools: {offered:?}");
+        let (up_front, listed) = (offered.iter().any(|t| t == tool), deferred.iter().any(|t| t == tool));
+        match deferral {
+            Deferral::UpFront => assert!(up_front, "{tool} not offered; tools: {offered:?}"),
+            Deferral::Deferred => {
+                assert!(!up_front && listed, "{tool} should be deferred; tools: {offered:?}; deferred: {deferred:?}")
+            }
+        }
+    }
+    let main_requests: Vec<&Value> = requests.iter().filter(|r| !is_subagent(r)).collect();
+    if deferral == Deferral::Deferred {
+        // The fake model loaded the three with one `select:` query; the next request carries them.
+        let last = main_requests.last().expect("main-loop requests");
+        let searches = tool_searches(last);
+        let select = searches.iter().find(|(q, _)| q.starts_with("select:")).expect("a ToolSearch select call");
+        for tool in TOOLS {
+            assert!(select.1.iter().any(|t| t == tool), "ToolSearch {select:?} did not load {tool}");
+        }
+        assert!(offered.iter().any(|t| t == TOOL_SEARCH), "no ToolSearch tool: {offered:?}");
+        let loaded = main_requests.iter().find(|r| tool_searches(r).iter().any(|(q, _)| q.starts_with("select:")));
+        let loaded = tool_names(loaded.expect("the request after ToolSearch"));
+        for tool in TOOLS {
+            assert!(loaded.iter().any(|t| t == tool), "{tool} not loaded after ToolSearch: {loaded:?}");
+        }
     }
     // The routing hint (UserPromptSubmit additionalContext) reaches the model.
     let context = system_messages(first_main);
@@ -255,6 +314,10 @@ fn claude_code_end_to_end() {
     let answer = decide_result(&e2e.api);
     assert_eq!(answer["status"], "decided", "{answer}");
     assert_eq!(answer["decision"], "wait", "{answer}");
+    let health = tool_answer(&e2e.api, HEALTH_ID);
+    assert_eq!(health["status"], "ok", "{health}");
+    let capabilities = tool_answer(&e2e.api, CAPABILITIES_ID);
+    assert_eq!(capabilities["gateway_version"], env!("CARGO_PKG_VERSION"), "{capabilities}");
 
     let agent_hooks = hook_responses(&events, "PreToolUse");
     assert!(
@@ -271,13 +334,13 @@ fn claude_code_end_to_end() {
     let sub = requests.iter().find(|r| is_subagent(r)).expect("the subagent's request reached the API");
     assert!(sub["model"].as_str().unwrap_or_default().contains("haiku"), "subagent model: {}", sub["model"]);
     assert!(texts(sub).iter().any(|t| t.contains("E2E-SUBAGENT-PROMPT")));
-    let finished =
-        requests.iter().any(|r| tool_result(r, AGENT_ID).is_some_and(|b| b.to_string().contains("E2E-SUBAGENT-DONE")));
+    // In its Agent tool_result (2.1.197), or in a task notification of a background agent (2.1.332).
+    let finished = main_requests.iter().any(|r| texts(r).iter().any(|t| t.contains("E2E-SUBAGENT-DONE")));
     assert!(finished, "the subagent's answer did not come back to the main loop");
     let result = events.iter().find(|e| e["type"] == "result").expect("a result event");
     assert_eq!(result["result"], "E2E-FINAL-ANSWER", "{result}");
 
-    report_overhead(first_main);
+    report_overhead(version, first_main);
 
     // 6. `toggle off` pauses from the next call, no restart: the same call abstains, saying why.
     if toggle_available(&e2e) {
@@ -330,7 +393,7 @@ fn toggle_available(e2e: &E2e) -> bool {
 /// Prints what the plugin adds to every session's context: its entries in the skill listing and
 /// the SessionStart hook's output, in characters and tokens (chars / 4); and, for comparison, the
 /// size of the three MCP tool definitions and of the routing hint (per prompt, when routing is on).
-fn report_overhead(first_request: &Value) {
+fn report_overhead(version: &str, first_request: &Value) {
     let system = system_messages(first_request);
     let skills: Vec<&str> = system.lines().filter(|l| l.starts_with("- system1:")).collect();
     let session_start: usize = system
@@ -349,7 +412,7 @@ fn report_overhead(first_request: &Value) {
         .sum();
     let hint: usize = system.lines().filter(|l| l.contains("System-1 routing hint:")).map(str::len).sum();
     eprintln!(
-        "OVERHEAD e2e_claude: plugin: {} skill listing entries, {skill_chars} chars; SessionStart output \
+        "OVERHEAD e2e_claude {version}: plugin: {} skill listing entries, {skill_chars} chars; SessionStart output \
          {session_start} chars; total {total} chars = about {} tokens per session. MCP tool definitions: \
          {tools} chars = about {} tokens. Routing hint: {hint} chars = about {} tokens per prompt.",
         skills.len(),

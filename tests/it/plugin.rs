@@ -6,23 +6,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use crate::support;
-use crate::support::{TestEnv, stdout};
+use crate::support::{TestEnv, claude_cli, stdout};
 use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The Claude Code CLI that `scripts/test` installs; required under CI, skipped loudly otherwise.
-fn claude_cli() -> Option<PathBuf> {
-    match std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from) {
-        Some(p) if p.exists() => Some(p),
-        _ if std::env::var_os("CI").is_some() => {
-            panic!("SYSTEM1_TEST_CLAUDE is not set or missing: run the tests through scripts/test")
-        }
-        _ => {
-            eprintln!("SKIPPED: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
-            None
-        }
-    }
+/// Every Claude Code CLI that `scripts/test` installs; required under CI, skipped loudly otherwise.
+fn claude_clis(test: &str) -> Vec<(&'static str, PathBuf)> {
+    claude_cli::VERSIONS.iter().filter_map(|v| claude_cli::find(test, v).map(|p| (*v, p))).collect()
 }
 
 fn validate(claude: &Path, target: &Path) -> Output {
@@ -45,20 +36,34 @@ fn read_json(rel: &str) -> Value {
 
 #[test]
 fn marketplace_passes_strict_validation() {
-    let Some(claude) = claude_cli() else { return };
-    let out = validate(&claude, Path::new(ROOT));
-    let text = format!("{}{}", stdout(&out), support::stderr(&out));
-    assert!(out.status.success(), "marketplace validation failed:\n{text}");
-    assert!(text.contains("marketplace.json"), "validated the marketplace:\n{text}");
+    for (version, claude) in claude_clis("marketplace validation") {
+        let out = validate(&claude, Path::new(ROOT));
+        let text = format!("{}{}", stdout(&out), support::stderr(&out));
+        assert!(out.status.success(), "marketplace validation failed on {version}:\n{text}");
+        assert!(text.contains("marketplace.json"), "validated the marketplace on {version}:\n{text}");
+    }
 }
 
 #[test]
 fn plugin_hooks_and_skills_pass_strict_validation() {
-    let Some(claude) = claude_cli() else { return };
-    let out = validate(&claude, &Path::new(ROOT).join(".claude-plugin/plugin.json"));
-    let text = format!("{}{}", stdout(&out), support::stderr(&out));
-    assert!(out.status.success(), "plugin validation failed:\n{text}");
-    assert!(text.contains("plugin.json"), "validated the plugin manifest:\n{text}");
+    for (version, claude) in claude_clis("plugin validation") {
+        let out = validate(&claude, &Path::new(ROOT).join(".claude-plugin/plugin.json"));
+        let text = format!("{}{}", stdout(&out), support::stderr(&out));
+        assert!(out.status.success(), "plugin validation failed on {version}:\n{text}");
+        assert!(text.contains("plugin.json"), "validated the plugin manifest on {version}:\n{text}");
+    }
+}
+
+/// `scripts/test` installs exactly the versions the tests name, each into its own folder.
+#[test]
+fn scripts_test_installs_every_claude_code_version_the_tests_run() {
+    let script = std::fs::read_to_string(Path::new(ROOT).join("scripts/test")).expect("scripts/test");
+    let line = script
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("for claude_version in ").and_then(|l| l.strip_suffix("; do")))
+        .expect("scripts/test loops over the Claude Code versions");
+    assert_eq!(line.split_whitespace().collect::<Vec<_>>(), claude_cli::VERSIONS);
+    assert!(script.contains(r#"prefix="$deps/claude-$claude_version""#), "one folder per version");
 }
 
 #[test]

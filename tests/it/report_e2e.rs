@@ -1,10 +1,10 @@
-//! `system1 report` on a transcript the real Claude Code CLI wrote: the plugin installed from this
+//! `system1 report` on a transcript the real Claude Code CLI wrote (each version the tests run): the plugin installed from this
 //! checkout in a scratch HOME, the routing hook hinting haiku (mock engine), a fake Anthropic API on
 //! 127.0.0.1 scripting the model to spawn a haiku subagent. The report must find the one prompt,
 //! its hint, the spawn that followed it, and count each API request once with the usage the fake
 //! sent (100 input and 20 output tokens a reply; the early per-block copies carry 1).
 //!
-//! Needs the CLI that `scripts/test` installs (`SYSTEM1_TEST_CLAUDE`); fails without it under CI.
+//! Needs the CLIs that `scripts/test` installs; fails without them under CI.
 
 #![cfg(unix)]
 
@@ -32,8 +32,17 @@ fn claude(cli: &Path, env: &TestEnv, api: &FakeAnthropic, cwd: &Path, args: &[&s
 }
 
 #[test]
-fn report_reads_a_transcript_written_by_the_real_cli() {
-    let Some(cli) = claude_cli::find("report_e2e") else { return };
+fn report_reads_a_transcript_written_by_claude_code_2_1_197() {
+    report_reads_a_transcript(claude_cli::PINNED);
+}
+
+#[test]
+fn report_reads_a_transcript_written_by_claude_code_2_1_332() {
+    report_reads_a_transcript(claude_cli::NEWEST);
+}
+
+fn report_reads_a_transcript(version: &str) {
+    let Some(cli) = claude_cli::find(&format!("report_e2e {version}"), version) else { return };
     let env = TestEnv::with_mock(
         "[providers.mock]\nanswer = \"wait\"\nconfidence = 0.8\n\
          answers = { read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\" }\n\

@@ -1,5 +1,6 @@
-//! The real Claude Code CLI for end-to-end tests: where `scripts/test` installed it, and the
-//! environment that runs it offline in a test's scratch HOME against a fake API.
+//! The real Claude Code CLI for end-to-end tests: the versions they run against, where
+//! `scripts/test` installed each, and the environment that runs it offline in a test's scratch HOME
+//! against a fake API.
 
 #![allow(dead_code)]
 
@@ -8,18 +9,32 @@ use std::process::{Command, Stdio};
 
 use crate::support::TestEnv;
 
-/// The CLI `scripts/test` installs (`SYSTEM1_TEST_CLAUDE`); required when `CI` is set, otherwise
-/// a missing CLI skips `test` loudly.
-pub fn find(test: &str) -> Option<PathBuf> {
+/// The pinned version the tests were written against, and the newest on npm when last checked
+/// (pinned too). `scripts/test` installs the same list, each into `.test-deps/claude-<version>/`.
+pub const VERSIONS: [&str; 2] = [PINNED, NEWEST];
+pub const PINNED: &str = "2.1.197";
+pub const NEWEST: &str = "2.1.332";
+
+/// The environment variable `scripts/test` sets to a version's CLI: `SYSTEM1_TEST_CLAUDE_2_1_332`.
+pub fn env_var(version: &str) -> String {
+    format!("SYSTEM1_TEST_CLAUDE_{}", version.replace('.', "_"))
+}
+
+/// The CLI of `version` that `scripts/test` installs; required when `CI` is set, otherwise a
+/// missing CLI skips `test` loudly.
+pub fn find(test: &str, version: &str) -> Option<PathBuf> {
+    let var = env_var(version);
     let candidates = [
-        std::env::var_os("SYSTEM1_TEST_CLAUDE").map(PathBuf::from),
-        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(".test-deps/claude/node_modules/.bin/claude")),
+        std::env::var_os(&var).map(PathBuf::from),
+        Some(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".test-deps/claude-{version}/node_modules/.bin/claude")),
+        ),
     ];
     if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
         return Some(found);
     }
-    assert!(std::env::var_os("CI").is_none(), "the Claude Code CLI is missing (SYSTEM1_TEST_CLAUDE): run scripts/test");
-    eprintln!("SKIPPED {test}: the Claude Code CLI is not installed (SYSTEM1_TEST_CLAUDE); run scripts/test");
+    assert!(std::env::var_os("CI").is_none(), "Claude Code {version} is missing ({var}): run scripts/test");
+    eprintln!("SKIPPED {test}: Claude Code {version} is not installed ({var}); run scripts/test");
     None
 }
 
@@ -36,9 +51,13 @@ pub fn offline(cmd: &mut Command, env: &TestEnv, base_url: &str) {
             cmd.env_remove(&k);
         }
     }
+    // 2.1.332 keeps a background agent's output under $TMPDIR/claude-<uid>/: in the scratch dir too.
+    let tmp = env.root.join("tmp");
+    let _ = std::fs::create_dir_all(&tmp);
     cmd.env("HOME", &env.home)
         .env("USERPROFILE", &env.home)
         .env("XDG_CONFIG_HOME", env.home.join(".config"))
+        .env("TMPDIR", &tmp)
         .env("SYSTEM1_INSTALL_DIR", &env.install_dir)
         .env("SYSTEM1_CONFIG", &env.config)
         .env("CLAUDE_CONFIG_DIR", &env.claude_dir)

@@ -5,6 +5,11 @@
 //! uses (message_start, ping, per block content_block_start/delta/stop, message_delta,
 //! message_stop); every other request (Claude Code's `HEAD /` preconnect among them) gets 404.
 //! A test scripts the replies with a function of the request body, and reads back every body.
+//!
+//! Like a real model, the fake never calls a deferred tool blind: Claude Code 2.1.332 sends MCP tools
+//! by name only (listed in a system message, schemas not loaded), so a scripted call to a tool that
+//! is deferred in that request goes out as a `ToolSearch` call with `select:<names>` instead; once
+//! the schemas are loaded the script runs again on the next request and its call goes through.
 
 #![allow(dead_code)]
 
@@ -53,7 +58,8 @@ impl FakeAnthropic {
             }
             let request = r.json();
             let f = scripted.lock().map(|f| f.clone()).expect("script lock");
-            Reply::new(200, "text/event-stream", events(&request, &f(&request)))
+            let blocks = load_deferred_first(&request, f(&request));
+            Reply::new(200, "text/event-stream", events(&request, &blocks))
                 .with_header("cache-control", "no-cache")
                 .with_header("request-id", "req_e2e")
         });
@@ -82,6 +88,29 @@ impl FakeAnthropic {
 /// `POST /v1/messages` (with or without a query), not `/v1/messages/count_tokens` and the like.
 fn is_messages(r: &Request) -> bool {
     r.method == "POST" && r.path.starts_with("/v1/messages") && !r.path.starts_with("/v1/messages/")
+}
+
+/// The scripted reply, with its calls to deferred tools replaced by one `ToolSearch` call that
+/// selects them all (the reply's text is kept).
+fn load_deferred_first(request: &Value, blocks: Vec<Block>) -> Vec<Block> {
+    let loaded = tool_names(request);
+    let deferred = deferred_tools(request);
+    let mut wanted: Vec<String> = Vec::new();
+    for b in &blocks {
+        if let Block::ToolUse { name, .. } = b
+            && !loaded.contains(name)
+            && deferred.contains(name)
+            && !wanted.contains(name)
+        {
+            wanted.push(name.clone());
+        }
+    }
+    if wanted.is_empty() {
+        return blocks;
+    }
+    let mut out: Vec<Block> = blocks.into_iter().filter(|b| matches!(b, Block::Text(_))).collect();
+    out.push(Block::tool(TOOL_SEARCH, json!({"query": format!("select:{}", wanted.join(",")), "max_results": 5})));
+    out
 }
 
 /// The SSE stream for one reply.
@@ -181,6 +210,36 @@ pub fn tool_result<'a>(request: &'a Value, tool_use_id: &str) -> Option<&'a Valu
 /// The names in a request's `tools[]`.
 pub fn tool_names(request: &Value) -> Vec<String> {
     request["tools"].as_array().into_iter().flatten().filter_map(|t| t["name"].as_str().map(str::to_string)).collect()
+}
+
+/// Claude Code's tool that loads deferred tools' schemas (2.1.332).
+pub const TOOL_SEARCH: &str = "ToolSearch";
+
+/// The tools a request lists as deferred: named in a system message, their schemas not loaded.
+pub fn deferred_tools(request: &Value) -> Vec<String> {
+    const HEAD: &str = "The following deferred tools are now available via ToolSearch";
+    let system = system_messages(request);
+    let Some(start) = system.find(HEAD) else { return Vec::new() };
+    // The heading line, then one name a line up to a blank line.
+    system[start..].lines().skip(1).take_while(|l| !l.trim().is_empty()).map(|l| l.trim().to_string()).collect()
+}
+
+/// Every `ToolSearch` call in a request's history: its query, and the tools its result named.
+pub fn tool_searches(request: &Value) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    for m in request["messages"].as_array().into_iter().flatten() {
+        for b in m["content"].as_array().into_iter().flatten() {
+            if b["type"] == "tool_use" && b["name"] == TOOL_SEARCH {
+                let id = b["id"].as_str().unwrap_or_default();
+                let found = tool_result(request, id)
+                    .and_then(|r| r["content"].as_array())
+                    .map(|c| c.iter().filter_map(|x| x["tool_name"].as_str().map(str::to_string)).collect())
+                    .unwrap_or_default();
+                out.push((b["input"]["query"].as_str().unwrap_or_default().to_string(), found));
+            }
+        }
+    }
+    out
 }
 
 /// Whether a request comes from a subagent (Claude Code marks its billing header so).
