@@ -93,6 +93,7 @@ fn hook_fast_path() -> Option<crate::hook::Event> {
     match event.to_str()? {
         "prompt" => Some(crate::hook::Event::Prompt),
         "agent" => Some(crate::hook::Event::Agent),
+        "spawned" => Some(crate::hook::Event::Spawned),
         "session-start" => Some(crate::hook::Event::SessionStart),
         _ => None,
     }

@@ -1,5 +1,6 @@
 //! `system1 doctor`: diagnoses the config, the binary against the plugin, the MCP registration,
-//! the engines, one test decision, the recent decision tallies and the pause state. Every finding
+//! the engines, one test decision, the recent decision tallies, the pause state and, with
+//! `[routing] enforce` on, whether the latest rewrites of a spawn's model took effect. Every finding
 //! is one line (`ok`, `warn` or `FAIL`) with a `fix:` line when there is something to do.
 //!
 //! Exit code: 1 when any finding is FAIL, else 0 (a warning, such as being paused on purpose, is
@@ -11,10 +12,12 @@ use std::time::Instant;
 
 use crate::checks::{self, start_hint};
 use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope};
+use crate::config::Enforce;
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
 use crate::providers::{EngineRequest, Question};
+use crate::routing::{self, spawn_log};
 use crate::{logging, paths, state};
 
 #[derive(clap::Args)]
@@ -72,6 +75,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     check_tallies(args.days, &mut r);
     check_pause(&gateway, &mut r);
+    check_enforce(&gateway, &mut r);
     check_labels(&mut r);
 
     let mut failed = false;
@@ -362,7 +366,60 @@ fn check_pause(gateway: &Gateway, r: &mut Report) {
             (true, false) => "routing on, log only",
             (true, true) => "routing on with hints",
         };
-        r.ok(format!("not paused ({state})"));
+        r.ok(format!("not paused ({state}; enforce {})", routing.enforce));
+    }
+}
+
+/// How many of the latest rewrites the took-effect check reads.
+const REWRITES_CHECKED: usize = 20;
+
+/// `[routing] enforce`: whether it can act, and whether the latest rewrites took effect.
+fn check_enforce(gateway: &Gateway, r: &mut Report) {
+    let routing = &gateway.loaded.config.routing;
+    if routing.enforce == Enforce::Off {
+        return;
+    }
+    let mode = routing.enforce;
+    if !routing.enabled {
+        r.warn(
+            format!("[routing] enforce = \"{mode}\" does nothing while routing is off"),
+            "set [routing] enabled = true (with hint = false if you want no hint), or enforce = \"off\"",
+        );
+        return;
+    }
+    let log = match routing::log::read_all() {
+        Ok(log) => log,
+        Err(e) => {
+            r.warn(
+                format!("cannot read the routing log {}: {e}", paths::routing_log().display()),
+                "check its permissions",
+            );
+            return;
+        }
+    };
+    let spawns = spawn_log::join(&log.entries);
+    let latest = spawn_log::latest_rewrites(&spawns, REWRITES_CHECKED);
+    let n = latest.looked_at;
+    if latest.not_taken > 0 {
+        let when = latest.last_not_taken.map(|t| format!(", the latest at {t}")).unwrap_or_default();
+        r.warn(
+            format!(
+                "enforce {mode}: {} of the last {n} rewrites did not take effect (the spawn ran on another tier than was set{when})",
+                latest.not_taken
+            ),
+            "this Claude Code may ignore a hook's updatedInput: update Claude Code, or set [routing] enforce = \"off\"; `system1 report` counts them",
+        );
+    } else if latest.checked > 0 {
+        r.ok(format!("enforce {mode} ({}): the last {} checked rewrites took effect", mode.describe(), latest.checked));
+    } else if n >= 3 {
+        r.warn(
+            format!("enforce {mode}: none of the last {n} rewrites has a record of the model it ran on"),
+            "the PostToolUse hook records it: update the plugin, then run /system1:setup",
+        );
+    } else if routing.log_dirs.is_empty() {
+        r.ok(format!("enforce {mode} ({}); rewrites are checked only in [routing] log_dirs repos", mode.describe()));
+    } else {
+        r.ok(format!("enforce {mode} ({}); no rewrite checked yet", mode.describe()));
     }
 }
 

@@ -18,7 +18,7 @@ pub struct Args {
 enum Action {
     /// Resume: routing hint, skill picker and system1_decide work again.
     On,
-    /// Pause: decisions abstain saying so, and the hooks stay silent.
+    /// Pause: decisions abstain saying so, the hooks stay silent and no spawn's model is set.
     Off,
     /// Show what is on, the engine's health and today's decisions.
     Status,
@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<i32> {
         Action::Off => {
             state::set_paused(true).context(|| format!("cannot write {}", paths::pause_file().display()))?;
             outln!(
-                "System-1 is paused: from the next prompt, system1_decide abstains and the hooks stay silent. `system1 toggle on` resumes."
+                "System-1 is paused: from the next prompt, system1_decide abstains, the hooks stay silent and no spawn's model is set. `system1 toggle on` resumes."
             )?;
             Ok(exit::OK)
         }
@@ -44,6 +44,15 @@ pub fn run(args: Args) -> Result<i32> {
 
 fn on_off(on: bool) -> &'static str {
     if on { "on" } else { "off" }
+}
+
+/// `[routing] enforce`, and whether it acts now (routing on and not paused).
+fn enforce_state(active: bool, enforce: crate::config::Enforce) -> String {
+    match (enforce, active) {
+        (crate::config::Enforce::Off, _) => format!("enforce off ({})", enforce.describe()),
+        (_, true) => format!("enforce {enforce} ({})", enforce.describe()),
+        (_, false) => format!("enforce {enforce}, inactive while routing is off or paused"),
+    }
 }
 
 fn status() -> Result<i32> {
@@ -72,6 +81,7 @@ fn status() -> Result<i32> {
         (true, false) => "on (log only, no hints)".to_string(),
     };
     outln!("routing hint:  {}", mode(cfg.routing.enabled, cfg.routing.hint))?;
+    outln!("spawn model:   {}", enforce_state(cfg.routing.enabled && !paused, cfg.routing.enforce))?;
     outln!("skill picker:  {}", mode(cfg.skills.enabled, cfg.skills.hint))?;
 
     if gateway.is_ok() {

@@ -50,6 +50,77 @@ pub struct RoutingConfig {
     pub rules: Vec<Rule>,
     /// Engine time per prompt, shared by routing and the skill picker.
     pub budget_ms: u64,
+    /// What the agent hook does with the spawn's `model`.
+    pub enforce: Enforce,
+}
+
+/// `[routing] enforce`: whether the agent hook sets the subagent's `model` to the rule's tier for
+/// its brief, and which calls it may change. Each mode does what the one before it does, and more.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Enforce {
+    /// Record only: the call passes as Claude made it.
+    #[default]
+    Off,
+    /// A call that names no model gets the rule's tier.
+    Fill,
+    /// As fill, and a model below the rule's tier is raised to it.
+    Raise,
+    /// As raise, and a model above the rule's tier is lowered to it: the savings case, and the risky one.
+    Set,
+}
+
+impl Enforce {
+    pub const ALL: [Enforce; 4] = [Enforce::Off, Enforce::Fill, Enforce::Raise, Enforce::Set];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Enforce::Off => "off",
+            Enforce::Fill => "fill",
+            Enforce::Raise => "raise",
+            Enforce::Set => "set",
+        }
+    }
+
+    /// What the mode does, in a few words, for `toggle status`, `doctor` and `route`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Enforce::Off => "record only: spawns run on the model Claude gives them",
+            Enforce::Fill => "a spawn that names no model gets the rule's tier",
+            Enforce::Raise => "a spawn that names no model, or one below the rule's tier, gets the rule's tier",
+            Enforce::Set => "every spawn gets the rule's tier, lowered as well as raised",
+        }
+    }
+}
+
+impl std::fmt::Display for Enforce {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Enforce {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Enforce, String> {
+        let names: Vec<&str> = Enforce::ALL.iter().map(|m| m.name()).collect();
+        Enforce::ALL
+            .into_iter()
+            .find(|m| m.name() == s.trim().to_ascii_lowercase())
+            .ok_or_else(|| format!("must be one of {}, got {s:?}", names.join(", ")))
+    }
+}
+
+impl serde::Serialize for Enforce {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Enforce {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Enforce, D::Error> {
+        let name = std::borrow::Cow::<str>::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -320,7 +391,11 @@ fn read_routing(s: &Settings) -> RoutingConfig {
         }),
     };
     let budget_ms = s.u64("budget_ms", 1500, 1, 60_000);
-    RoutingConfig { enabled, hint, log_dirs, min_confidence, default_tier, rules, budget_ms }
+    let enforce = s.string("enforce", Enforce::Off.name()).parse().unwrap_or_else(|e| {
+        s.error(format!("routing.enforce{} {e}", s.origin("enforce")));
+        Enforce::Off
+    });
+    RoutingConfig { enabled, hint, log_dirs, min_confidence, default_tier, rules, budget_ms, enforce }
 }
 
 /// The TOML form of a rule list, as the config file writes it.
@@ -477,5 +552,27 @@ mod tests {
         assert!(l.errors.iter().any(|e| e.contains("unknown feature \"vibes\"")), "{:?}", l.errors);
         let l = load_text("[routing]\nrules = [{ when = { design = true }, tier = \"gpt\" }]\n", &[]);
         assert!(l.errors.iter().any(|e| e.contains("unknown tier \"gpt\"")), "{:?}", l.errors);
+    }
+
+    #[test]
+    fn enforce_is_off_by_default_and_named_in_file_or_env() {
+        let l = load_from(PathBuf::from("/nonexistent/system1/config.toml"), &[]);
+        assert_eq!(l.config.routing.enforce, Enforce::Off);
+        let l = load_text("[routing]\nenforce = \"raise\"\n", &[]);
+        assert!(l.is_ok(), "{:?}", l.errors);
+        assert_eq!(l.config.routing.enforce, Enforce::Raise);
+        let l = load_text("[routing]\nenforce = \"raise\"\n", &[("SYSTEM1_ROUTING_ENFORCE", "set")]);
+        assert_eq!(l.config.routing.enforce, Enforce::Set, "the environment wins");
+        let l = load_text("", &[("SYSTEM1_ROUTING_ENFORCE", "always")]);
+        assert_eq!(
+            l.errors,
+            ["routing.enforce (from SYSTEM1_ROUTING_ENFORCE) must be one of off, fill, raise, set, got \"always\""]
+        );
+        assert_eq!(l.config.routing.enforce, Enforce::Off, "a bad mode enforces nothing");
+        assert!(Enforce::Off < Enforce::Fill && Enforce::Fill < Enforce::Raise && Enforce::Raise < Enforce::Set);
+        for m in Enforce::ALL {
+            assert_eq!(serde_json::to_string(&m).unwrap(), format!("\"{m}\""));
+            assert_eq!(serde_json::from_str::<Enforce>(&format!("\"{m}\"")).unwrap(), m);
+        }
     }
 }

@@ -17,11 +17,14 @@ use crate::logging;
 pub enum Event {
     SessionStart,
     Prompt,
+    /// PreToolUse on Agent/Task.
     Agent,
+    /// PostToolUse on Agent/Task.
+    Spawned,
 }
 
-/// What a handler wants printed (one JSON object for Claude Code), or `None` for silence.
-pub type Output = Option<Value>;
+/// What a handler wants printed (one JSON object's text for Claude Code), or `None` for silence.
+pub type Output = Option<String>;
 
 /// A handler's failure, logged and otherwise swallowed.
 pub type HookResult = Result<Output, String>;
@@ -68,7 +71,8 @@ fn answer(event: Event) -> Output {
     let outcome = match event {
         Event::SessionStart => session_start::handle(&loaded, &payload),
         Event::Prompt => prompt::handle(&loaded, &payload),
-        Event::Agent => agent::handle(&loaded, &payload),
+        Event::Agent => agent::before(&loaded, &input, &payload),
+        Event::Spawned => agent::after(&loaded, &payload),
     };
     outcome.unwrap_or_else(|e| {
         logging::warn("hook", &format!("{event:?}: {e}"));

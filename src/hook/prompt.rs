@@ -20,5 +20,5 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
             logging::warn("hook", &format!("cannot write the routing log: {e}"));
         }
     }
-    Ok(run.context().map(|text| additional_context("UserPromptSubmit", &text)))
+    Ok(run.context().map(|text| additional_context("UserPromptSubmit", &text).to_string()))
 }

@@ -36,7 +36,7 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
     if let Value::Object(o) = &mut out {
         o.insert("systemMessage".into(), Value::String(text));
     }
-    Ok(Some(out))
+    Ok(Some(out.to_string()))
 }
 
 /// The lines the hook would say, in order of urgency; empty when all is well.

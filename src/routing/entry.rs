@@ -18,6 +18,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::rule::Chosen;
+use crate::config::Enforce;
 use crate::feature::Feature;
 use crate::tier::Tier;
 
@@ -82,6 +83,33 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
 
+    // Enforcement (agent entries): what the agent hook did with the spawn's `model`.
+    /// The `[routing] enforce` mode the hook ran in (`off`: record only; absent in older entries,
+    /// which were all record-only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub enforce: Option<Enforce>,
+    /// The tier `chosen` names, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier_before: Option<Tier>,
+    /// The tier the hook set `model` to; absent when it left the call as Claude made it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier_after: Option<Tier>,
+    /// Why an enforcing hook left the call as it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<Kept>,
+
+    // What the spawn ran on (spawn entries, written by the PostToolUse hook; `tool_use_id` names
+    // the agent entry they complete).
+    /// The tool response's `resolvedModel`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resolved_model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ran_tier: Option<Tier>,
+    /// Whether the spawn ran on the agent entry's `tier_after`; absent when the hook changed nothing
+    /// or the tier that ran is unknown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub took_effect: Option<bool>,
+
     // Labels (`calibrate label`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<PerFeature<bool>>,
@@ -119,6 +147,8 @@ pub enum Source {
     Agent,
     /// The prompt hook's skill pick.
     Skill,
+    /// What a spawn ran on, from the PostToolUse hook (completes the agent entry of its `tool_use_id`).
+    Spawn,
     Other(String),
 }
 
@@ -128,6 +158,7 @@ impl Source {
             Source::Prompt => "prompt",
             Source::Agent => "agent",
             Source::Skill => "skill",
+            Source::Spawn => "spawn",
             Source::Other(s) => s,
         }
     }
@@ -146,6 +177,7 @@ impl<'de> Deserialize<'de> for Source {
             "prompt" => Source::Prompt,
             "agent" => Source::Agent,
             "skill" => Source::Skill,
+            "spawn" => Source::Spawn,
             _ => Source::Other(s),
         })
     }
@@ -159,6 +191,62 @@ pub struct LoggedAnswer {
     pub confidence: f64,
     #[serde(flatten)]
     pub other: Map<String, Value>,
+}
+
+/// Why an enforcing agent hook left a spawn's `model` as Claude gave it. A reason this version
+/// does not know is kept as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kept {
+    /// A fork always runs on its parent's model.
+    Fork,
+    /// A brief under the word limit says too little to route on.
+    ShortBrief,
+    /// The engine abstained on a feature.
+    Abstained,
+    /// A feature's confidence is under `[routing] min_confidence`.
+    LowConfidence,
+    /// The call already names the rule's tier.
+    AtTier,
+    /// `fill`: the call names a model.
+    ModelGiven,
+    /// `fill` or `raise`: the call names a model above the rule's tier.
+    AboveRule,
+    /// The call's `model` names no tier (such as `inherit`).
+    NotATier,
+    Other(String),
+}
+
+impl Kept {
+    const NAMES: [(Kept, &'static str); 8] = [
+        (Kept::Fork, "fork"),
+        (Kept::ShortBrief, "short_brief"),
+        (Kept::Abstained, "abstained"),
+        (Kept::LowConfidence, "low_confidence"),
+        (Kept::AtTier, "at_tier"),
+        (Kept::ModelGiven, "model_given"),
+        (Kept::AboveRule, "above_rule"),
+        (Kept::NotATier, "not_a_tier"),
+    ];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Kept::Other(s) => s,
+            known => Kept::NAMES.iter().find(|(k, _)| k == known).map_or("", |(_, name)| name),
+        }
+    }
+}
+
+impl Serialize for Kept {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Kept {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Kept, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(Kept::NAMES.iter().find(|(_, name)| *name == s).map_or(Kept::Other(s), |(k, _)| k.clone()))
+    }
 }
 
 /// Whether a subagent got the job done.
@@ -466,6 +554,34 @@ mod tests {
     }
 
     #[test]
+    fn enforcement_and_spawn_fields_read_typed_and_write_back_as_they_were() {
+        let agent = r#"{"id":"a","source":"agent","chosen":"opus","tool_use_id":"toolu_1","enforce":"set","tier_before":"opus","tier_after":"sonnet"}"#;
+        let e = parse(agent);
+        assert_eq!(
+            (e.enforce, e.tier_before, e.tier_after),
+            (Some(Enforce::Set), Some(Tier::Opus), Some(Tier::Sonnet))
+        );
+        assert_eq!(serde_json::to_string(&e).unwrap(), agent);
+        let kept = parse(r#"{"source":"agent","enforce":"fill","kept":"model_given"}"#);
+        assert_eq!(kept.kept, Some(Kept::ModelGiven));
+        let newer = r#"{"source":"agent","enforce":"raise","kept":"budget_spent"}"#;
+        let e = parse(newer);
+        assert_eq!(e.kept, Some(Kept::Other("budget_spent".into())), "a reason this version does not know");
+        assert_eq!(serde_json::to_string(&e).unwrap(), newer);
+        for (k, name) in Kept::NAMES {
+            assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{name}\""));
+        }
+        let spawn = r#"{"id":"s","source":"spawn","session_id":"x","tool_use_id":"toolu_1","resolved_model":"claude-sonnet-5","ran_tier":"sonnet","took_effect":true}"#;
+        let e = parse(spawn);
+        assert_eq!(
+            (e.source.clone(), e.ran_tier, e.took_effect),
+            (Some(Source::Spawn), Some(Tier::Sonnet), Some(true))
+        );
+        assert!(!e.needs_labels(), "a spawn record takes no labels");
+        assert_eq!(serde_json::to_string(&e).unwrap(), spawn);
+    }
+
+    #[test]
     fn a_fresh_entry_is_written_as_today_without_the_nulls() {
         let e = parse(TODAY_PROMPT);
         let written = serde_json::to_string(&e).unwrap();
@@ -553,7 +669,7 @@ mod tests {
             "a person decided"
         );
 
-        for s in [Source::Skill, Source::Other("x".into())] {
+        for s in [Source::Skill, Source::Spawn, Source::Other("x".into())] {
             assert!(!Entry { source: Some(s), ..Entry::default() }.needs_labels());
         }
         assert!(!Entry::default().needs_labels(), "no source: not routing's");

@@ -186,6 +186,31 @@ fn parse(line: &str) -> Option<Entry> {
     serde_json::from_str(line).ok()
 }
 
+/// The last agent entry of `paths::routing_log()` for the spawn `tool_use_id` (of `session_id`,
+/// when given); `None` when there is none or the log cannot be read.
+///
+/// Runs in the PostToolUse hook, so like the session-start count it reads without the writers'
+/// lock, and parses only the lines that hold the id as the writers write it.
+pub fn find_agent(tool_use_id: &str, session_id: Option<&str>) -> Option<Entry> {
+    find_agent_at(&paths::routing_log(), tool_use_id, session_id)
+}
+
+pub fn find_agent_at(log: &Path, tool_use_id: &str, session_id: Option<&str>) -> Option<Entry> {
+    let bytes = std::fs::read(log).ok()?;
+    let needle = format!("\"tool_use_id\":{}", serde_json::to_string(tool_use_id).ok()?);
+    let finder = memchr::memmem::Finder::new(needle.as_bytes());
+    bytes
+        .split(|b| *b == b'\n')
+        .rev()
+        .filter(|line| finder.find(line).is_some())
+        .filter_map(|line| serde_json::from_slice::<Entry>(line).ok())
+        .find(|e| {
+            e.is_agent()
+                && e.tool_use_id.as_deref() == Some(tool_use_id)
+                && (session_id.is_none() || e.session_id.as_deref() == session_id)
+        })
+}
+
 /// How many entries of `paths::routing_log()` wait for labels ([`Entry::needs_labels`]). A log that
 /// cannot be read counts 0.
 ///
@@ -491,5 +516,27 @@ mod tests {
         assert_eq!(got.entries.len(), 50);
         let who: std::collections::HashSet<_> = got.entries.iter().map(|e| e.other["who"].as_str().unwrap()).collect();
         assert_eq!(who.len(), 50);
+    }
+
+    #[test]
+    fn find_agent_takes_the_last_agent_entry_of_the_spawn() {
+        let log = scratch("find");
+        let line = |v: Value| append_at(&log, &serde_json::from_value(v).unwrap()).unwrap();
+        line(json!({"id": "1", "source": "agent", "session_id": "s1", "tool_use_id": "toolu_a", "chosen": "opus"}));
+        line(json!({"id": "2", "source": "prompt", "session_id": "s1", "tool_use_id": "toolu_a"}));
+        line(json!({"id": "3", "source": "agent", "session_id": "s2", "tool_use_id": "toolu_a"}));
+        line(json!({"id": "4", "source": "agent", "session_id": "s1", "tool_use_id": "toolu_ab"}));
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&log)
+            .unwrap()
+            .write_all(b"{\"tool_use_id\":\"toolu_a\", torn")
+            .unwrap();
+        let found = |id: &str, session: Option<&str>| find_agent_at(&log, id, session).and_then(|e| e.id);
+        assert_eq!(found("toolu_a", Some("s1")).as_deref(), Some("1"), "not the prompt entry, not another session's");
+        assert_eq!(found("toolu_a", None).as_deref(), Some("3"), "the last one");
+        assert_eq!(found("toolu_ab", Some("s1")).as_deref(), Some("4"));
+        assert_eq!(found("toolu_b", None), None);
+        assert_eq!(find_agent_at(&log.with_file_name("absent.jsonl"), "toolu_a", None).map(|e| e.id), None);
     }
 }

@@ -1,4 +1,4 @@
-//! Model routing and the skill picker, shared by the prompt hook, the agent hook and
+//! Model routing and the skill picker, shared by the prompt hook, the agent hooks ([`agent`]) and
 //! `system1 route` (one code path: the hook runs it in `Mode::Hook`, `route` in `Mode::Explain`).
 //!
 //! For a prompt: cheap checks first (off, paused, broken config, slash command, short prompt,
@@ -7,11 +7,14 @@
 //! left of the same engine budget. The log is written only for `cwd`s inside `[routing] log_dirs`.
 //! In `Mode::Hook` nothing is computed that will neither be hinted nor logged.
 
+pub mod agent;
+pub mod enforce;
 pub mod entry;
 pub mod features;
 pub mod log;
 pub mod rule;
 pub mod skills;
+pub mod spawn_log;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -24,7 +27,8 @@ use crate::feature::Feature;
 use crate::gateway::{Gateway, new_request_id};
 use crate::state;
 use crate::tier::Tier;
-use entry::{Entry, Source};
+use enforce::Left;
+use entry::{Entry, Kept, Source};
 use features::Asked;
 use rule::Chosen;
 use skills::{Pick, Picked};
@@ -223,22 +227,31 @@ pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Insta
     Routed { asked, tier }
 }
 
+/// The rule's tier when every feature has an answer that clears `[routing] min_confidence`: the
+/// one bar both the hint and enforcement must clear. Otherwise why not.
+pub fn settled(cfg: &RoutingConfig, routed: &Routed) -> Result<Tier, Left> {
+    let features = routed.asked.features.as_ref().map_err(|e| Left::new(None, format!("no engine answer: {e}")))?;
+    if let Some(f) = features.iter().find(|f| f.answer.is_none()) {
+        return Err(Left::new(Some(Kept::Abstained), format!("the engine abstained on {}", f.feature)));
+    }
+    if let Some(f) = features.iter().find(|f| f.confidence < cfg.min_confidence) {
+        return Err(Left::new(
+            Some(Kept::LowConfidence),
+            format!(
+                "{} confidence {:.2} is below [routing] min_confidence {:.2}",
+                f.feature, f.confidence, cfg.min_confidence
+            ),
+        ));
+    }
+    routed.tier.map(|(tier, _)| tier).ok_or_else(|| Left::new(None, "no tier"))
+}
+
 /// The routing hint, or why there is none.
 fn routing_hint(cfg: &RoutingConfig, routed: &Routed) -> Result<String, String> {
     if !cfg.enabled {
         return Err("routing is off ([routing] enabled = false)".into());
     }
-    let features = routed.asked.features.as_ref().map_err(|e| format!("no engine answer: {e}"))?;
-    if let Some(f) = features.iter().find(|f| f.answer.is_none()) {
-        return Err(format!("the engine abstained on {}", f.feature));
-    }
-    if let Some(f) = features.iter().find(|f| f.confidence < cfg.min_confidence) {
-        return Err(format!(
-            "{} confidence {:.2} is below [routing] min_confidence {:.2}",
-            f.feature, f.confidence, cfg.min_confidence
-        ));
-    }
-    let Some((tier, _)) = routed.tier else { return Err("no tier".into()) };
+    let tier = settled(cfg, routed).map_err(|l| l.why)?;
     if !cfg.hint {
         return Err("hints are off ([routing] hint = false): log only".into());
     }
@@ -329,42 +342,6 @@ pub fn entries(input: &Input, run: &Run) -> Vec<Entry> {
         });
     }
     out
-}
-
-/// The agent hook's work: the brief's features and rule tier next to the orchestrator's choice.
-/// Returns the log entry, or `None` when there is nothing to record.
-pub fn record_agent(loaded: &Loaded, payload: &Value) -> Option<Entry> {
-    let cfg = &loaded.config.routing;
-    if !cfg.enabled || state::is_paused() || !loaded.errors.is_empty() {
-        return None;
-    }
-    if let Some(tool) = payload.get("tool_name").and_then(Value::as_str)
-        && tool != "Agent"
-        && tool != "Task"
-    {
-        return None;
-    }
-    let tool_input = payload.get("tool_input")?;
-    let brief = tool_input.get("prompt").and_then(Value::as_str).filter(|p| !p.trim().is_empty())?;
-    let input = Input::from_payload(payload, brief);
-    // Record-only: without a log there is nothing to do, so no engine is asked.
-    let log_dir = log::opted_in(input.cwd.as_deref()?, &cfg.log_dirs)?;
-    let gateway = Gateway::new(loaded.clone());
-    if !gateway.is_ok() {
-        return None;
-    }
-    let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
-    let routed = route(&gateway, cfg, brief, deadline, &new_request_id());
-    routed.asked.features.as_ref().ok()?;
-    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
-    let base = base_entry(Source::Agent, &input, &log_dir, brief);
-    Some(Entry {
-        chosen: text(tool_input.get("model")),
-        subagent_type: text(tool_input.get("subagent_type")),
-        tool_use_id: text(payload.get("tool_use_id")),
-        description: text(tool_input.get("description")),
-        ..routed_entry(base, &routed, false)
-    })
 }
 
 #[cfg(test)]

@@ -33,6 +33,7 @@ mod plugin;
 mod plugin_commands;
 mod report;
 mod report_e2e;
+mod routing_enforce;
 mod routing_hook;
 mod routing_laya;
 mod schema_files;

@@ -82,15 +82,21 @@ fn manifests_name_the_plugin_and_carry_the_crate_version() {
 }
 
 #[test]
-fn hooks_json_wires_three_events_through_the_launcher() {
+fn hooks_json_wires_four_events_through_the_launcher() {
     let hooks = read_json("hooks/hooks.json");
     let h = &hooks["hooks"];
-    for (event, arg) in [("SessionStart", "session-start"), ("UserPromptSubmit", "prompt"), ("PreToolUse", "agent")] {
+    for (event, arg) in [
+        ("SessionStart", "session-start"),
+        ("UserPromptSubmit", "prompt"),
+        ("PreToolUse", "agent"),
+        ("PostToolUse", "spawned"),
+    ] {
         let cmd = h[event][0]["hooks"][0]["command"].as_str().unwrap_or_else(|| panic!("{event} has a command"));
         assert!(cmd.contains("${CLAUDE_PLUGIN_ROOT}/hooks/system1-hook"), "{event}: {cmd}");
         assert!(cmd.ends_with(arg), "{event} runs `{arg}`: {cmd}");
     }
     assert_eq!(h["PreToolUse"][0]["matcher"], "Agent|Task");
+    assert_eq!(h["PostToolUse"][0]["matcher"], "Agent|Task");
     // The prompt hook's engine budget is 1.5 s; its timeout must leave room for start-up and logging.
     let timeout = h["UserPromptSubmit"][0]["hooks"][0]["timeout"].as_f64().expect("a timeout");
     assert!(timeout >= 3.0, "UserPromptSubmit timeout {timeout} s leaves room for the 1.5 s budget");
@@ -104,6 +110,7 @@ fn launch(env: &TestEnv, event: &str, path: &str) -> Output {
     let key = match event {
         "session-start" => "SessionStart",
         "prompt" => "UserPromptSubmit",
+        "spawned" => "PostToolUse",
         _ => "PreToolUse",
     };
     let hooks = read_json("hooks/hooks.json");
@@ -137,7 +144,7 @@ fn launcher_without_a_binary_points_to_setup_only_at_session_start() {
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
     assert!(v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or("").contains("/system1:setup"));
     assert!(v["systemMessage"].as_str().unwrap_or("").contains("/system1:setup"));
-    for event in ["prompt", "agent"] {
+    for event in ["prompt", "agent", "spawned"] {
         let out = launch(&env, event, "/usr/bin:/bin");
         assert!(out.status.success(), "{event} exits 0");
         assert_eq!(stdout(&out), "", "{event} is silent without a binary");
@@ -173,6 +180,24 @@ fn launcher_execs_the_installed_binary_in_lookup_order() {
         "custom hook session-start\n",
         "SYSTEM1_INSTALL_DIR comes first"
     );
+}
+
+/// A plugin newer than its binary runs `hook spawned` on a binary that may not know it (until
+/// /system1:setup, which the session-start hook asks for): after a spawn, nothing may reach Claude.
+#[cfg(unix)]
+#[test]
+fn the_spawned_hook_is_silent_on_a_binary_that_does_not_know_it() {
+    let env = TestEnv::new();
+    let old = "#!/bin/sh\ncat >/dev/null\necho \"error: unrecognized subcommand 'spawned'\" >&2\nexit 2\n";
+    support::write_executable(&env.install_dir.join("bin/system1"), old);
+    let out = launch(&env, "spawned", "/usr/bin:/bin");
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert_eq!((stdout(&out), support::stderr(&out)), (String::new(), String::new()));
+
+    // This binary reads an event it does not know and exits 0 without a word.
+    let out = env.run(&["hook", "subagent-stop"], "{}");
+    assert!(out.status.success(), "exit {:?}", out.status);
+    assert_eq!((stdout(&out), support::stderr(&out)), (String::new(), String::new()));
 }
 
 #[cfg(unix)]

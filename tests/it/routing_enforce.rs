@@ -1,0 +1,370 @@
+//! `[routing] enforce` through the built binary: the agent hook (PreToolUse) with hook JSON on stdin
+//! and the mock engine, and the spawned hook (PostToolUse) that records what the spawn ran on. The
+//! mock's per-feature `answers` pick the rule's tier: haiku (read-only and specified) or sonnet (no
+//! rule matches).
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use crate::support::{TestEnv, stderr, stdout, write};
+use serde_json::{Value, json};
+
+/// A brief of more than ten words.
+const BRIEF: &str = "Find every caller of parse_rules in src and list them with file and line";
+/// The default rule gives haiku (rule 3: read-only and specified).
+const HAIKU: &str = "answers = { design = \"no\", review = \"no\" }";
+/// No rule matches: the default tier, sonnet.
+const SONNET: &str = "answers = { design = \"no\", review = \"no\", specified = \"no\" }";
+
+struct Case {
+    env: TestEnv,
+    repo: PathBuf,
+}
+
+/// A scratch environment with routing on, `enforce`, the mock answering `mock`, and a repo in `log_dirs`.
+fn case(enforce: &str, mock: &str) -> Case {
+    case_with(enforce, "", mock)
+}
+
+/// `case` with more `[routing]` keys.
+fn case_with(enforce: &str, routing: &str, mock: &str) -> Case {
+    let env = TestEnv::new();
+    let repo = env.root.join("work/repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nenforce = \"{enforce}\"\nlog_dirs = [{:?}]\n{routing}\n\
+         [providers.mock]\n{mock}\n",
+        repo.display().to_string()
+    ));
+    Case { env, repo }
+}
+
+/// The PreToolUse input Claude Code sends, as text: `tool_input` is written out by hand, so that
+/// the test can tell whether the hook copied it byte for byte.
+fn pre_payload(cwd: &Path, tool_input: &str, id: &str) -> String {
+    format!(
+        r#"{{"session_id":"sess","transcript_path":"/dev/null","cwd":{},"prompt_id":"p","permission_mode":"default","effort":{{"level":"high"}},"hook_event_name":"PreToolUse","tool_name":"Agent","tool_input":{tool_input},"tool_use_id":"{id}"}}"#,
+        json!(cwd)
+    )
+}
+
+fn input(model: Option<&str>, subagent_type: &str, brief: &str) -> String {
+    let model = model.map(|m| format!(r#","model":"{m}""#)).unwrap_or_default();
+    format!(r#"{{"description":"survey","prompt":{},"subagent_type":"{subagent_type}"{model}}}"#, json!(brief))
+}
+
+fn hook(env: &TestEnv, event: &str, stdin: &str) -> Output {
+    let out = env.run(&["hook", event], stdin);
+    assert!(out.status.success(), "hook exit {:?}: {}", out.status, stderr(&out));
+    assert_eq!(stderr(&out), "", "a hook keeps stderr quiet");
+    out
+}
+
+/// The `updatedInput` text the hook printed, or `None` when it printed nothing.
+fn updated(out: &Output) -> Option<String> {
+    let text = stdout(out);
+    if text.is_empty() {
+        return None;
+    }
+    let prefix = r#"{"hookSpecificOutput":{"hookEventName":"PreToolUse","updatedInput":"#;
+    let rest = text.trim_end().strip_prefix(prefix).unwrap_or_else(|| panic!("not an updatedInput answer: {text}"));
+    let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    assert_eq!(v["hookSpecificOutput"].as_object().unwrap().len(), 2, "no permission decision, nothing else: {text}");
+    Some(rest.strip_suffix("}}").expect("the object closes").to_string())
+}
+
+fn entries(env: &TestEnv) -> Vec<Value> {
+    match std::fs::read_to_string(env.install_dir.join("logs/routing.jsonl")) {
+        Ok(text) => text.lines().map(|l| serde_json::from_str(l).expect("whole JSON line")).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[test]
+fn each_mode_sets_only_what_it_says_and_copies_the_rest_byte_for_byte() {
+    // fill: no model → the rule's tier; a model given stays.
+    let c = case("fill", HAIKU);
+    let raw = input(None, "general-purpose", BRIEF);
+    let got = updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t1"))).expect("a rewrite");
+    assert_eq!(got, format!(r#"{},"model":"haiku"}}"#, raw.strip_suffix('}').unwrap()));
+    let out = hook(&c.env, "agent", &pre_payload(&c.repo, &input(Some("opus"), "general-purpose", BRIEF), "t2"));
+    assert_eq!(updated(&out), None, "fill leaves a given model");
+    let log = entries(&c.env);
+    assert_eq!(
+        (&log[0]["enforce"], &log[0]["tier_after"], log[0].get("tier_before"), log[0].get("kept")),
+        (&json!("fill"), &json!("haiku"), None, None)
+    );
+    assert_eq!(
+        (&log[1]["tier_before"], log[1].get("tier_after"), &log[1]["kept"]),
+        (&json!("opus"), None, &json!("model_given"))
+    );
+
+    // raise: haiku → sonnet; opus stays above sonnet.
+    let c = case("raise", SONNET);
+    let raw = input(Some("haiku"), "general-purpose", BRIEF);
+    let got = updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t3"))).expect("raised");
+    assert_eq!(got, raw.replace(r#""model":"haiku""#, r#""model":"sonnet""#));
+    let out = hook(&c.env, "agent", &pre_payload(&c.repo, &input(Some("opus"), "general-purpose", BRIEF), "t4"));
+    assert_eq!(updated(&out), None, "raise never lowers");
+    let log = entries(&c.env);
+    assert_eq!((&log[0]["tier_before"], &log[0]["tier_after"]), (&json!("haiku"), &json!("sonnet")));
+    assert_eq!(log[1]["kept"], "above_rule");
+
+    // set: opus → sonnet, and members Claude Code does not send today pass untouched, in order.
+    let c = case("set", SONNET);
+    let raw = format!(
+        r#"{{"description":"d","prompt":{},"model":"opus","subagent_type":"Explore","run_in_background":true,"x_new":{{"n":1.50,"big":123456789012345678901234567890,"s":"\u00e9\"}}"}}}}"#,
+        json!(BRIEF)
+    );
+    let got = updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t5"))).expect("lowered");
+    assert_eq!(got, raw.replace(r#""model":"opus""#, r#""model":"sonnet""#));
+    assert_eq!(entries(&c.env)[0]["tier_after"], "sonnet");
+
+    // The environment names the mode too.
+    let mut c = case("off", HAIKU);
+    let raw = input(None, "general-purpose", BRIEF);
+    assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t6"))), None, "off: record only");
+    assert_eq!((&entries(&c.env)[0]["enforce"], entries(&c.env)[0].get("kept")), (&json!("off"), None));
+    c.env.set_env("SYSTEM1_ROUTING_ENFORCE", "fill");
+    assert!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t7"))).is_some());
+}
+
+#[test]
+fn enforcement_needs_no_log_and_asks_no_engine_when_nothing_can_change() {
+    // An engine that takes a minute, and a minute of budget and timeout to wait for it.
+    let mut c = case_with("fill", "budget_ms = 60000", &format!("{HAIKU}\ndelay_ms = 60000"));
+    c.env.set_env("SYSTEM1_TIMEOUT_S", "60");
+    // Outside log_dirs and naming a model: fill can change nothing, so the hook does not ask the engine.
+    let started = std::time::Instant::now();
+    let out = hook(&c.env, "agent", &pre_payload(&c.env.home, &input(Some("haiku"), "general-purpose", BRIEF), "t1"));
+    assert_eq!(updated(&out), None);
+    assert!(started.elapsed() < crate::support::CUT_OFF, "the engine was asked");
+
+    let c = case("fill", HAIKU);
+    let out = hook(&c.env, "agent", &pre_payload(&c.env.home, &input(None, "general-purpose", BRIEF), "t2"));
+    assert!(updated(&out).is_some(), "a rewrite outside log_dirs");
+    assert!(entries(&c.env).is_empty(), "but no log entry");
+}
+
+/// Lowers `design`'s calibrated confidence to about 0.555, under the default 0.6.
+fn lower_design_confidence(env: &TestEnv) {
+    write(
+        &env.install_dir.join("calibration.json"),
+        r#"{"format": "system1-calibration", "version": 1,
+            "fits": [{"provider": "mock", "model": "mock", "question": "design", "temperature": 10.0}]}"#,
+    );
+}
+
+#[test]
+fn every_other_case_passes_the_call_exactly_as_claude_made_it() {
+    let raw = input(Some("opus"), "general-purpose", BRIEF);
+    // Each would be lowered to sonnet if it were not for the one thing it changes.
+    let base = case("set", SONNET);
+    assert!(
+        updated(&hook(&base.env, "agent", &pre_payload(&base.repo, &raw, "t0"))).is_some(),
+        "the baseline rewrites"
+    );
+
+    let mocks = [
+        ("engine error", "fail = \"error\""),
+        ("engine abstains", "fail = \"abstain\""),
+        ("malformed answer", "fail = \"malformed\""),
+        ("timeout", "fail = \"timeout\""),
+        ("slower than the budget", "delay_ms = 60000"),
+    ];
+    for (what, mock) in mocks {
+        let mut c = case_with("set", "budget_ms = 300", &format!("{SONNET}\n{mock}"));
+        c.env.set_env("SYSTEM1_TIMEOUT_S", "60");
+        let started = std::time::Instant::now();
+        assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t1"))), None, "{what}");
+        assert!(started.elapsed() < crate::support::CUT_OFF, "{what}: the budget holds");
+    }
+
+    let c = case("set", SONNET);
+    lower_design_confidence(&c.env);
+    assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t2"))), None, "low confidence");
+    assert_eq!(entries(&c.env)[0]["kept"], "low_confidence");
+
+    let c = case("set", SONNET);
+    let fork = input(Some("opus"), "fork", BRIEF);
+    assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &fork, "t3"))), None, "a fork");
+    let short = input(Some("opus"), "general-purpose", "Fix the typo in README");
+    assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &short, "t4"))), None, "a short brief");
+    let inherit = input(Some("inherit"), "general-purpose", BRIEF);
+    assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &inherit, "t5"))), None, "no tier named");
+    let kept: Vec<Value> = entries(&c.env).iter().map(|e| e["kept"].clone()).collect();
+    assert_eq!(kept, [json!("fork"), json!("short_brief"), json!("not_a_tier")]);
+
+    write(&c.env.install_dir.join("paused"), "");
+    assert_eq!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "t6"))), None, "paused");
+    std::fs::remove_file(c.env.install_dir.join("paused")).unwrap();
+
+    let mut other_tool = pre_payload(&c.repo, &raw, "t7");
+    other_tool = other_tool.replace(r#""tool_name":"Agent""#, r#""tool_name":"Bash""#);
+    assert_eq!(updated(&hook(&c.env, "agent", &other_tool)), None, "not a spawn");
+    let task = pre_payload(&c.repo, &raw, "t8").replace(r#""tool_name":"Agent""#, r#""tool_name":"Task""#);
+    assert!(updated(&hook(&c.env, "agent", &task)).is_some(), "Task is the Agent tool's old name");
+
+    for (what, config) in [
+        ("a bad mode", "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nenforce = \"always\"\n"),
+        ("routing off", "[gateway]\nprovider = \"mock\"\n[routing]\nenforce = \"set\"\n"),
+        (
+            "a broken provider setting",
+            "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nenforce = \"set\"\n[providers.mock]\nfail = \"sometimes\"\n",
+        ),
+    ] {
+        let env = TestEnv::new();
+        env.write_config(config);
+        assert_eq!(updated(&hook(&env, "agent", &pre_payload(&env.home, &raw, "t9"))), None, "{what}");
+    }
+    let env = TestEnv::with_mock("[routing]\nenabled = true\nenforce = \"set\"\n");
+    for junk in [
+        "",
+        "not json",
+        "[]",
+        r#"{"tool_name":"Agent","tool_input":"x"}"#,
+        r#"{"tool_name":"Agent","tool_input":{"model":"opus"}}"#,
+    ] {
+        assert_eq!(stdout(&hook(&env, "agent", junk)), "", "{junk:?}");
+    }
+}
+
+fn post_payload(cwd: &Path, id: &str, model: &str, resolved: Option<&str>) -> String {
+    let mut response = json!({"status": "completed", "agentId": "a1", "content": [{"type": "text", "text": "done"}]});
+    if let Some(r) = resolved {
+        response["resolvedModel"] = json!(r);
+    }
+    json!({"session_id": "sess", "transcript_path": "/dev/null", "cwd": cwd, "hook_event_name": "PostToolUse",
+           "tool_name": "Agent", "tool_input": {"description": "survey", "prompt": BRIEF, "model": model},
+           "tool_response": response, "tool_use_id": id, "duration_ms": 40})
+    .to_string()
+}
+
+#[test]
+fn the_spawned_hook_records_whether_a_rewrite_took_effect() {
+    let c = case("raise", SONNET);
+    let raised = input(Some("haiku"), "general-purpose", BRIEF);
+    hook(&c.env, "agent", &pre_payload(&c.repo, &raised, "t1"));
+    hook(&c.env, "agent", &pre_payload(&c.repo, &raised, "t2"));
+    hook(&c.env, "agent", &pre_payload(&c.repo, &input(Some("opus"), "general-purpose", BRIEF), "t3"));
+    for (id, resolved) in
+        [("t1", "claude-sonnet-5-5"), ("t2", "claude-haiku-4-5-20251001"), ("t3", "claude-opus-4-8[1m]")]
+    {
+        let out = hook(&c.env, "spawned", &post_payload(&c.repo, id, "sonnet", Some(resolved)));
+        assert_eq!(stdout(&out), "", "the spawned hook prints nothing");
+    }
+    // No agent entry to complete, no resolved model, outside log_dirs: nothing.
+    hook(&c.env, "spawned", &post_payload(&c.repo, "t9", "sonnet", Some("claude-sonnet-5")));
+    hook(&c.env, "spawned", &post_payload(&c.repo, "t1", "sonnet", None));
+    hook(&c.env, "spawned", &post_payload(&c.env.home, "t1", "sonnet", Some("claude-sonnet-5")));
+
+    let spawns: Vec<Value> = entries(&c.env).into_iter().filter(|e| e["source"] == "spawn").collect();
+    assert_eq!(spawns.len(), 3, "{spawns:?}");
+    let repo = std::fs::canonicalize(&c.repo).unwrap().display().to_string();
+    assert_eq!(
+        (&spawns[0]["tool_use_id"], &spawns[0]["resolved_model"], &spawns[0]["ran_tier"], &spawns[0]["took_effect"]),
+        (&json!("t1"), &json!("claude-sonnet-5-5"), &json!("sonnet"), &json!(true))
+    );
+    assert_eq!((&spawns[0]["session_id"], &spawns[0]["repo"]), (&json!("sess"), &json!(repo)));
+    assert!(spawns[0].get("prompt").is_none(), "the brief is in the agent entry only");
+    assert_eq!((&spawns[1]["ran_tier"], &spawns[1]["took_effect"]), (&json!("haiku"), &json!(false)), "ignored");
+    assert_eq!((&spawns[2]["ran_tier"], spawns[2].get("took_effect")), (&json!("opus"), None), "nothing was set");
+
+    // Paused: nothing recorded.
+    write(&c.env.install_dir.join("paused"), "");
+    hook(&c.env, "spawned", &post_payload(&c.repo, "t1", "sonnet", Some("claude-sonnet-5")));
+    assert_eq!(entries(&c.env).iter().filter(|e| e["source"] == "spawn").count(), 3);
+}
+
+fn route_brief(env: &TestEnv, args: &[&str]) -> Value {
+    let mut full = vec!["route", "--json", "--brief", BRIEF];
+    full.extend_from_slice(args);
+    let out = env.run(&full, "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
+}
+
+#[test]
+fn route_brief_shows_what_enforcement_would_do() {
+    let c = case("raise", SONNET);
+    let cwd = c.repo.display().to_string();
+    let r = route_brief(&c.env, &["--model", "haiku", "--cwd", &cwd]);
+    assert_eq!(
+        (&r["enforce"], &r["routing"]["tier"], &r["set_tier"], &r["rewrites"]),
+        (&json!("raise"), &json!("sonnet"), &json!("sonnet"), &json!(true))
+    );
+    assert_eq!((&r["tier_before"], &r["logged"]), (&json!("haiku"), &json!(true)));
+    let r = route_brief(&c.env, &["--model", "opus", "--cwd", &cwd]);
+    assert_eq!((&r["set_tier"], &r["kept"], &r["rewrites"]), (&Value::Null, &json!("above_rule"), &json!(false)));
+    assert!(r["unchanged_because"].as_str().unwrap().contains("only set lowers"), "{r}");
+    let r = route_brief(&c.env, &["--subagent-type", "fork"]);
+    assert_eq!(r["kept"], "fork");
+    assert!(entries(&c.env).is_empty(), "route never writes the log");
+
+    // Paused: the hook would do nothing, and route says so while still showing the features.
+    write(&c.env.install_dir.join("paused"), "");
+    let r = route_brief(&c.env, &["--model", "haiku"]);
+    assert!(r["silent_because"].as_str().unwrap().contains("paused"), "{r}");
+    assert_eq!((&r["routing"]["tier"], &r["rewrites"]), (&json!("sonnet"), &json!(false)));
+    let text = stdout(&c.env.run(&["route", "--brief", BRIEF, "--model", "haiku"], ""));
+    assert!(text.contains("hook: does nothing (System-1 is paused"), "{text}");
+    assert!(text.contains("spawn: model \"haiku\" would become model \"sonnet\", but the hook does nothing"), "{text}");
+    std::fs::remove_file(c.env.install_dir.join("paused")).unwrap();
+    let text = stdout(&c.env.run(&["route", "--brief", BRIEF, "--model", "haiku"], ""));
+    assert!(text.contains("enforce: raise ("), "{text}");
+    assert!(text.contains("spawn: model \"haiku\" → model \"sonnet\""), "{text}");
+
+    let out = c.env.run(&["route", "--model", "haiku", "--prompt", BRIEF], "");
+    assert_eq!(out.status.code(), Some(2), "--model goes with --brief only");
+}
+
+/// The doctor's lines that mention enforcement, with their fix lines.
+fn doctor_enforce(env: &TestEnv) -> String {
+    let text = stdout(&env.run(&["doctor"], ""));
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if l.contains("enforce") && !l.trim_start().starts_with("fix:") {
+            out.push(l.to_string());
+            if let Some(fix) = lines.get(i + 1).filter(|f| f.trim_start().starts_with("fix:")) {
+                out.push(fix.to_string());
+            }
+        }
+    }
+    out.join("\n")
+}
+
+#[test]
+fn toggle_status_and_doctor_show_the_mode_and_doctor_warns_of_rewrites_that_did_not_take() {
+    let c = case("raise", SONNET);
+    let status = stdout(&c.env.run(&["toggle", "status"], ""));
+    assert!(status.contains("spawn model:   enforce raise (a spawn that names no model, or one below"), "{status}");
+    assert!(doctor_enforce(&c.env).contains("ok    not paused (routing on, log only; enforce raise)"));
+    assert!(doctor_enforce(&c.env).contains("enforce raise (a spawn that names no model"), "no rewrite yet");
+
+    // Three rewrites: two ran on the tier set, the latest did not.
+    let raised = input(Some("haiku"), "general-purpose", BRIEF);
+    for (id, ran) in [("t1", "claude-sonnet-5"), ("t2", "claude-sonnet-5"), ("t3", "claude-haiku-4-5-20251001")] {
+        hook(&c.env, "agent", &pre_payload(&c.repo, &raised, id));
+        hook(&c.env, "spawned", &post_payload(&c.repo, id, "sonnet", Some(ran)));
+    }
+    let doctor = doctor_enforce(&c.env);
+    assert!(doctor.contains("warn  enforce raise: 1 of the last 3 rewrites did not take effect"), "{doctor}");
+    assert!(doctor.contains("fix: this Claude Code may ignore a hook's updatedInput"), "{doctor}");
+
+    let taken = case("set", SONNET);
+    hook(&taken.env, "agent", &pre_payload(&taken.repo, &input(Some("opus"), "general-purpose", BRIEF), "t1"));
+    hook(&taken.env, "spawned", &post_payload(&taken.repo, "t1", "sonnet", Some("claude-sonnet-5-5")));
+    assert!(doctor_enforce(&taken.env).contains("ok    enforce set ("), "{}", doctor_enforce(&taken.env));
+    assert!(doctor_enforce(&taken.env).contains("the last 1 checked rewrites took effect"));
+
+    write(&c.env.install_dir.join("paused"), "");
+    let status = stdout(&c.env.run(&["toggle", "status"], ""));
+    assert!(status.contains("spawn model:   enforce raise, inactive while routing is off or paused"), "{status}");
+
+    let off = TestEnv::with_mock("[routing]\nenforce = \"fill\"\n");
+    let doctor = doctor_enforce(&off);
+    assert!(doctor.contains("warn  [routing] enforce = \"fill\" does nothing while routing is off"), "{doctor}");
+    let none = TestEnv::with_mock("");
+    assert!(stdout(&none.run(&["toggle", "status"], "")).contains("spawn model:   enforce off (record only"));
+}
