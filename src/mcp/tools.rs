@@ -1,6 +1,11 @@
 //! The three tools as MCP sees them: their listing and their results.
+//!
+//! Schemas in the tool list name no `$schema`: they use only keywords that mean the same in JSON
+//! Schema draft-07 and 2020-12 , so every client's validator compiles
+//! them, whichever draft it defaults to (a test below walks them); MCP reads a schema without
+//! `$schema` as 2020-12. The files in `schema/` keep their 2020-12 `$schema`.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::gateway::{Gateway, Status, request, schema};
 
@@ -67,12 +72,43 @@ fn has_structured(version: &str) -> bool {
     version >= "2025-06-18"
 }
 
-fn input_schema(mut s: Value) -> Value {
+/// A schema as the tool list shows it: without `$schema` (see the module comment).
+fn tool_schema(mut s: Value) -> Value {
     if let Value::Object(m) = &mut s {
         m.remove("$schema");
+    }
+    s
+}
+
+fn input_schema(s: Value) -> Value {
+    let mut s = tool_schema(s);
+    if let Value::Object(m) = &mut s {
         m.remove("title");
     }
     s
+}
+
+/// Arguments that MCP clients add to every tool for their own use, each with the type the client
+/// declares for it. Gemini CLI adds `wait_for_previous` (a boolean: run this call after the ones
+/// before it) to every tool's schema, tells its model to set it, and forwards it. A tool never sees
+/// them; with another type the argument is not the client's and is refused like any unknown one.
+const CONTROL_ARGUMENTS: [(&str, fn(&Value) -> bool); 1] = [("wait_for_previous", control_flag)];
+
+fn control_flag(v: &Value) -> bool {
+    v.is_boolean() || v.is_null()
+}
+
+/// The arguments with the clients' control arguments taken off.
+fn tool_arguments(arguments: &Value) -> Value {
+    match arguments {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, v)| !CONTROL_ARGUMENTS.iter().any(|(name, is_control)| k == name && is_control(v)))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other.clone(),
+    }
 }
 
 pub fn list(version: &str) -> Value {
@@ -82,21 +118,21 @@ pub fn list(version: &str) -> Value {
             "System-1 decide",
             "Fast decision from a local System-1 engine: picks one of `options` (or answers yes/no without options) with a calibrated confidence. For quick, low-stakes triage and classification, not for reasoning, facts or code. status \"abstained\" means: decide it yourself.",
             input_schema(schema::request()),
-            schema::response(),
+            tool_schema(schema::response()),
         ),
         (
             "system1_health",
             "System-1 health",
             "Health of the System-1 gateway and its engines: ok, degraded, down or paused, with a probe per provider.",
             schema::no_arguments(),
-            schema::health(),
+            tool_schema(schema::health()),
         ),
         (
             "system1_capabilities",
             "System-1 capabilities",
             "System-1 gateway version, provider chain, limits (max_options), timeout, threshold, calibration fits and the request/response JSON Schemas.",
             schema::no_arguments(),
-            schema::capabilities(),
+            tool_schema(schema::capabilities()),
         ),
     ];
     let list: Vec<Value> = tools
@@ -118,14 +154,18 @@ pub fn list(version: &str) -> Value {
 
 /// Runs a tool. `None` means no such tool (a protocol error, not a tool result).
 pub fn call(gateway: &Gateway, name: &str, arguments: &Value, version: &str) -> Option<Value> {
+    let arguments = tool_arguments(arguments);
     let (structured, is_error) = match name {
         "system1_decide" => {
-            let resp = match request::validate(arguments) {
+            let resp = match request::validate(&arguments) {
                 Ok(req) => gateway.decide(&req),
                 Err(invalid) => gateway.refuse(&invalid),
             };
             let is_error = resp.status == Status::Error;
             (serde_json::to_value(&resp).unwrap_or(Value::Null), is_error)
+        }
+        "system1_health" | "system1_capabilities" if !no_arguments(&arguments) => {
+            return Some(refusal(name, &arguments));
         }
         "system1_health" => (serde_json::to_value(gateway.health()).unwrap_or(Value::Null), false),
         "system1_capabilities" => (serde_json::to_value(gateway.capabilities()).unwrap_or(Value::Null), false),
@@ -137,4 +177,109 @@ pub fn call(gateway: &Gateway, name: &str, arguments: &Value, version: &str) -> 
         result["structuredContent"] = structured;
     }
     Some(result)
+}
+
+fn no_arguments(arguments: &Value) -> bool {
+    arguments.as_object().is_none_or(Map::is_empty)
+}
+
+/// A tool without parameters called with some: a tool execution error, as its input schema
+/// (`additionalProperties: false`) says. Only text: the result schema describes a success.
+fn refusal(name: &str, arguments: &Value) -> Value {
+    let given: Vec<&str> = arguments.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+    let text = format!("invalid_request: {name} takes no arguments; unknown argument(s): {}", given.join(", "));
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The keywords tool schemas may use: each means the same in draft-07 and 2020-12 (`items` only
+    /// as one schema, `exclusiveMinimum` only as a number). A test walks every tool schema.
+    const NEUTRAL_KEYWORDS: [&str; 19] = [
+        "type",
+        "title",
+        "description",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "enum",
+        "const",
+        "oneOf",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "minLength",
+        "maxLength",
+        "minItems",
+        "maxItems",
+        "uniqueItems",
+        "default",
+    ];
+
+    /// Every keyword in `schema` (and the schemas inside it) is one of [`NEUTRAL_KEYWORDS`]; no `$schema`.
+    fn check_keywords(path: &str, schema: &Value, bad: &mut Vec<String>) {
+        let Value::Object(m) = schema else {
+            bad.push(format!("{path}: not an object"));
+            return;
+        };
+        for (k, v) in m {
+            let at = format!("{path}/{k}");
+            if !NEUTRAL_KEYWORDS.contains(&k.as_str()) {
+                bad.push(at.clone());
+            }
+            match k.as_str() {
+                "properties" => {
+                    for (name, sub) in v.as_object().into_iter().flatten() {
+                        check_keywords(&format!("{at}/{name}"), sub, bad);
+                    }
+                }
+                "items" | "additionalProperties" if v.is_object() => check_keywords(&at, v, bad),
+                "oneOf" => {
+                    for (i, sub) in v.as_array().into_iter().flatten().enumerate() {
+                        check_keywords(&format!("{at}/{i}"), sub, bad);
+                    }
+                }
+                "items" => bad.push(format!("{at}: items must be one schema")),
+                "exclusiveMinimum" if !v.is_number() => bad.push(format!("{at}: must be a number")),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn tool_schemas_use_only_keywords_draft_07_and_2020_12_agree_on() {
+        for version in PROTOCOL_VERSIONS {
+            let list = list(version);
+            let mut bad = Vec::new();
+            for t in list["tools"].as_array().into_iter().flatten() {
+                let name = t["name"].as_str().unwrap_or("?");
+                check_keywords(&format!("{name} inputSchema"), &t["inputSchema"], &mut bad);
+                if let Some(output) = t.get("outputSchema") {
+                    check_keywords(&format!("{name} outputSchema"), output, &mut bad);
+                }
+            }
+            assert!(bad.is_empty(), "{version}: keywords outside the shared set (or a $schema): {bad:?}");
+        }
+        // The walk finds what it is meant to find.
+        let mut bad = Vec::new();
+        check_keywords(
+            "x",
+            &json!({"$schema": "s", "properties": {"a": {"prefixItems": []}}, "items": [{}]}),
+            &mut bad,
+        );
+        assert_eq!(bad, ["x/$schema", "x/properties/a/prefixItems", "x/items: items must be one schema"]);
+    }
+
+    #[test]
+    fn control_arguments_are_taken_off_and_nothing_else() {
+        let args = json!({"question": "q", "wait_for_previous": true, "extra": 1});
+        assert_eq!(tool_arguments(&args), json!({"question": "q", "extra": 1}));
+        assert_eq!(tool_arguments(&json!({"wait_for_previous": null})), json!({}));
+        // Not the client's boolean: left for the tool to refuse.
+        assert_eq!(tool_arguments(&json!({"wait_for_previous": "yes"})), json!({"wait_for_previous": "yes"}));
+        assert_eq!(tool_arguments(&json!({"Wait_For_Previous": true})), json!({"Wait_For_Previous": true}));
+    }
 }

@@ -25,6 +25,7 @@ mod engines_servers;
 mod engines_von_ollama;
 mod install;
 mod mcp_bad_input;
+mod mcp_clients;
 mod mcp_decide;
 mod mcp_fallback;
 mod mcp_protocol;
