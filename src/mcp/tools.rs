@@ -88,14 +88,14 @@ fn input_schema(s: Value) -> Value {
     s
 }
 
-/// Arguments that MCP clients add to every tool for their own use, each with the type the client
-/// declares for it. Gemini CLI adds `wait_for_previous` (a boolean: run this call after the ones
-/// before it) to every tool's schema, tells its model to set it, and forwards it. A tool never sees
-/// them; with another type the argument is not the client's and is refused like any unknown one.
-const CONTROL_ARGUMENTS: [(&str, fn(&Value) -> bool); 1] = [("wait_for_previous", control_flag)];
+/// Arguments that MCP clients add to every tool for their own use, all of them booleans. Gemini CLI
+/// adds `wait_for_previous` (run this call after the ones before it) to every tool's schema, tells
+/// its model to set it, and forwards it. A tool never sees them; with a value that is not a boolean
+/// (or null) the argument is not the client's, and is refused like any unknown one.
+const CONTROL_ARGUMENTS: [&str; 1] = ["wait_for_previous"];
 
-fn control_flag(v: &Value) -> bool {
-    v.is_boolean() || v.is_null()
+fn is_control(name: &str, value: &Value) -> bool {
+    CONTROL_ARGUMENTS.contains(&name) && (value.is_boolean() || value.is_null())
 }
 
 /// The arguments with the clients' control arguments taken off.
@@ -103,7 +103,7 @@ fn tool_arguments(arguments: &Value) -> Value {
     match arguments {
         Value::Object(m) => Value::Object(
             m.iter()
-                .filter(|(k, v)| !CONTROL_ARGUMENTS.iter().any(|(name, is_control)| k == name && is_control(v)))
+                .filter(|(k, v)| !is_control(k, v))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect::<Map<String, Value>>(),
         ),
