@@ -103,6 +103,35 @@ pub fn probe() -> Value {
         "python": python,
         "ollama": ollama,
     })
+    .as_object()
+    .map(|o| {
+        let mut o = o.clone();
+        let (engine, why) = recommend(&Value::Object(o.clone()));
+        o.insert("recommended".into(), json!({"engine": engine, "why": why}));
+        Value::Object(o)
+    })
+    .unwrap_or_default()
+}
+
+/// The engine this machine suits: Laya where a GPU and Python are there (one forward pass for the
+/// four features, fast on a GPU), else the local engine, which needs neither (a 91 MB model run
+/// inside system1 on the CPU).
+pub fn recommend(p: &Value) -> (&'static str, &'static str) {
+    let gpu = p["gpus"].as_array().is_some_and(|g| !g.is_empty());
+    let python = p["python"].is_string();
+    match (gpu, python) {
+        (true, true) => (
+            "laya",
+            "a GPU and Python are there: Laya answers the four routing features in one pass on the GPU (a 6 GB install); the local engine is the light alternative",
+        ),
+        (_, false) => {
+            ("local", "no Python on PATH: the local engine runs inside system1 (`system1 engine install local`, 91 MB)")
+        }
+        (false, true) => (
+            "local",
+            "no GPU: the local engine runs inside system1 on the CPU (`system1 engine install local`, 91 MB); Laya would work on the CPU but slowly",
+        ),
+    }
 }
 
 /// The probe as lines for a person.
@@ -128,5 +157,21 @@ pub fn describe(p: &Value) -> Vec<String> {
     }
     lines.push(format!("Python: {}", s(&p["python"]).unwrap_or_else(|| "not found on PATH".into())));
     lines.push(format!("Ollama: {}", s(&p["ollama"]).unwrap_or_else(|| "not found on PATH".into())));
+    if let Some(engine) = s(&p["recommended"]["engine"]) {
+        lines.push(format!("Engine: {engine} ({})", s(&p["recommended"]["why"]).unwrap_or_default()));
+    }
     lines
+}
+
+#[cfg(test)]
+mod recommend_tests {
+    use super::*;
+
+    #[test]
+    fn local_without_a_gpu_or_python_laya_with_both() {
+        let p = |gpus: Value, python: Value| json!({"gpus": gpus, "python": python});
+        assert_eq!(recommend(&p(json!([]), json!("Python 3.11"))).0, "local");
+        assert_eq!(recommend(&p(json!([{"name": "RTX"}]), Value::Null)).0, "local");
+        assert_eq!(recommend(&p(json!([{"name": "RTX"}]), json!("Python 3.11"))).0, "laya");
+    }
 }

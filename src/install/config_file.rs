@@ -27,6 +27,9 @@ pub enum Outcome {
     Kept,
     /// The example was written; its engine answered.
     WrittenWithEngine,
+    /// The example was written with the local engine, whose model is installed, because the
+    /// example's engine did not answer (the reason).
+    WrittenWithLocal(String),
     /// The example was written with the abstaining mock, because no engine answered (the reason).
     WrittenWithMock(String),
 }
@@ -43,6 +46,12 @@ pub fn write_if_missing() -> Result<Outcome> {
     staged.set_contents(EXAMPLE.as_bytes()).context(|| format!("cannot write {}", staged.path().display()))?;
     let outcome = match probe_example_engine(staged.path()) {
         Ok(()) => Outcome::WrittenWithEngine,
+        Err(reason) if local_engine_answers(staged.path()) => {
+            staged
+                .set_contents(engine_config(EXAMPLE, "local")?.as_bytes())
+                .context(|| format!("cannot write {}", staged.path().display()))?;
+            Outcome::WrittenWithLocal(reason)
+        }
         Err(reason) => {
             staged
                 .set_contents(no_engine_config(EXAMPLE)?.as_bytes())
@@ -65,6 +74,33 @@ fn probe_example_engine(config_path: &Path) -> Result<(), String> {
     };
     let probe = engine.health(PROBE_TIMEOUT);
     if probe.ok { Ok(()) } else { Err(probe.detail.unwrap_or_else(|| format!("{EXAMPLE_ENGINE} did not answer"))) }
+}
+
+/// Whether the local engine's model is installed and loads (its health probe maps the model).
+fn local_engine_answers(config_path: &Path) -> bool {
+    let loaded = config::load_from(config_path.to_path_buf(), &config::process_env());
+    let settings = loaded.provider_settings("local");
+    providers::build("local", &settings).is_some_and(|p| p.health(PROBE_TIMEOUT).ok)
+}
+
+/// The example with `engine` selected instead of the example's, and a comment saying why.
+pub fn engine_config(example: &str, engine: &str) -> Result<String> {
+    let mut out = String::with_capacity(example.len() + 256);
+    let mut done = false;
+    for line in example.lines() {
+        if !done && line.starts_with("provider = ") {
+            out.push_str(&format!(
+                "# No engine server answered when system1 was installed, and the {engine} engine's model was\n\
+                 # installed, so it is the engine.\n"
+            ));
+            out.push_str(&line.replacen(&format!("\"{EXAMPLE_ENGINE}\""), &format!("\"{engine}\""), 1));
+            done = true;
+        } else {
+            out.push_str(line);
+        }
+        out.push('\n');
+    }
+    if done { Ok(out) } else { Err(Error::failure("config.example.toml lacks the `provider = ` line install edits")) }
 }
 
 /// The example with the abstaining mock selected, and a comment saying why and how to switch.
@@ -99,6 +135,14 @@ pub fn no_engine_config(example: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn engine_config_selects_the_local_engine_and_keeps_the_rest() {
+        let doc: toml::Table = toml::from_str(&engine_config(EXAMPLE, "local").unwrap()).unwrap();
+        assert_eq!(doc["gateway"]["provider"].as_str(), Some("local"));
+        assert_eq!(doc["providers"]["local"]["model"].as_str(), Some("all-MiniLM-L6-v2"));
+        assert_eq!(doc["providers"]["mock"]["fail"].as_str(), Some(""));
+    }
 
     #[test]
     fn no_engine_config_selects_an_abstaining_mock_and_keeps_the_rest() {

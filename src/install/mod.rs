@@ -29,6 +29,10 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
     report.push(match config_file::write_if_missing()? {
         config_file::Outcome::Kept => format!("config: kept {}", config.display()),
         config_file::Outcome::WrittenWithEngine => format!("config: wrote {} (engine: laya)", config.display()),
+        config_file::Outcome::WrittenWithLocal(why) => format!(
+            "config: wrote {} (engine: local, the installed all-MiniLM-L6-v2; laya did not answer: {why})",
+            config.display()
+        ),
         config_file::Outcome::WrittenWithMock(why) => format!(
             "config: wrote {} with the mock engine, which abstains on every question, because no engine answered \
              ({why}); install one with /system1:choose-model, then set `provider` in that file",

@@ -46,6 +46,18 @@ pub fn run(args: Options) -> Result<i32> {
         }
     }
     let gateway = super::gateway_for(Some(&args.provider))?;
+    if args.provider == "local" && !args.json {
+        // The local engine's heads were fitted on labelled data; their leave-one-out figures are
+        // the honest accuracy on it (what follows is measured on the log, which they may include).
+        if let Some(p) = gateway.primary() {
+            let heads = crate::providers::local::heads_in_force(&p.model());
+            outln!("Trained heads of the local engine ({}), leave-one-out on the data each was fitted on:", p.model())?;
+            for line in super::heads::describe(&heads) {
+                outln!("{line}")?;
+            }
+            outln!("")?;
+        }
+    }
     let entries = log::read_all().context(|| format!("cannot read {}", paths::routing_log().display()))?;
     let mut rows: Vec<(String, Row)> = entries.entries.iter().filter_map(row_of).collect();
     if rows.is_empty() {

@@ -241,7 +241,8 @@ fn config_example_lists_every_key_at_its_default() {
     let o = example.run(&["config", "check"], "");
     assert_eq!(code(&o), 0, "config.example.toml is valid: {}", stderr(&o));
     let defaults = TestEnv::new();
-    defaults.write_config("[providers.laya]\n[providers.von]\n[providers.ollama]\n[providers.mock]\n");
+    defaults
+        .write_config("[providers.laya]\n[providers.von]\n[providers.ollama]\n[providers.local]\n[providers.mock]\n");
     let (example, defaults) = (shown(&example), shown(&defaults));
     assert_eq!(example.keys().collect::<Vec<_>>(), defaults.keys().collect::<Vec<_>>(), "the same keys");
     for (key, (value, source)) in &example {

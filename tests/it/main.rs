@@ -24,6 +24,7 @@ mod engines_laya_serve_021;
 mod engines_servers;
 mod engines_von_ollama;
 mod install;
+mod local_engine;
 mod mcp_bad_input;
 mod mcp_clients;
 mod mcp_decide;

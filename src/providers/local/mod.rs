@@ -52,6 +52,8 @@ struct Loaded {
 pub struct Local {
     name: String,
     dir: PathBuf,
+    /// Whether `model_dir` was set (rather than the install dir's default): it changes the fix.
+    given: bool,
     max_tokens: usize,
     temperature: f64,
     none_similarity: f64,
@@ -87,25 +89,10 @@ pub fn configured(s: &Settings) -> (String, PathBuf, bool) {
 impl Local {
     pub fn new(s: &Settings) -> Self {
         let (name, dir, given) = configured(s);
-        if let Some(missing) = model::missing_file(&dir) {
-            let fix = if !given {
-                format!(
-                    "run `system1 engine install local{}`",
-                    if name == DEFAULT_MODEL { String::new() } else { format!(" --model {name}") }
-                )
-            } else {
-                format!(
-                    "point {}.model_dir{} at a folder with {}",
-                    s.section(),
-                    s.origin("model_dir"),
-                    model::FILES.join(", ")
-                )
-            };
-            s.error(format!("the local model is not installed: {} is missing; {fix}", missing.display()));
-        }
         Self {
             name,
             dir,
+            given,
             max_tokens: s.u64("max_tokens", 0, 0, 8192) as usize,
             temperature: s.f64("temperature", 0.05, 0.001, 10.0),
             none_similarity: s.f64("none_similarity", 0.3, -1.0, 1.0),
@@ -118,12 +105,24 @@ impl Local {
     fn load(&self) -> Result<Arc<Loaded>, String> {
         self.loaded
             .get_or_init(|| {
+                // Checked here, not when the config is read: a section that names a model which is
+                // not installed is only a problem for a chain that uses the local engine.
+                if let Some(missing) = model::missing_file(&self.dir) {
+                    let fix = if self.given {
+                        format!("point [providers.local] model_dir at a folder with {}", model::FILES.join(", "))
+                    } else if self.name == DEFAULT_MODEL {
+                        "run `system1 engine install local`".to_string()
+                    } else {
+                        format!("run `system1 engine install local --model {}`", self.name)
+                    };
+                    return Err(format!("the local model is not installed: {} is missing; {fix}", missing.display()));
+                }
                 let model = Model::load(&self.dir, self.max_tokens).map_err(|e| {
                     format!(
                         "{e}; reinstall it with `system1 engine install local` (or fix [providers.local] model_dir)"
                     )
                 })?;
-                let (heads, notes) = load_heads(&self.name, model.dims(), &local_heads_file());
+                let (heads, notes) = load_heads(&self.name, Some(model.dims()), &local_heads_file());
                 let cache = cache::Cache::open(&cache::file_for(&self.name), model.dims());
                 Ok(Arc::new(Loaded { model, heads, cache, notes }))
             })
@@ -186,7 +185,7 @@ impl Local {
 }
 
 /// Heads for `model` with `dims` dimensions: the local file's first, then the shipped ones.
-fn load_heads(model: &str, dims: usize, local: &Path) -> (Vec<Head>, Vec<String>) {
+fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec<String>) {
     let mut notes = Vec::new();
     let mut out = Vec::new();
     match std::fs::read_to_string(local) {
@@ -201,8 +200,15 @@ fn load_heads(model: &str, dims: usize, local: &Path) -> (Vec<Head>, Vec<String>
         Ok(f) => out.extend(f.heads),
         Err(e) => notes.push(format!("the shipped heads: {e}")),
     }
-    out.retain(|h| h.model == model && h.dims == dims);
+    out.retain(|h| h.model == model && dims.is_none_or(|d| h.dims == d));
     (out, notes)
+}
+
+/// The heads that answer for `model`, one per question (a local head wins over a shipped one).
+pub fn heads_in_force(model: &str) -> Vec<Head> {
+    let (all, _) = load_heads(model, None, &local_heads_file());
+    let mut seen = std::collections::HashSet::new();
+    all.into_iter().filter(|h| seen.insert(h.question.clone())).collect()
 }
 
 /// The head for a question: by its key (a routing feature's name), else by its text.
@@ -294,6 +300,13 @@ impl Provider for Local {
                     l.model.max_tokens,
                     l.heads.len()
                 );
+                if l.heads.is_empty() {
+                    detail.push_str(&format!(
+                        "; no trained heads fit {}: its yes/no questions (the routing features) abstain until \
+                         `system1 calibrate fit --apply` trains them",
+                        self.name
+                    ));
+                }
                 for n in &l.notes {
                     detail.push_str("; ");
                     detail.push_str(n);

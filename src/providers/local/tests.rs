@@ -169,12 +169,15 @@ fn a_corrupt_or_foreign_model_is_an_error_naming_the_file() {
 }
 
 #[test]
-fn a_missing_model_is_a_config_error_with_the_fix() {
+fn a_missing_model_is_a_provider_error_with_the_fix() {
     let s = settings("model_dir = \"/nonexistent/system1-model\"");
-    let _ = Local::new(&s);
-    let errors = s.errors.borrow();
-    assert!(errors[0].contains("/nonexistent/system1-model/config.json is missing"), "{errors:?}");
-    assert!(errors[0].contains("model_dir"), "{errors:?}");
+    let p = Local::new(&s);
+    assert!(s.errors.borrow().is_empty(), "a section alone is not an error: {:?}", s.errors.borrow());
+    let request = EngineRequest { context: None, questions: vec![] };
+    let Err(Failure::Error(why)) = p.decide(&request, Duration::from_secs(1)) else { panic!("refused") };
+    assert!(why.contains("/nonexistent/system1-model/config.json is missing") && why.contains("model_dir"), "{why}");
+    let probe = p.health(Duration::from_secs(1));
+    assert!(!probe.ok && probe.detail.unwrap_or_default().contains("is missing"));
 }
 
 #[test]
