@@ -225,6 +225,7 @@ fn initialize(server: &Server, request: &Request) -> Value {
         "protocolVersion": version,
         "capabilities": tools::capabilities(),
         "serverInfo": tools::server_info(),
+        "instructions": tools::INSTRUCTIONS,
     })
 }
 

@@ -32,10 +32,19 @@ pub fn capabilities() -> Value {
     json!({"tools": {"listChanged": false}})
 }
 
-/// The answer to `server/discover`: the stateless versions served, capabilities and identity.
-/// Clients that speak only the handshake era never send it; dual-era clients adopt this.
+/// The server's `instructions` (in `initialize` and `server/discover`). Claude Code puts them in
+/// every session's context, so they stay one line: when to reach for `system1_decide`, which Claude
+/// Code 2.1.332 otherwise knows by its name alone until it loads the schema (docs/tools.md).
+pub const INSTRUCTIONS: &str = "For a quick, low-stakes decision (yes or no, which option, classify, triage), call \
+     system1_decide; when it abstains, decide yourself.";
+
+/// The answer to `server/discover`: the stateless versions served, capabilities, instructions and
+/// identity. Clients that speak only the handshake era never send it; dual-era clients adopt this.
 pub fn discover() -> Value {
-    modern_result(json!({"supportedVersions": MODERN_VERSIONS, "capabilities": capabilities()}), true)
+    modern_result(
+        json!({"supportedVersions": MODERN_VERSIONS, "capabilities": capabilities(), "instructions": INSTRUCTIONS}),
+        true,
+    )
 }
 
 /// A result in the stateless era's shape: `resultType`, the server's identity in `_meta`, and for
@@ -111,37 +120,58 @@ fn tool_arguments(arguments: &Value) -> Value {
     }
 }
 
+/// The `_meta` key Claude Code reads a deferred tool's search words from: `ToolSearch` ranks a
+/// keyword query by the words of the tool's name, of this hint and of its description, each matched
+/// whole, the hint's weighing twice the description's (docs/tools.md).
+const SEARCH_HINT_META_KEY: &str = "anthropic/searchHint";
+
+/// One tool as listed: its name (the contract), title, description and search hint.
+struct Listed {
+    name: &'static str,
+    title: &'static str,
+    description: &'static str,
+    search_hint: &'static str,
+}
+
+/// The words a model reaches for when it wants what each tool does, singular and plural, since a
+/// query word matches only a whole word ("option" does not match "options").
+const TOOLS: [Listed; 3] = [
+    Listed {
+        name: "system1_decide",
+        title: "System-1 quick decision",
+        description: "Quick decision from a local System-1 engine: picks which option of `options` fits, or answers yes or no without options, with a calibrated confidence. Use it to classify, triage or choose when the stakes are low; not for reasoning, facts or code. status \"abstained\" means: decide it yourself.",
+        search_hint: "quick fast decision, decide: yes or no, true or false, should we, which option, pick or choose one of several options, make a choice, classify, classification, categorize, category, triage, label, with a confidence",
+    },
+    Listed {
+        name: "system1_health",
+        title: "System-1 health",
+        description: "Health of the System-1 gateway and its engines: ok, degraded, down or paused, with a probe per provider.",
+        search_hint: "is the system1 decision engine up: health check, status, down or paused",
+    },
+    Listed {
+        name: "system1_capabilities",
+        title: "System-1 capabilities",
+        description: "System-1 gateway version, provider chain, limits (max_options), timeout, threshold, calibration fits and the request/response JSON Schemas.",
+        search_hint: "system1 decision engine version, providers, limits, threshold and schemas",
+    },
+];
+
 pub fn list(version: &str) -> Value {
-    let tools = [
-        (
-            "system1_decide",
-            "System-1 decide",
-            "Fast decision from a local System-1 engine: picks one of `options` (or answers yes/no without options) with a calibrated confidence. For quick, low-stakes triage and classification, not for reasoning, facts or code. status \"abstained\" means: decide it yourself.",
-            input_schema(schema::request()),
-            tool_schema(schema::response()),
-        ),
-        (
-            "system1_health",
-            "System-1 health",
-            "Health of the System-1 gateway and its engines: ok, degraded, down or paused, with a probe per provider.",
-            schema::no_arguments(),
-            tool_schema(schema::health()),
-        ),
-        (
-            "system1_capabilities",
-            "System-1 capabilities",
-            "System-1 gateway version, provider chain, limits (max_options), timeout, threshold, calibration fits and the request/response JSON Schemas.",
-            schema::no_arguments(),
-            tool_schema(schema::capabilities()),
-        ),
+    let schemas = [
+        (input_schema(schema::request()), tool_schema(schema::response())),
+        (schema::no_arguments(), tool_schema(schema::health())),
+        (schema::no_arguments(), tool_schema(schema::capabilities())),
     ];
-    let list: Vec<Value> = tools
-        .into_iter()
-        .map(|(name, title, description, input, output)| {
+    let list: Vec<Value> = TOOLS
+        .iter()
+        .zip(schemas)
+        .map(|(tool, (input, output))| {
+            let Listed { name, title, description, search_hint } = *tool;
             let mut t = json!({"name": name, "description": description, "inputSchema": input});
             if has_structured(version) {
                 t["title"] = json!(title);
                 t["outputSchema"] = output;
+                t["_meta"] = json!({SEARCH_HINT_META_KEY: search_hint});
             }
             if has_annotations(version) {
                 t["annotations"] = json!({"title": title, "readOnlyHint": true, "destructiveHint": false, "idempotentHint": false, "openWorldHint": false});
@@ -281,5 +311,36 @@ mod tests {
         // Not the client's boolean: left for the tool to refuse.
         assert_eq!(tool_arguments(&json!({"wait_for_previous": "yes"})), json!({"wait_for_previous": "yes"}));
         assert_eq!(tool_arguments(&json!({"Wait_For_Previous": true})), json!({"Wait_For_Previous": true}));
+    }
+
+    /// The whole words of a text, lowercased, as Claude Code's `ToolSearch` matches query words.
+    fn words(text: &str) -> Vec<String> {
+        text.to_lowercase().split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).map(String::from).collect()
+    }
+
+    #[test]
+    fn the_words_of_a_quick_decision_are_in_decides_search_hint_and_description() {
+        let listed = list("2025-11-25");
+        let decide = &listed["tools"][0];
+        assert_eq!(decide["name"], "system1_decide");
+        let hint = words(decide["_meta"][SEARCH_HINT_META_KEY].as_str().unwrap());
+        let description = words(decide["description"].as_str().unwrap());
+        for query in ["quick decision", "classify", "yes or no", "which option"] {
+            for word in words(query) {
+                assert!(hint.contains(&word), "{word:?} of {query:?} is not in the search hint");
+            }
+        }
+        for word in ["classify", "yes", "no", "option", "quick"] {
+            assert!(description.contains(&word.to_string()), "{word:?} is not in the description");
+        }
+        // Before 2025-06-18 a tool has no `_meta`.
+        assert!(list("2025-03-26")["tools"][0].get("_meta").is_none());
+    }
+
+    #[test]
+    fn the_instructions_are_one_line_that_names_the_tool() {
+        assert!(!INSTRUCTIONS.contains('\n') && INSTRUCTIONS.len() < 200, "{INSTRUCTIONS}");
+        assert!(INSTRUCTIONS.contains("system1_decide"));
+        assert_eq!(discover()["instructions"], INSTRUCTIONS);
     }
 }

@@ -235,6 +235,31 @@ fn skill_listing() -> Vec<String> {
     lines
 }
 
+/// The server's instructions as Claude Code puts them in every session's context (2.1.197 and
+/// 2.1.332 alike): a section heading and preamble, then one `## <server>` block per server.
+fn instructions_section() -> String {
+    let env = TestEnv::with_mock("");
+    let mut mcp = env.mcp();
+    let init = mcp.initialize("2025-11-25");
+    let discover = mcp.request(
+        "server/discover",
+        serde_json::json!({"_meta": {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"}}}),
+    );
+    let text = init["result"]["instructions"].as_str().expect("instructions in initialize").to_string();
+    assert_eq!(discover["result"]["instructions"], text.as_str(), "server/discover sends the same instructions");
+    format!(
+        "# MCP Server Instructions\n\nThe following MCP servers have provided instructions for how to use their tools \
+         and resources:\n\n## system1\n{text}\n\n"
+    )
+}
+
+/// The three tools' names as Claude Code 2.1.332 lists them deferred, one a line (user-scope server).
+fn deferred_names() -> String {
+    ["system1_capabilities", "system1_decide", "system1_health"].map(|t| format!("mcp__system1__{t}\n")).concat()
+}
+
 #[test]
 fn plugin_adds_at_most_about_250_tokens_per_session() {
     let listing = skill_listing();
@@ -243,11 +268,17 @@ fn plugin_adds_at_most_about_250_tokens_per_session() {
         let prefix = format!("- system1:{user_only}:");
         assert!(!listing.iter().any(|l| l.starts_with(&prefix)), "{user_only} is user-only: {listing:?}");
     }
-    // SessionStart adds nothing when all is well (plugin_commands.rs), so the listing is it.
-    let chars: usize = listing.iter().map(|l| l.chars().count() + 1).sum();
+    // SessionStart adds nothing when all is well (plugin_commands.rs). The skill listing, the
+    // server's instructions and, where tools are deferred, their names are what every session carries;
+    // e2e_claude measures the same in the requests the real CLI sends.
+    let skills: usize = listing.iter().map(|l| l.chars().count() + 1).sum();
+    let instructions = instructions_section().chars().count();
+    let names = deferred_names().len();
+    let chars = skills + instructions + names;
     let tokens = chars.div_ceil(4);
     eprintln!(
-        "OVERHEAD plugin: {} skill listing entries, {chars} chars, about {tokens} tokens (chars / 4)",
+        "OVERHEAD plugin: {} skill listing entries, {skills} chars; server instructions {instructions} chars; \
+         deferred tool names {names} chars; {chars} chars, about {tokens} tokens (chars / 4)",
         listing.len()
     );
     assert!(tokens <= 250, "the plugin adds about {tokens} tokens per session: {listing:#?}");
