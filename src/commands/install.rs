@@ -18,7 +18,8 @@ pub struct Args {
 /// config, the engines and the logs are kept unless `--purge` is given.
 #[derive(clap::Args)]
 pub struct UninstallArgs {
-    /// Also delete the config file and the whole install dir (engines, logs, calibration).
+    /// Also delete the config file and what system1 keeps in the install dir (engines, logs,
+    /// calibration); anything else there stays.
     #[arg(long)]
     purge: bool,
 }

@@ -59,7 +59,8 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
     Ok(())
 }
 
-/// Uninstalls; with `purge`, also the config, the engines and the logs (the whole install dir).
+/// Uninstalls; with `purge`, also the config and what system1 keeps in the install dir (engines,
+/// logs, calibration, state), never anything else there.
 /// A step that fails does not stop the others; the failures are returned together at the end.
 pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
     let mut failed: Vec<String> = Vec::new();
@@ -110,15 +111,7 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
 }
 
 fn purge_files(report: &mut Vec<String>) -> Result<()> {
-    let dir = paths::install_dir();
-    match std::fs::remove_dir_all(&dir) {
-        Ok(()) => report.push(format!("removed {} (engines, logs, calibration)", dir.display())),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(Error::failure(format!("cannot remove {}: {e}", dir.display()))
-                .with_hint("stop any engine still running from it (system1 engine stop <name>), then retry"));
-        }
-    }
+    purge_install_dir(report)?;
     let config = paths::config_file();
     match std::fs::remove_file(&config) {
         Ok(()) => {
@@ -132,4 +125,106 @@ fn purge_files(report: &mut Vec<String>) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e).context(|| format!("cannot remove {}", config.display())),
     }
+}
+
+/// The files system1 keeps directly in the install dir (the binary and its folder go first, with
+/// `binary::remove_installed`).
+const OWN_FILES: [&str; 3] = ["calibration.json", "local-heads.json", "paused"];
+/// The engine folders under `engines/`: the servers system1 runs, and the local engine's model.
+const OWN_ENGINES: [&str; 3] = ["laya", "von", "local"];
+
+/// Whether `name`, a file in `logs/`, is one system1 writes: the routing log, its lock, a
+/// leftover temp copy of it, and the daily decision tallies.
+fn is_own_log(name: &str) -> bool {
+    name == "routing.jsonl"
+        || name == "routing.jsonl.lock"
+        || (name.starts_with(".routing.jsonl.") && name.ends_with(".tmp"))
+        || (name.starts_with("decisions-") && name.ends_with(".jsonl"))
+}
+
+/// Removes what system1 put in the install dir, entry by entry, and the folders it made once they
+/// are empty. The install dir may be a folder other programs use too (`SYSTEM1_INSTALL_DIR` set to
+/// `~/.local`, say): nothing else in it is touched, and the folder stays, with a line saying so.
+fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
+    let dir = paths::install_dir();
+    if std::fs::symlink_metadata(&dir).is_err() {
+        return Ok(());
+    }
+    let mut removed: Vec<String> = Vec::new();
+    let mut failed: Vec<String> = Vec::new();
+    let mut remove = |path: std::path::PathBuf, whole_dir: bool| {
+        let rel = path.strip_prefix(&dir).unwrap_or(&path).display().to_string();
+        let outcome = match std::fs::symlink_metadata(&path) {
+            Err(_) => return,
+            // A link is removed as a link: what it points to is not system1's.
+            Ok(m) if whole_dir && m.is_dir() => std::fs::remove_dir_all(&path),
+            Ok(_) => std::fs::remove_file(&path),
+        };
+        match outcome {
+            Ok(()) => removed.push(rel),
+            Err(e) => failed.push(format!("cannot remove {}: {e}", path.display())),
+        }
+    };
+    let engines = paths::engines_dir();
+    for name in OWN_ENGINES {
+        remove(engines.join(name), true);
+    }
+    let logs = paths::logs_dir();
+    if let Ok(entries) = std::fs::read_dir(&logs) {
+        let mut own: Vec<_> =
+            entries.flatten().filter(|e| is_own_log(&e.file_name().to_string_lossy())).map(|e| e.path()).collect();
+        own.sort();
+        for path in own {
+            remove(path, false);
+        }
+    }
+    for name in OWN_FILES {
+        remove(dir.join(name), false);
+    }
+    // Temp copies of those files left by a killed write (`.calibration.json.<pid>-<n>.tmp`).
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        let mut leftovers: Vec<_> = entries
+            .flatten()
+            .filter(|e| {
+                let n = e.file_name().to_string_lossy().to_string();
+                n.ends_with(".tmp") && OWN_FILES.iter().any(|f| n.starts_with(&format!(".{f}.")))
+            })
+            .map(|e| e.path())
+            .collect();
+        leftovers.sort();
+        for path in leftovers {
+            remove(path, false);
+        }
+    }
+    for folder in [&engines, &logs, &paths::bin_dir()] {
+        if std::fs::remove_dir(folder).is_ok() {
+            removed.push(folder.strip_prefix(&dir).unwrap_or(folder).display().to_string());
+        }
+    }
+    if !removed.is_empty() {
+        report.push(format!("removed from {}: {}", dir.display(), removed.join(", ")));
+    }
+    if !failed.is_empty() {
+        return Err(Error::failure(failed.join("\n"))
+            .with_hint("stop any engine still running from it (system1 engine stop <name>), then retry"));
+    }
+    match std::fs::remove_dir(&dir) {
+        Ok(()) => report.push(format!("removed {}", dir.display())),
+        Err(_) => {
+            let mut others: Vec<String> = std::fs::read_dir(&dir)
+                .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
+                .unwrap_or_default();
+            others.sort();
+            let shown = if others.len() > 5 {
+                format!("{}, and {} more", others[..5].join(", "), others.len() - 5)
+            } else {
+                others.join(", ")
+            };
+            report.push(format!(
+                "kept {}: it holds files system1 did not create ({shown}), which were left alone",
+                dir.display()
+            ));
+        }
+    }
+    Ok(())
 }

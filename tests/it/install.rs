@@ -293,6 +293,62 @@ fn uninstall_purge_removes_the_config_engines_and_logs() {
     assert!(s.claude_json()["mcpServers"].get("system1").is_none());
 }
 
+/// An install dir other programs share (`SYSTEM1_INSTALL_DIR=~/.local`, or the home itself): purge
+/// removes system1's own entries there and nothing else, and keeps the folder, saying why.
+#[test]
+fn uninstall_purge_in_a_shared_folder_removes_only_what_system1_created() {
+    for shared in [".local", ""] {
+        let mut s = Scratch::new(true);
+        let dir = if shared.is_empty() { s.env.home.clone() } else { s.env.home.join(shared) };
+        s.env.install_dir = dir.clone();
+        s.env.set_env("SYSTEM1_INSTALL_DIR", dir.to_str().unwrap());
+        let others =
+            ["bin/other-tool", "share/app/data.db", "state/x", "logs/app.log", "engines/mine/keep", "notes.txt"];
+        for other in others {
+            support::write(&dir.join(other), "someone else's\n");
+        }
+        ok(&s.env.run(&["install"], ""));
+        assert!(s.bin().exists());
+        for own in [
+            "logs/routing.jsonl",
+            "logs/decisions-2026-11-30.jsonl",
+            "engines/laya/start.sh",
+            "engines/local/m/model.safetensors",
+        ] {
+            support::write(&dir.join(own), "{}\n");
+        }
+        support::write(&dir.join("calibration.json"), "{}");
+        support::write(&dir.join("paused"), "paused at 2026-11-30T00:00:00Z\n");
+        let out = s.run(&s.bin(), &["uninstall", "--purge"]);
+        ok(&out);
+        for other in others {
+            assert_eq!(
+                std::fs::read_to_string(dir.join(other)).ok().as_deref(),
+                Some("someone else's\n"),
+                "{other} deleted from {shared:?}: {}",
+                stdout(&out)
+            );
+        }
+        for own in [
+            "bin/system1",
+            "logs/routing.jsonl",
+            "logs/decisions-2026-11-30.jsonl",
+            "engines/laya",
+            "engines/local",
+            "calibration.json",
+            "paused",
+        ] {
+            assert!(!dir.join(own).exists(), "{own} left in {shared:?}: {}", stdout(&out));
+        }
+        assert!(
+            stdout(&out).contains(&format!("kept {}: it holds files system1 did not create", dir.display())),
+            "{}",
+            stdout(&out)
+        );
+        assert!(!s.env.config.exists());
+    }
+}
+
 // ---- the scripts ----
 
 fn install_sh() -> PathBuf {
