@@ -1,9 +1,11 @@
 //! File helpers every module shares: replacing a file atomically ([`Staged`],
-//! [`write_atomically`]) and reading a JSON file that may be absent ([`read_json`]).
+//! [`write_atomically`]), reading a JSON file that may be absent ([`read_json`]), and reading a
+//! file that someone else may have put there ([`read_small_file`]: a regular file of bounded size,
+//! never a FIFO or a device that would hang or flood the reader).
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
-use std::io::{self, Seek, Write};
+use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -110,6 +112,45 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut staged = Staged::create(path, 0o666)?;
     staged.set_contents(bytes)?;
     staged.commit()
+}
+
+/// The text of `path` (links followed) when it is a regular file of at most `cap` bytes. Anything
+/// else is an error that says what it is, found without blocking: a FIFO is opened non-blocking
+/// and refused, so a reader never waits for a writer that will not come, and a device such as
+/// `/dev/zero` is refused before a byte is read.
+pub fn read_small_file(path: &Path, cap: u64) -> io::Result<String> {
+    let mut opts = OpenOptions::new();
+    opts.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = opts.open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "is not a regular file"));
+    }
+    if meta.len() > cap {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("is larger than {}", size_text(cap))));
+    }
+    let mut text = String::new();
+    // A file that grows after the check is still read no further than the cap.
+    file.take(cap + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > cap {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("is larger than {}", size_text(cap))));
+    }
+    Ok(text)
+}
+
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else if bytes >= 1 << 10 && bytes % (1 << 10) == 0 {
+        format!("{} KiB", bytes >> 10)
+    } else {
+        format!("{bytes} bytes")
+    }
 }
 
 /// Why a JSON file that exists could not be used.

@@ -196,7 +196,7 @@ pub fn run_prompt(loaded: &Loaded, input: &Input, mode: Mode) -> Run {
         // The file walk happens only here, when the picker runs.
         let candidates = match &input.skills {
             Some(list) => list.clone(),
-            None => skills::discover(input.cwd.as_deref()),
+            None => skills::discover(input.cwd.as_deref(), deadline),
         };
         let picked = skills::pick(&gateway, input.prompt, candidates, deadline, &rid);
         run.skill_hint = skill_hint(skills_cfg, &picked);

@@ -8,6 +8,12 @@
 //! Skills with `disable-model-invocation: true` are the user's to call and are left out; a skill
 //! whose frontmatter does not parse is skipped alone. Plugin skills are named `plugin:skill`, as
 //! Claude Code names them.
+//!
+//! A repository's `.claude/skills` is anyone's to fill, and the picker runs on every prompt: a
+//! `SKILL.md` is read only when it is a regular file of at most [`MAX_SKILL_BYTES`] inside its
+//! skills folder (a link out of it, a FIFO or a device is skipped), the walk stops at the hook's
+//! deadline, and a name is kept only when it is made of `[A-Za-z0-9:_.-]`, since the chosen name
+//! is written into Claude's context.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +32,37 @@ use crate::providers::{EngineRequest, Question};
 pub const NONE: &str = "none";
 /// Descriptions are clipped: the engine needs the gist, and the request stays small.
 const MAX_DESCRIPTION_CHARS: usize = 300;
+/// A larger SKILL.md is skipped: its frontmatter is all the picker reads.
+pub const MAX_SKILL_BYTES: u64 = 64 * 1024;
+/// Skill folders looked at in one skills folder; more than the engines take as options anyway.
+const MAX_SKILL_DIRS: usize = 256;
+/// Skill names longer than this are skipped (Claude Code's own are at most 64 characters).
+const MAX_NAME_CHARS: usize = 128;
+
+/// Whether a skill name may be offered and written into Claude's context: letters, digits and
+/// `:_.-`, nothing that could close the hint's quoting or start a line of its own.
+pub fn is_plain_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_NAME_CHARS
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || ":_.-".contains(c))
+}
+
+/// Keeps the skills whose names are plain ([`is_plain_name`]); the others are logged and dropped.
+fn plain_names(skills: Vec<Skill>) -> Vec<Skill> {
+    skills
+        .into_iter()
+        .filter(|s| {
+            let ok = is_plain_name(&s.name);
+            if !ok {
+                logging::warn(
+                    "skills",
+                    &format!("skipping a {} skill named {:?}: names are [A-Za-z0-9:_.-]", s.origin, s.name),
+                );
+            }
+            ok
+        })
+        .collect()
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Skill {
@@ -52,23 +89,23 @@ pub fn from_input(payload: &Value) -> Option<Vec<Skill>> {
         .filter(|(name, _)| !name.trim().is_empty())
         .map(|(name, description)| Skill { name, description, origin: "input" })
         .collect();
-    Some(dedupe(skills))
+    Some(dedupe(plain_names(skills)))
 }
 
-/// Candidates from the file system, for a session in `cwd`.
-pub fn discover(cwd: Option<&Path>) -> Vec<Skill> {
+/// Candidates from the file system, for a session in `cwd`, as many as are found by `deadline`.
+pub fn discover(cwd: Option<&Path>, deadline: Instant) -> Vec<Skill> {
     let claude = paths::claude_dir();
-    let mut skills = scan(&claude.join("skills"), "user", None);
+    let mut skills = scan(&claude.join("skills"), "user", None, deadline);
     let projects = cwd.map(project_dirs).unwrap_or_default();
     for project in &projects {
-        skills.extend(scan(&project.join(".claude").join("skills"), "project", None));
+        skills.extend(scan(&project.join(".claude").join("skills"), "project", None, deadline));
     }
     for (plugin, root) in enabled_plugins(&claude, &projects) {
         for dir in plugin_skill_dirs(&root) {
-            skills.extend(scan(&dir, "plugin", Some(&plugin)));
+            skills.extend(scan(&dir, "plugin", Some(&plugin), deadline));
         }
     }
-    dedupe(skills)
+    dedupe(plain_names(skills))
 }
 
 /// The first of several skills with one name wins (user over project over plugin, as listed).
@@ -87,14 +124,19 @@ fn project_dirs(cwd: &Path) -> Vec<PathBuf> {
 }
 
 /// Each `<dir>/<skill>/SKILL.md` that Claude may load on its own.
-fn scan(dir: &Path, origin: &'static str, plugin: Option<&str>) -> Vec<Skill> {
+fn scan(dir: &Path, origin: &'static str, plugin: Option<&str>, deadline: Instant) -> Vec<Skill> {
     let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let Ok(root) = std::fs::canonicalize(dir) else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).take(MAX_SKILL_DIRS).map(|e| e.path()).collect();
     dirs.sort();
     let mut out = Vec::new();
     for skill_dir in dirs {
+        if Instant::now() >= deadline {
+            logging::warn("skills", &format!("stopped reading {}: the hook's time is up", dir.display()));
+            break;
+        }
         let file = skill_dir.join("SKILL.md");
-        let Ok(text) = std::fs::read_to_string(&file) else { continue };
+        let Some(text) = read_skill_file(&root, &file) else { continue };
         let fields = match frontmatter(&text) {
             Ok(f) => f,
             Err(e) => {
@@ -115,6 +157,23 @@ fn scan(dir: &Path, origin: &'static str, plugin: Option<&str>) -> Vec<Skill> {
         out.push(Skill { name, description, origin });
     }
     out
+}
+
+/// A SKILL.md's text, when it is a regular file of at most [`MAX_SKILL_BYTES`] that resolves to a
+/// place inside `root` (the skills folder, resolved); `None` (logged unless absent) otherwise.
+fn read_skill_file(root: &Path, file: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(file).ok()?;
+    if !real.starts_with(root) {
+        logging::warn("skills", &format!("skipping {}: it links outside {}", file.display(), root.display()));
+        return None;
+    }
+    match crate::fsutil::read_small_file(&real, MAX_SKILL_BYTES) {
+        Ok(text) => Some(text),
+        Err(e) => {
+            logging::warn("skills", &format!("skipping {}: {e}", file.display()));
+            None
+        }
+    }
 }
 
 /// The top-level scalar fields of a SKILL.md's YAML frontmatter. Handles what skills use: plain,
@@ -274,6 +333,10 @@ pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: I
         model: None,
         latency_ms: 0.0,
     };
+    // Checked first: discovery itself stops at the deadline, so its list may be empty for that reason.
+    if Instant::now() >= deadline {
+        return not_asked(candidates, "skipped: routing used up the engine budget".into());
+    }
     if candidates.is_empty() {
         return not_asked(candidates, "no skills to choose from".into());
     }
@@ -283,9 +346,6 @@ pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: I
         let why =
             format!("dormant: {} skills plus `none` exceed the engine's limit of {max} options", candidates.len());
         return not_asked(candidates, why);
-    }
-    if Instant::now() >= deadline {
-        return not_asked(candidates, "skipped: routing used up the engine budget".into());
     }
     let started = Instant::now();
     let outcome = gateway.run_chain(&request(prompt, &candidates), &["skill".to_string()], Some(deadline), rid);

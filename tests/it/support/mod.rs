@@ -103,6 +103,61 @@ impl TestEnv {
         child.wait_with_output().expect("wait for system1")
     }
 
+    /// Runs the binary with `stdin`, killing it if it has not ended within `limit`: `None` then.
+    /// For input that would make a careless reader hang (a FIFO, stdin left open); `keep_open`
+    /// leaves stdin open after `stdin` is written, as a client that never closes it would.
+    pub fn run_within(&self, args: &[&str], stdin: &str, keep_open: bool, limit: Duration) -> Option<Output> {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn system1");
+        let mut input = child.stdin.take();
+        if let Some(pipe) = input.as_mut() {
+            let _ = pipe.write_all(stdin.as_bytes());
+            let _ = pipe.flush();
+        }
+        if !keep_open {
+            drop(input.take());
+        }
+        // Read the pipes as the child writes, so that a chatty child never blocks on them.
+        let drain = |pipe: Option<std::process::ChildStdout>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                if let Some(mut p) = pipe {
+                    let _ = std::io::Read::read_to_end(&mut p, &mut bytes);
+                }
+                bytes
+            })
+        };
+        let out = drain(child.stdout.take());
+        let err_pipe = child.stderr.take();
+        let err = std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut p) = err_pipe {
+                let _ = std::io::Read::read_to_end(&mut p, &mut bytes);
+            }
+            bytes
+        });
+        let deadline = std::time::Instant::now() + limit;
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait for system1") {
+                break Some(status);
+            }
+            if std::time::Instant::now() >= deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        drop(input);
+        let (stdout, stderr) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+        status.map(|status| Output { status, stdout, stderr })
+    }
+
     /// `system1 decide --json <args>`: the parsed response and the exit code.
     pub fn decide_json(&self, args: &[&str]) -> (Value, i32) {
         let mut full = vec!["decide", "--json"];
