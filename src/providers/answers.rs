@@ -71,11 +71,21 @@ pub fn yes_no(options: &[String]) -> Option<(usize, usize)> {
 
 /// What the engine reads as its state: the caller's context, or else the question itself, so that
 /// a question without context is read in the engine's full window rather than only in the short
-/// question head (laya caps instructions and options at 192 tokens).
+/// question head (laya caps instructions and options at 192 tokens). A text asked several times
+/// (the groups of an elimination round, a question with its options reordered) is in it once, so
+/// the state is the same however many times the question is asked.
 pub fn state_of(request: &EngineRequest) -> Value {
     match &request.context {
         Some(c) if !c.is_null() => c.clone(),
-        _ => Value::String(request.questions.iter().map(|q| q.text.as_str()).collect::<Vec<_>>().join("\n")),
+        _ => {
+            let mut texts: Vec<&str> = Vec::new();
+            for q in &request.questions {
+                if !texts.contains(&q.text.as_str()) {
+                    texts.push(&q.text);
+                }
+            }
+            Value::String(texts.join("\n"))
+        }
     }
 }
 
@@ -169,6 +179,16 @@ mod tests {
             "has no probability for option \"b\""
         );
         assert_eq!(option_probabilities(&json!({}), &opts).unwrap_err(), "has no probabilities");
+    }
+
+    #[test]
+    fn the_state_without_context_names_each_question_once() {
+        let q = |text: &str| super::super::Question { key: "k".into(), text: text.into(), options: vec![] };
+        let request =
+            EngineRequest { context: None, questions: vec![q("Which?"), q("Which?"), q("Why?"), q("Which?")] };
+        assert_eq!(state_of(&request), Value::String("Which?\nWhy?".into()));
+        let request = EngineRequest { context: Some(json!({"a": 1})), questions: vec![q("Which?")] };
+        assert_eq!(state_of(&request), json!({"a": 1}));
     }
 
     #[test]
