@@ -59,10 +59,11 @@ pub fn run(args: Args) -> Result<i32> {
     } else {
         match resp.status {
             Status::Decided => outln!(
-                "{} (confidence {:.2}{}, {}, {} ms)",
+                "{} (confidence {:.2}{}{}, {}, {} ms)",
                 resp.decision.as_deref().unwrap_or(""),
                 resp.confidence.unwrap_or(0.0),
                 if resp.calibrated { ", calibrated" } else { "" },
+                resp.stability.map(|s| format!(", stability {s:.2}")).unwrap_or_default(),
                 resp.provider.as_deref().unwrap_or("-"),
                 resp.latency_ms
             )?,

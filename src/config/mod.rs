@@ -31,6 +31,32 @@ pub struct GatewayConfig {
     pub min_confidence: f64,
     pub log_level: String,
     pub log_file: String,
+    /// Narrow a choice with more options than a provider takes in elimination rounds (false: refuse it).
+    pub tournament: bool,
+    /// Ask the question again with the options in other orders.
+    pub stability: StabilityMode,
+    /// Abstain when fewer of the reordered answers agree (read only when `stability` is on).
+    pub min_stability: f64,
+}
+
+/// `[gateway] stability`: which reorderings of the options are asked beside the original.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StabilityMode {
+    Off,
+    /// The options reversed.
+    Fast,
+    /// Reversed, and shuffled with a seed taken from the question.
+    Full,
+}
+
+impl StabilityMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            StabilityMode::Off => "off",
+            StabilityMode::Fast => "fast",
+            StabilityMode::Full => "full",
+        }
+    }
 }
 
 /// One routing rule: when every named feature has the given answer, use `tier`.
@@ -294,7 +320,17 @@ fn apply_env(
     sections: &mut BTreeMap<String, (Table, BTreeMap<String, Source>)>,
     providers: &mut BTreeMap<String, ProviderSection>,
 ) {
-    const GATEWAY_KEYS: [&str; 6] = ["provider", "fallback", "timeout_s", "min_confidence", "log_level", "log_file"];
+    const GATEWAY_KEYS: [&str; 9] = [
+        "provider",
+        "fallback",
+        "timeout_s",
+        "min_confidence",
+        "log_level",
+        "log_file",
+        "tournament",
+        "stability",
+        "min_stability",
+    ];
     for (var, value) in env {
         let Some(rest) = var.strip_prefix("SYSTEM1_") else { continue };
         let lower = rest.to_ascii_lowercase();
@@ -354,7 +390,28 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
         s.error(format!("gateway.log_level must be DEBUG, INFO, WARNING or ERROR, got {log_level:?}"));
     }
     let log_file = s.string("log_file", "");
-    GatewayConfig { provider, fallback, timeout_s, min_confidence, log_level, log_file }
+    let tournament = s.bool("tournament", true);
+    let stability = match s.string("stability", "off").trim().to_ascii_lowercase().as_str() {
+        "off" => StabilityMode::Off,
+        "fast" => StabilityMode::Fast,
+        "full" => StabilityMode::Full,
+        other => {
+            s.error(format!("gateway.stability{} must be off, fast or full, got {other:?}", s.origin("stability")));
+            StabilityMode::Off
+        }
+    };
+    let min_stability = s.f64("min_stability", 1.0, 0.0, 1.0);
+    GatewayConfig {
+        provider,
+        fallback,
+        timeout_s,
+        min_confidence,
+        log_level,
+        log_file,
+        tournament,
+        stability,
+        min_stability,
+    }
 }
 
 /// `[routing] default_tier` when the config does not set it: the tier when no rule matches.
@@ -488,6 +545,9 @@ mod tests {
         assert_eq!(l.config.gateway.provider, "laya");
         assert_eq!(l.config.gateway.timeout_s, 5.0);
         assert_eq!(l.config.gateway.min_confidence, 0.6);
+        assert!(l.config.gateway.tournament);
+        assert_eq!(l.config.gateway.stability, StabilityMode::Off);
+        assert_eq!(l.config.gateway.min_stability, 1.0);
         assert_eq!(l.config.routing.rules, default_rules());
         assert_eq!(l.config.skills.min_confidence, 0.8);
     }
@@ -506,6 +566,25 @@ mod tests {
         assert_eq!(mock.sources["delay_ms"], Source::Env("SYSTEM1_MOCK_DELAY_MS".into()));
         let t = l.resolved.iter().find(|r| r.key == "gateway.timeout_s").expect("resolved");
         assert_eq!(t.source, Source::Env("SYSTEM1_TIMEOUT_S".into()));
+    }
+
+    #[test]
+    fn tournament_and_stability_from_file_and_env_and_bad_values_named() {
+        let l = load_text("[gateway]\ntournament = false\nstability = \"full\"\nmin_stability = 0.5\n", &[]);
+        assert!(l.is_ok(), "{:?}", l.errors);
+        let g = &l.config.gateway;
+        assert_eq!((g.tournament, g.stability, g.min_stability), (false, StabilityMode::Full, 0.5));
+        let l = load_text("", &[("SYSTEM1_STABILITY", "Fast"), ("SYSTEM1_TOURNAMENT", "false")]);
+        assert!(l.is_ok(), "{:?}", l.errors);
+        assert_eq!((l.config.gateway.stability, l.config.gateway.tournament), (StabilityMode::Fast, false));
+        let l = load_text("", &[("SYSTEM1_STABILITY", "always")]);
+        assert_eq!(
+            l.errors,
+            ["gateway.stability (from SYSTEM1_STABILITY) must be off, fast or full, got \"always\""],
+            "named with its source"
+        );
+        let l = load_text("[gateway]\nmin_stability = 1.5\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("gateway.min_stability")), "{:?}", l.errors);
     }
 
     #[test]

@@ -18,6 +18,9 @@ impl Gateway {
             provider_chain: self.loaded.chain(),
             timeout_s: g.timeout_s,
             min_confidence: g.min_confidence,
+            tournament: g.tournament,
+            stability: g.stability.name(),
+            min_stability: g.min_stability,
             paused: state::is_paused(),
             providers: self
                 .chain

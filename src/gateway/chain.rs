@@ -1,11 +1,10 @@
 //! The provider chain: each provider in order until one answers, within the per-attempt timeout
 //! and the caller's deadline. A timeout, an error or a malformed answer moves on to the next
-//! provider; an abstention is an answer and ends the chain.
+//! provider; an abstention is an answer and ends the chain. One provider's turn is `attempt`.
 
 use std::time::{Duration, Instant};
 
-use super::check::Checked;
-use super::{Answer, Attempt, ErrorCode, ErrorInfo, Gateway, Outcome, millis};
+use super::{Answer, Attempt, ErrorCode, ErrorInfo, Gateway, Outcome};
 use crate::logging;
 use crate::providers::{EngineRequest, Failure, Provider};
 
@@ -41,7 +40,9 @@ impl Gateway {
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
                 break;
             };
-            if let Some(detail) = over_limit(provider.as_ref(), request) {
+            let refused =
+                if self.loaded.config.gateway.tournament { None } else { over_limit(provider.as_ref(), request) };
+            if let Some(detail) = refused {
                 logging::info(rid, &format!("{name}: {detail}"));
                 attempts.push(not_asked(name, Outcome::Error, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderError, message: detail });
@@ -83,28 +84,18 @@ impl Gateway {
         let left = d.saturating_duration_since(Instant::now());
         (!left.is_zero()).then(|| self.timeout.min(left))
     }
-
-    /// One provider's attempt, within `timeout`: everything asked of it, then the checks and the
-    /// calibration of what it said. The latency is the provider's own time.
-    fn attempt(
-        &self,
-        provider: &dyn Provider,
-        request: &EngineRequest,
-        cal_keys: &[String],
-        timeout: Duration,
-    ) -> (Checked, f64) {
-        let started = Instant::now();
-        let given = provider.decide(request, timeout);
-        let latency_ms = millis(started.elapsed());
-        (given.and_then(|given| self.check_answers(provider, request, cal_keys, given)), latency_ms)
-    }
 }
 
-/// Why a provider is not asked at all: a question with more options than it takes.
+/// Why a provider is not asked at all: a question with more options than it takes, when
+/// elimination rounds are off (`[gateway] tournament = false`).
 fn over_limit(provider: &dyn Provider, request: &EngineRequest) -> Option<String> {
     let max = provider.capabilities().max_options;
     let q = request.questions.iter().find(|q| q.options.len() > max)?;
-    Some(format!("{} options exceed {}'s limit of {max}", q.options.len(), provider.name()))
+    Some(format!(
+        "{} options exceed {}'s limit of {max} (elimination rounds are off: [gateway] tournament = false)",
+        q.options.len(),
+        provider.name()
+    ))
 }
 
 /// The attempt of a provider that was not asked.
@@ -129,8 +120,9 @@ mod tests {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use super::super::testing::{Scripted, decided, gateway, yes, yes_no};
+    use super::super::testing::{Answering, Scripted, decided, gateway, gateway_of, shown_at, yes, yes_no};
     use super::*;
+    use crate::calibration::Calibration;
     use crate::providers::{EngineAnswer, Question};
 
     #[test]
@@ -190,11 +182,14 @@ mod tests {
         assert_eq!(out.attempts.len(), 1);
         assert_eq!(out.attempts[0].outcome, Outcome::Abstained);
         assert_eq!(second.calls(), 0);
-        assert_eq!(out.answers, Some(vec![Answer::Abstained { rationale: Some("non-Latin text".into()) }]));
+        assert_eq!(
+            out.answers,
+            Some(vec![Answer::Abstained { rationale: Some("non-Latin text".into()), stability: None }])
+        );
     }
 
     #[test]
-    fn a_providers_option_limit_is_an_error_that_falls_back_without_asking_it() {
+    fn with_elimination_rounds_off_a_providers_option_limit_is_an_error_that_falls_back_without_asking_it() {
         let small = Arc::new(Scripted {
             max_options: 20,
             ..Arc::into_inner(Scripted::new("small", Ok(vec![]))).expect("one owner")
@@ -203,11 +198,21 @@ mod tests {
         let options: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
         let request =
             EngineRequest { context: None, questions: vec![Question { key: "k".into(), text: "?".into(), options }] };
-        let out = gateway(&[small.clone(), big]).run_chain(&request, &["k".into()], None, "t");
+        let chain: Vec<Arc<dyn Provider>> = vec![small.clone(), big];
+        let g = gateway_of(chain, &[("SYSTEM1_TOURNAMENT", "false")], Calibration::default());
+        let out = g.run_chain(&request, &["k".into()], None, "t");
         assert_eq!(small.calls(), 0, "the limit is checked before the provider is asked");
         assert_eq!(out.attempts[0].outcome, Outcome::Error);
-        assert!(out.attempts[0].detail.as_deref().is_some_and(|d| d.contains("21 options exceed small's limit of 20")));
+        assert_eq!(
+            out.attempts[0].detail.as_deref(),
+            Some("21 options exceed small's limit of 20 (elimination rounds are off: [gateway] tournament = false)")
+        );
         assert_eq!(out.provider.as_deref(), Some("big"));
+        // With the rounds on (the default), the same provider is asked.
+        let small = Answering::per_question("small", 20, |o| shown_at(o, 0, 0.6));
+        let _ =
+            gateway_of(vec![small.clone()], &[], Calibration::default()).run_chain(&request, &["k".into()], None, "t");
+        assert_eq!(small.asked_options().len(), 2, "a round, then the final");
     }
 
     #[test]

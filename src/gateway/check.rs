@@ -1,10 +1,11 @@
 //! Answer checks: the gateway, not the adapter, judges what an engine said (the decision is one of
 //! the options, the confidence and every probability lie in [0, 1], the probabilities name each
-//! option once and sum to 1), then calibration rescales it.
+//! option once and sum to 1), maps the answer to a reordered variant back to the caller's order,
+//! and has calibration rescale it.
 
 use super::{Answer, Gateway};
 use crate::calibration;
-use crate::providers::{EngineAnswer, EngineRequest, Failure, Probabilities, Provider, Question};
+use crate::providers::{EngineAnswer, Failure, Probabilities, Question};
 
 /// A provider's answers once checked and calibrated, with the notes on how they were read (the
 /// attempt's `detail`); or why they are malformed.
@@ -14,39 +15,20 @@ pub(super) type Checked = Result<(Vec<Answer>, Option<String>), Failure>;
 const SUM_TOLERANCE: f64 = 0.02;
 
 impl Gateway {
-    /// Checks a provider's answers (the gateway, not the adapter, judges them) and calibrates them.
-    pub(super) fn check_answers(
-        &self,
-        provider: &dyn Provider,
-        request: &EngineRequest,
-        cal_keys: &[String],
-        given: Vec<EngineAnswer>,
-    ) -> Checked {
-        if given.len() != request.questions.len() {
-            return Err(Failure::Malformed(format!(
-                "{} answers for {} questions",
-                given.len(),
-                request.questions.len()
-            )));
-        }
-        let model = provider.model();
-        let mut details = Vec::new();
-        let mut answers = Vec::with_capacity(given.len());
-        for (i, (q, a)) in request.questions.iter().zip(given).enumerate() {
-            let (answer, detail) =
-                check_one(q, a).map_err(|e| Failure::Malformed(format!("question {:?}: {e}", q.key)))?;
-            if let Some(d) = detail {
-                details.push(d);
-            }
-            let key = cal_keys.get(i).map(String::as_str).unwrap_or(&q.key);
-            answers.push(self.calibrate(provider.name(), &model, key, &q.options, answer));
-        }
-        Ok((answers, if details.is_empty() { None } else { Some(details.join("; ")) }))
-    }
-
     /// Rescales a decided answer with the calibration fit for its question, when one applies.
-    fn calibrate(&self, provider: &str, model: &str, key: &str, options: &[String], answer: Answer) -> Answer {
-        let Answer::Decided { decision, confidence, probabilities, rationale, .. } = answer else { return answer };
+    /// `options` are the options it was asked over (the finalists, after elimination rounds), so
+    /// the fit for that many options is the one that matches.
+    pub(super) fn calibrate(
+        &self,
+        provider: &str,
+        model: &str,
+        key: &str,
+        options: &[String],
+        answer: Answer,
+    ) -> Answer {
+        let Answer::Decided { decision, confidence, probabilities, rationale, stability, .. } = answer else {
+            return answer;
+        };
         let values: Option<Vec<f64>> = probabilities.as_ref().map(|p| p.iter().map(|(_, x)| x).collect());
         let answered = calibration::Answered {
             options: options.len(),
@@ -61,23 +43,44 @@ impl Gateway {
                 probabilities: Some(Probabilities::of(options, &c.probabilities)),
                 calibrated: true,
                 rationale,
+                stability,
             },
-            None => Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale },
+            None => Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale, stability },
         }
     }
 }
 
+/// Checks the answer to a reordered variant against the question as it was asked, then maps it
+/// back: its probabilities in the order of `original`, the question as the caller gave it. (The
+/// decision is an option's text, which no order changes.)
+pub(super) fn check_variant(
+    asked: &Question,
+    original: &Question,
+    answer: EngineAnswer,
+) -> Result<(Answer, Option<String>), String> {
+    match check_one(asked, answer)? {
+        (Answer::Decided { decision, confidence, probabilities: Some(p), calibrated, rationale, stability }, d) => {
+            let probabilities = Some(in_option_order(original, &p)?);
+            Ok((Answer::Decided { decision, confidence, probabilities, calibrated, rationale, stability }, d))
+        }
+        other => Ok(other),
+    }
+}
+
 /// Checks one engine answer against its question; the answer's `detail` comes back beside it.
-fn check_one(q: &Question, answer: EngineAnswer) -> Result<(Answer, Option<String>), String> {
+pub(super) fn check_one(q: &Question, answer: EngineAnswer) -> Result<(Answer, Option<String>), String> {
     match answer {
-        EngineAnswer::Abstained { rationale, detail } => Ok((Answer::Abstained { rationale }, detail)),
+        EngineAnswer::Abstained { rationale, detail } => Ok((Answer::Abstained { rationale, stability: None }, detail)),
         EngineAnswer::Decided { decision, confidence, probabilities, rationale, detail } => {
             if !q.options.contains(&decision) {
                 return Err(format!("decision {decision:?} is not one of the options"));
             }
             check_confidence(confidence)?;
             let probabilities = probabilities.map(|p| in_option_order(q, &p)).transpose()?;
-            Ok((Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale }, detail))
+            Ok((
+                Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale, stability: None },
+                detail,
+            ))
         }
     }
 }
@@ -180,6 +183,21 @@ mod tests {
         assert!(check_one(&yn, decided("yes", 0.5, Some(&[("yes", 0.505), ("no", 0.505)]))).is_ok());
         assert!(check_one(&yn, decided("yes", 0.8, None)).is_ok(), "probabilities are optional");
         let (a, _) = check_one(&yn, EngineAnswer::abstained("non-Latin".into())).expect("valid");
-        assert_eq!(a, Answer::Abstained { rationale: Some("non-Latin".into()) });
+        assert_eq!(a, Answer::Abstained { rationale: Some("non-Latin".into()), stability: None });
+    }
+
+    #[test]
+    fn a_variants_answer_is_checked_as_asked_and_mapped_back_to_the_callers_order() {
+        let original = q(&["a", "b", "c"]);
+        let reversed = q(&["c", "b", "a"]);
+        // The engine names the options in the order it was shown them: c, b, a.
+        let given = decided("b", 0.5, Some(&[("c", 0.2), ("b", 0.5), ("a", 0.3)]));
+        let (a, _) = check_variant(&reversed, &original, given).expect("valid");
+        let Answer::Decided { decision, probabilities: Some(p), .. } = a else { panic!("decided") };
+        assert_eq!(decision, "b");
+        assert_eq!(p.iter().collect::<Vec<_>>(), [("a", 0.3), ("b", 0.5), ("c", 0.2)], "back in a, b, c order");
+        // Judged against the question as it was asked.
+        let err = check_variant(&q(&["c", "b"]), &original, decided("a", 0.5, None)).expect_err("not asked");
+        assert_eq!(err, "decision \"a\" is not one of the options");
     }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::request::{DecideRequest, Invalid};
-use super::{Answer, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Status, millis};
+use super::{Answer, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Stability, Status, millis};
 use crate::logging;
 use crate::providers::{EngineRequest, Question};
 use crate::state;
@@ -80,13 +80,16 @@ fn engine_request(req: &DecideRequest) -> EngineRequest {
 }
 
 /// Fills in the engine's answer: below the threshold a decision is an abstention that says why.
+/// An answer that changed with the order of the options has abstained already (in the attempt).
 fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
     match answer {
-        Answer::Abstained { rationale } => {
+        Answer::Abstained { rationale, stability } => {
             resp.status = Status::Abstained;
             resp.rationale = rationale.or_else(|| Some("the engine abstained".to_string()));
+            show_stability(resp, stability);
         }
-        Answer::Decided { decision, confidence, probabilities, calibrated, rationale } => {
+        Answer::Decided { decision, confidence, probabilities, calibrated, rationale, stability } => {
+            show_stability(resp, stability);
             resp.confidence = Some(confidence);
             resp.probabilities = probabilities;
             resp.calibrated = calibrated;
@@ -103,5 +106,14 @@ fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
                 resp.decision = Some(decision);
             }
         }
+    }
+}
+
+/// The stability figures, to 4 decimals, when they were measured.
+fn show_stability(resp: &mut DecideResponse, stability: Option<Stability>) {
+    let round4 = |x: f64| (x * 1e4).round() / 1e4;
+    if let Some(s) = stability {
+        resp.stability = Some(round4(s.stability));
+        resp.soft_stability = s.soft_stability.map(round4);
     }
 }

@@ -7,10 +7,13 @@
 //! error or a malformed answer does.
 //!
 //! One file per concern: [`request`] validates a `system1_decide` request; `decide` turns it into
-//! one engine question and applies the threshold; `chain` runs the providers in order; `check`
-//! judges each answer; `health` and `capabilities` are the other two tools; [`response`] and
-//! [`schema`] are what the tools answer and the JSON Schemas of it.
+//! one engine question and applies the threshold; `chain` runs the providers in order; `attempt`
+//! is one provider's turn (elimination `rounds` above its option limit, the reordered variants of
+//! `stability`, within one timeout); `check` judges each answer and maps a variant's back; `health`
+//! and `capabilities` are the other two tools; [`response`] and [`schema`] are what the tools
+//! answer and the JSON Schemas of it.
 
+mod attempt;
 mod capabilities;
 mod chain;
 mod check;
@@ -18,7 +21,9 @@ mod decide;
 mod health;
 pub mod request;
 pub mod response;
+mod rounds;
 pub mod schema;
+mod stability;
 #[cfg(test)]
 mod testing;
 
@@ -33,6 +38,7 @@ pub use request::new_request_id;
 pub use response::{
     Attempt, DecideResponse, ErrorCode, ErrorInfo, HealthResponse, Outcome, ProviderProbe, Status, millis,
 };
+pub use stability::Stability;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const TOOLS: [&str; 3] = ["system1_decide", "system1_health", "system1_capabilities"];
@@ -48,9 +54,13 @@ pub enum Answer {
         probabilities: Option<Probabilities>,
         calibrated: bool,
         rationale: Option<String>,
+        /// How the answer held up with the options reordered, when `[gateway] stability` is on.
+        stability: Option<Stability>,
     },
     Abstained {
         rationale: Option<String>,
+        /// Set when the answer abstained because it changed with the order of the options.
+        stability: Option<Stability>,
     },
 }
 

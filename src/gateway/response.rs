@@ -71,6 +71,12 @@ pub struct DecideResponse {
     pub confidence: Option<f64>,
     pub probabilities: Option<Probabilities>,
     pub calibrated: bool,
+    /// With `[gateway] stability` on: the share of reordered askings that gave the same answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stability: Option<f64>,
+    /// With `[gateway] stability` on: the mean probability the reordered askings gave that answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub soft_stability: Option<f64>,
     pub rationale: Option<String>,
     pub provider: Option<String>,
     pub latency_ms: f64,
@@ -89,6 +95,8 @@ impl DecideResponse {
             confidence: None,
             probabilities: None,
             calibrated: false,
+            stability: None,
+            soft_stability: None,
             rationale: None,
             provider: None,
             latency_ms: 0.0,
@@ -171,6 +179,12 @@ pub struct CapabilitiesResponse {
     pub provider_chain: Vec<String>,
     pub timeout_s: f64,
     pub min_confidence: f64,
+    /// Whether a choice above a provider's `max_options` is narrowed in elimination rounds.
+    pub tournament: bool,
+    /// `off`, `fast` or `full`: which reorderings of the options are asked beside the original.
+    pub stability: &'static str,
+    /// Below this share of agreeing reorderings the answer abstains (when stability is on).
+    pub min_stability: f64,
     pub paused: bool,
     /// The chain's providers, keyed by name in chain order.
     #[serde(serialize_with = "by_name")]

@@ -71,3 +71,91 @@ pub fn decided(decision: &str, confidence: f64) -> EngineAnswer {
 pub fn yes() -> EngineAnswer {
     decided("yes", 0.8)
 }
+
+/// The answers of an engine that is given each pass whole: `answer(request, timeout)`.
+type Answerer = dyn Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync;
+
+/// A provider that answers each request through a function of it and records every request.
+pub struct Answering {
+    pub name: &'static str,
+    pub max_options: usize,
+    answer: Box<Answerer>,
+    pub asked: std::sync::Mutex<Vec<(EngineRequest, Duration)>>,
+}
+
+impl Answering {
+    pub fn new(
+        name: &'static str,
+        max_options: usize,
+        answer: impl Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync + 'static,
+    ) -> Arc<Answering> {
+        Arc::new(Answering { name, max_options, answer: Box::new(answer), asked: Default::default() })
+    }
+
+    /// Each question of a function of its options alone.
+    pub fn per_question(
+        name: &'static str,
+        max_options: usize,
+        each: impl Fn(&[String]) -> EngineAnswer + Send + Sync + 'static,
+    ) -> Arc<Answering> {
+        Answering::new(name, max_options, move |r, _| Ok(r.questions.iter().map(|q| each(&q.options)).collect()))
+    }
+
+    /// The options of every question of every request, in order.
+    pub fn asked_options(&self) -> Vec<Vec<Vec<String>>> {
+        let asked = self.asked.lock().expect("lock");
+        asked.iter().map(|(r, _)| r.questions.iter().map(|q| q.options.clone()).collect()).collect()
+    }
+
+    pub fn timeouts(&self) -> Vec<Duration> {
+        self.asked.lock().expect("lock").iter().map(|(_, t)| *t).collect()
+    }
+}
+
+impl Provider for Answering {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn model(&self) -> String {
+        format!("{}-model", self.name)
+    }
+    fn capabilities(&self) -> providers::Capabilities {
+        providers::Capabilities { max_options: self.max_options, one_pass: true }
+    }
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
+        self.asked.lock().expect("lock").push((request.clone(), timeout));
+        (self.answer)(request, timeout)
+    }
+    fn health(&self, _timeout: Duration) -> providers::Probe {
+        providers::Probe { ok: true, detail: None }
+    }
+}
+
+/// A gateway over any providers, with `[gateway]` settings from `env` (`SYSTEM1_STABILITY`, ...).
+pub fn gateway_of(chain: Vec<Arc<dyn Provider>>, env: &[(&str, &str)], calibration: Calibration) -> Gateway {
+    let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &env);
+    assert!(loaded.errors.is_empty(), "{:?}", loaded.errors);
+    Gateway::with_chain(loaded, chain, calibration)
+}
+
+/// A choice answer with these probabilities, in the order given, picking the most probable.
+pub fn with_probabilities(p: &[(&str, f64)]) -> EngineAnswer {
+    let best = p.iter().fold(p[0], |b, x| if x.1 > b.1 { *x } else { b });
+    EngineAnswer::Decided {
+        decision: best.0.to_string(),
+        confidence: best.1,
+        probabilities: Some(p.iter().map(|(o, x)| (o.to_string(), *x)).collect()),
+        rationale: None,
+        detail: None,
+    }
+}
+
+/// The answer of an engine that picks the option shown at `slot` with probability `p`, the rest
+/// shared equally.
+pub fn shown_at(options: &[String], slot: usize, p: f64) -> EngineAnswer {
+    let rest = (1.0 - p) / (options.len() - 1) as f64;
+    let probs: Vec<(&str, f64)> =
+        options.iter().enumerate().map(|(i, o)| (o.as_str(), if i == slot { p } else { rest })).collect();
+    with_probabilities(&probs)
+}

@@ -121,10 +121,30 @@ fn mcp_decides_reports_health_and_the_option_limit() {
     assert_eq!(caps["providers"]["laya"]["max_options"], 20);
     assert_eq!(caps["providers"]["laya"]["model"], "typed-decisions");
 
+    // 21 options over Laya's 20: a round of two groups (11 and 10) in one request, then the final
+    // over their winners (the fake picks the first option shown: o0 and o11).
     let many: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
+    let r = mcp.call("system1_decide", json!({"question": "Which?", "options": many}));
+    assert_eq!(r["status"], "decided", "{r}");
+    assert_eq!(r["decision"], "o0");
+    let sent = server.requests_to("/v1/systemone");
+    assert_eq!(sent.len(), 3, "one request before, then two for 21 options");
+    let sizes = |b: &Value| -> Vec<usize> {
+        b["questions"].as_object().unwrap().values().map(|q| q["criteria"].as_object().unwrap().len()).collect()
+    };
+    assert_eq!(sizes(&sent[1].json()), [11, 10]);
+    assert_eq!(sent[2].json()["questions"]["decision"]["criteria"], json!({"o0": null, "o11": null}));
+    assert_eq!(sent[1].json()["state"], "Which?", "the question once, however many groups ask it");
+    mcp.close();
+
+    // With the rounds off, nothing is sent: a provider_error, so a fallback could take over.
+    let mut env = env_for(&server.url());
+    env.set_env("SYSTEM1_TOURNAMENT", "false");
+    let mut mcp = env.mcp();
+    mcp.initialize("2025-06-18");
     let r = mcp.call("system1_decide", json!({"question": "Which?", "options": many}));
     assert_eq!(r["status"], "error");
     assert_eq!(r["error"]["code"], "provider_error", "{r}");
-    assert_eq!(server.requests_to("/v1/systemone").len(), 1, "nothing sent for 21 options");
+    assert_eq!(server.requests_to("/v1/systemone").len(), 3, "nothing sent for 21 options");
     mcp.close();
 }

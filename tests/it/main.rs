@@ -41,3 +41,4 @@ mod routing_laya;
 mod schema_files;
 mod sdk_client;
 mod skill_picker;
+mod tournament;

@@ -205,15 +205,28 @@ fn answers_are_validated_by_the_gateway() {
 }
 
 #[test]
-fn a_providers_own_option_limit_is_a_provider_error() {
+fn above_a_providers_own_option_limit_elimination_rounds_or_with_them_off_a_provider_error() {
+    // The mock picks the first option it is shown: a of (a, b), c of (c, d), then a of (a, c).
     let env = TestEnv::with_mock("[providers.mock]\nmax_options = 3\n");
     let s = decide(&env, json!({"question": "q?", "options": ["a", "b", "c", "d"]}));
+    assert_eq!(s["status"], "decided", "{s}");
+    assert_eq!(s["decision"], "a");
+    // The final's 0.9 and 0.1 over the two finalists; b and d were eliminated.
+    assert_eq!(s["probabilities"], json!({"a": 0.9, "b": 0.0, "c": 0.1, "d": 0.0}));
+    assert_eq!(
+        s["attempts"][0]["detail"],
+        "elimination: 4 options in 1 round (4 options in 2 groups of 2); final over 2 finalists: a, c; 2 engine requests in all"
+    );
+    let off = TestEnv::with_mock("tournament = false\n[providers.mock]\nmax_options = 3\n");
+    let s = decide(&off, json!({"question": "q?", "options": ["a", "b", "c", "d"]}));
     assert_eq!(error_code(&s), "provider_error", "{s}");
     assert_eq!(s["attempts"][0]["outcome"], "error");
     assert!(s["attempts"][0]["detail"].as_str().is_some_and(|d| d.contains("limit of 3")), "{s}");
-    assert_eq!(decide(&env, json!({"question": "q?", "options": ["a", "b", "c"]}))["status"], "decided");
-    let caps = call_result(&env, "system1_capabilities", json!({}))["structuredContent"].clone();
+    assert_eq!(decide(&off, json!({"question": "q?", "options": ["a", "b", "c"]}))["status"], "decided");
+    let caps = call_result(&off, "system1_capabilities", json!({}))["structuredContent"].clone();
     assert_eq!(caps["providers"]["mock"]["max_options"], 3);
+    assert_eq!(caps["tournament"], false);
+    assert_eq!(call_result(&env, "system1_capabilities", json!({}))["structuredContent"]["tournament"], true);
 }
 
 #[test]

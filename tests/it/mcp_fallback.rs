@@ -123,9 +123,10 @@ fn each_failure_of_the_primary_hands_over_to_the_fallback() {
 }
 
 #[test]
-fn a_providers_option_limit_hands_over_to_a_fallback_that_takes_more() {
+fn with_elimination_rounds_off_a_providers_option_limit_hands_over_to_a_fallback_that_takes_more() {
     let laya = FakeServer::start(healthy);
-    let env = env("mock", "laya", &laya.url(), "[providers.mock]\nmax_options = 3\n");
+    let mut env = env("mock", "laya", &laya.url(), "[providers.mock]\nmax_options = 3\n");
+    env.set_env("SYSTEM1_TOURNAMENT", "false");
     let mut c = server(&env);
     let s = c.call("system1_decide", json!({"question": "Which?", "options": ["a", "b", "c", "d"]}));
     assert_eq!(tried(&s), pairs(&[("mock", "error"), ("laya", "ok")]), "{s}");

@@ -54,6 +54,24 @@ fn response_schema_names_every_field_of_a_real_response() {
     for key in resp["attempts"][0].as_object().expect("attempt").keys() {
         assert!(attempt_props.contains_key(key), "attempt field {key} missing from the schema");
     }
+
+    // With stability on, two optional fields join, named by the schema and not required by it (a
+    // client of schema "1" that does not know them is unaffected); everything else is as before.
+    let env = TestEnv::with_mock("stability = \"fast\"\n");
+    let o = env.run(&["decide", "--question", "Ship it?", "--json"], "");
+    let with: Value = serde_json::from_slice(&o.stdout).expect("JSON response");
+    for key in ["stability", "soft_stability"] {
+        assert!(with.get(key).is_some_and(Value::is_number), "{key} in {with}");
+        assert!(props.contains_key(key), "{key} missing from the schema");
+        assert!(!required.contains(&key), "{key} is optional");
+    }
+    for key in with.as_object().expect("object").keys().filter(|k| !k.contains("stability")) {
+        assert!(required.contains(&key.as_str()), "response field {key} not required by the schema");
+    }
+    for (key, _) in resp.as_object().expect("object") {
+        assert!(with.get(key).is_some(), "{key} is still sent with stability on");
+    }
+    assert!(resp.get("stability").is_none() && resp.get("soft_stability").is_none(), "absent with stability off");
 }
 
 #[test]
