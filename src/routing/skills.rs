@@ -23,6 +23,7 @@ use serde_json::{Map, Value, json};
 
 use crate::claude_code::{self, InstalledPlugins, PluginManifest};
 use crate::fsutil::ReadError;
+use crate::gateway::request::MAX_OPTIONS;
 use crate::gateway::{Answer, Gateway};
 use crate::logging;
 use crate::paths;
@@ -323,8 +324,9 @@ pub fn request(prompt: &str, candidates: &[Skill]) -> EngineRequest {
     }
 }
 
-/// Asks the engine to pick among `candidates`, unless it cannot take them all (then dormant, with
-/// no engine call) or the budget is gone.
+/// Asks the engine to pick among `candidates` (in elimination rounds when they are more than it
+/// takes at once), unless they cannot be asked (then dormant, with no engine call) or the budget is
+/// gone.
 pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: Instant, rid: &str) -> Picked {
     let not_asked = |candidates, why: String| Picked {
         candidates,
@@ -340,11 +342,23 @@ pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: I
     if candidates.is_empty() {
         return not_asked(candidates, "no skills to choose from".into());
     }
+    // Above the engine's own limit the gateway narrows the skills in elimination rounds; with the
+    // rounds off, or past what one decision may have, the picker sleeps and costs nothing.
     let max = gateway.primary().map(|p| p.capabilities().max_options).unwrap_or(0);
     let options = candidates.len() + 1;
-    if options > max {
-        let why =
-            format!("dormant: {} skills plus `none` exceed the engine's limit of {max} options", candidates.len());
+    let rounds = gateway.loaded.config.gateway.tournament;
+    if options > max && !rounds {
+        let why = format!(
+            "dormant: {} skills plus `none` exceed the engine's limit of {max} options (elimination rounds are off: [gateway] tournament = false)",
+            candidates.len()
+        );
+        return not_asked(candidates, why);
+    }
+    if options > MAX_OPTIONS {
+        let why = format!(
+            "dormant: {} skills plus `none` exceed the {MAX_OPTIONS} options of one decision",
+            candidates.len()
+        );
         return not_asked(candidates, why);
     }
     let started = Instant::now();

@@ -1,6 +1,6 @@
 //! The skill picker through the built binary: discovery from a scratch `~/.claude` tree and a
-//! project, dormancy above the engine's `max_options`, record-only logging, the hint, and the
-//! budget it shares with routing.
+//! project, elimination rounds above the engine's `max_options` (dormancy with them off),
+//! record-only logging, the hint, and the budget it shares with routing.
 
 use std::path::{Path, PathBuf};
 
@@ -142,19 +142,27 @@ fn engine_picking_none_gives_no_hint() {
 }
 
 #[test]
-fn dormant_above_max_options() {
-    // Three candidates plus `none` need four options; the engine takes three.
-    let env = env_with("hint = true\n[providers.mock]\nmax_options = 3\nanswers = { skill = \"pdf-forms\" }");
+fn above_max_options_the_skills_go_through_elimination_rounds_or_the_picker_sleeps_with_them_off() {
+    // Three candidates plus `none` need four options; the engine takes three. The mock picks the
+    // first option it is shown: pdf-forms of (pdf-forms, tax-rules), helper:sheets of
+    // (helper:sheets, none), then pdf-forms of the two finalists.
+    let env = env_with("hint = true\n[providers.mock]\nmax_options = 3");
     let project = claude_tree(&env);
     let v = route_json(&env, &project);
-    assert_eq!(names(&v).len(), 3);
+    assert_eq!(names(&v), ["pdf-forms", "tax-rules", "helper:sheets"]);
+    assert_eq!(v["skills"]["pick"], "pdf-forms", "{v}");
+    assert_eq!(v["skills"]["provider"], "mock");
+    // With the rounds off, dormant: no engine call.
+    let mut env = env_with("hint = true\n[providers.mock]\nmax_options = 3\nanswers = { skill = \"pdf-forms\" }");
+    env.set_env("SYSTEM1_TOURNAMENT", "false");
+    let project = claude_tree(&env);
+    let v = route_json(&env, &project);
     assert_eq!(v["skills"]["pick"], Value::Null);
     assert_eq!(v["skills"]["provider"], Value::Null, "no engine call");
     let why = v["skills"]["not_picked_because"].as_str().unwrap();
-    assert!(why.starts_with("dormant") && why.contains("limit of 3"), "{why}");
+    assert!(why.starts_with("dormant") && why.contains("limit of 3") && why.contains("tournament = false"), "{why}");
     // With four it wakes up.
-    let env = env_with("hint = true\n[providers.mock]\nmax_options = 4\nanswers = { skill = \"pdf-forms\" }");
-    let project = claude_tree(&env);
+    env.write_config("[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nhint = true\n[skills]\nenabled = true\nhint = true\n[providers.mock]\nmax_options = 4\nanswers = { skill = \"pdf-forms\" }\n");
     assert_eq!(route_json(&env, &project)["skills"]["pick"], "pdf-forms");
 }
 
