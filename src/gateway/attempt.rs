@@ -301,7 +301,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use super::super::testing::{Answering, gateway_of, shown_at, with_probabilities};
+    use super::super::testing::{Scripted, gateway_of, shown_at, with_probabilities};
     use super::*;
     use crate::calibration::{Calibration, Fit, Origin};
     use crate::providers::Provider;
@@ -320,18 +320,18 @@ mod tests {
 
     /// An engine that answers groups deterministically: the option with the highest number wins
     /// at 0.6 wherever it is shown, the others share 0.4.
-    fn highest(max: usize) -> Arc<Answering> {
-        Answering::per_question("eng", max, |options| {
+    fn highest(max: usize) -> Arc<Scripted> {
+        Scripted::per_question("eng", max, |options| {
             let best = options.iter().enumerate().max_by_key(|(_, o)| number(o)).map(|(i, _)| i).expect("options");
             shown_at(options, best, 0.6)
         })
     }
 
-    fn run(p: &Arc<Answering>, request: &EngineRequest, env: &[(&str, &str)]) -> (Checked, f64) {
+    fn run(p: &Arc<Scripted>, request: &EngineRequest, env: &[(&str, &str)]) -> (Checked, f64) {
         run_with(p, request, env, Calibration::default())
     }
 
-    fn run_with(p: &Arc<Answering>, request: &EngineRequest, env: &[(&str, &str)], cal: Calibration) -> (Checked, f64) {
+    fn run_with(p: &Arc<Scripted>, request: &EngineRequest, env: &[(&str, &str)], cal: Calibration) -> (Checked, f64) {
         let g = gateway_of(vec![p.clone() as Arc<dyn Provider>], env, cal);
         let keys: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
         g.attempt(p.as_ref(), request, &keys, Duration::from_secs(5))
@@ -449,7 +449,7 @@ mod tests {
 
     #[test]
     fn a_group_that_abstains_makes_the_question_abstain_and_a_bad_group_answer_is_malformed() {
-        let p = Answering::per_question("eng", 20, |o| {
+        let p = Scripted::per_question("eng", 20, |o| {
             if o.contains(&"o25".to_string()) {
                 EngineAnswer::abstained("not Latin".into())
             } else {
@@ -461,7 +461,7 @@ mod tests {
         assert_eq!(answers[0], Answer::Abstained { rationale: Some("not Latin".into()), stability: None });
         assert_eq!(p.asked_options().len(), 1, "no final is asked");
 
-        let p = Answering::per_question("eng", 20, |o| {
+        let p = Scripted::per_question("eng", 20, |o| {
             if o[0] == "o20" { with_probabilities(&[("zz", 1.0)]) } else { shown_at(o, 0, 0.5) }
         });
         let out = run(&p, &choice(40), &[]);
@@ -476,7 +476,7 @@ mod tests {
     #[test]
     fn the_per_attempt_timeout_covers_every_round() {
         // The first request takes 50 ms: the final gets what is left of the 5 s, not 5 s again.
-        let p = Answering::new("eng", 20, |r, _| {
+        let p = Scripted::answering("eng", 20, |r, _| {
             if r.questions.len() > 1 {
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -488,7 +488,7 @@ mod tests {
         assert!(t[0] <= Duration::from_secs(5));
         assert!(t[1] <= Duration::from_secs(5) - Duration::from_millis(50), "{t:?}");
         // An engine that runs out of time in the final: the attempt is a timeout that says so.
-        let p = Answering::new("eng", 20, |r, t| {
+        let p = Scripted::answering("eng", 20, |r, t| {
             if r.questions.len() == 1 {
                 return Err(Failure::Timeout(format!("no answer within {:.3} s", t.as_secs_f64())));
             }
@@ -505,7 +505,7 @@ mod tests {
     fn a_position_biased_engine_is_unstable_and_abstains() {
         // Always the first option shown, at 0.7: yes as asked; reversed (no, yes) it says no at
         // 0.7, which maps back to yes 0.3, no 0.7. Stability 0 of 1, soft stability 0.3.
-        let biased = || Answering::per_question("eng", 20, |o| shown_at(o, 0, 0.7));
+        let biased = || Scripted::per_question("eng", 20, |o| shown_at(o, 0, 0.7));
         let p = biased();
         let yes_no = EngineRequest {
             context: None,
@@ -562,7 +562,7 @@ mod tests {
         assert_eq!(sizes(&asked[0]), [20, 20], "the round has no variants");
         assert_eq!(asked[1], [vec!["o19", "o39"], vec!["o39", "o19"]]);
         // Four yes/no questions (the routing features): eight questions, one request.
-        let p = Answering::per_question("eng", 20, |o| shown_at(o, 1, 0.8));
+        let p = Scripted::per_question("eng", 20, |o| shown_at(o, 1, 0.8));
         let request = EngineRequest {
             context: None,
             questions: ["a", "b", "c", "d"]

@@ -120,7 +120,7 @@ mod tests {
     use std::sync::Arc;
     use std::time::Instant;
 
-    use super::super::testing::{Answering, Scripted, decided, gateway, gateway_of, shown_at, yes, yes_no};
+    use super::super::testing::{Scripted, decided, gateway, gateway_of, shown_at, yes, yes_no};
     use super::*;
     use crate::calibration::Calibration;
     use crate::providers::{EngineAnswer, Question};
@@ -190,10 +190,7 @@ mod tests {
 
     #[test]
     fn with_elimination_rounds_off_a_providers_option_limit_is_an_error_that_falls_back_without_asking_it() {
-        let small = Arc::new(Scripted {
-            max_options: 20,
-            ..Arc::into_inner(Scripted::new("small", Ok(vec![]))).expect("one owner")
-        });
+        let small = Scripted::limited("small", 20, Ok(vec![]));
         let big = Scripted::new("big", Ok(vec![decided("o0", 0.7)]));
         let options: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
         let request =
@@ -209,7 +206,7 @@ mod tests {
         );
         assert_eq!(out.provider.as_deref(), Some("big"));
         // With the rounds on (the default), the same provider is asked.
-        let small = Answering::per_question("small", 20, |o| shown_at(o, 0, 0.6));
+        let small = Scripted::per_question("small", 20, |o| shown_at(o, 0, 0.6));
         let _ =
             gateway_of(vec![small.clone()], &[], Calibration::default()).run_chain(&request, &["k".into()], None, "t");
         assert_eq!(small.asked_options().len(), 2, "a round, then the final");

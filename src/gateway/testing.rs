@@ -1,7 +1,7 @@
-//! Scripted providers and a gateway over them, for the unit tests of the chain, the checks and health.
+//! Scripted providers and a gateway over them, for the unit tests of the chain, the attempt, the
+//! checks and health.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::Gateway;
@@ -10,42 +10,6 @@ use crate::providers::{self, EngineAnswer, EngineRequest, Failure, Provider, Que
 
 pub fn q(options: &[&str]) -> Question {
     Question { key: "decision".into(), text: "?".into(), options: options.iter().map(|s| s.to_string()).collect() }
-}
-
-/// A provider that answers from a script and counts how often it was asked.
-pub struct Scripted {
-    pub name: &'static str,
-    pub answer: Result<Vec<EngineAnswer>, Failure>,
-    pub max_options: usize,
-    pub calls: std::sync::atomic::AtomicUsize,
-}
-
-impl Scripted {
-    pub fn new(name: &'static str, answer: Result<Vec<EngineAnswer>, Failure>) -> Arc<Scripted> {
-        Arc::new(Scripted { name, answer, max_options: 256, calls: Default::default() })
-    }
-    pub fn calls(&self) -> usize {
-        self.calls.load(Ordering::SeqCst)
-    }
-}
-
-impl Provider for Scripted {
-    fn name(&self) -> &'static str {
-        self.name
-    }
-    fn model(&self) -> String {
-        format!("{}-model", self.name)
-    }
-    fn capabilities(&self) -> providers::Capabilities {
-        providers::Capabilities { max_options: self.max_options, one_pass: true }
-    }
-    fn decide(&self, _request: &EngineRequest, _timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
-        self.calls.fetch_add(1, Ordering::SeqCst);
-        self.answer.clone()
-    }
-    fn health(&self, _timeout: Duration) -> providers::Probe {
-        providers::Probe { ok: self.answer.is_ok(), detail: None }
-    }
 }
 
 pub fn gateway(chain: &[Arc<Scripted>]) -> Gateway {
@@ -75,30 +39,62 @@ pub fn yes() -> EngineAnswer {
 /// The answers of an engine that is given each pass whole: `answer(request, timeout)`.
 type Answerer = dyn Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync;
 
-/// A provider that answers each request through a function of it and records every request.
-pub struct Answering {
+/// A provider that answers each request through a function of it, records every request, and is
+/// up when its `up` says so.
+pub struct Scripted {
     pub name: &'static str,
     pub max_options: usize,
     answer: Box<Answerer>,
+    up: bool,
     pub asked: std::sync::Mutex<Vec<(EngineRequest, Duration)>>,
 }
 
-impl Answering {
-    pub fn new(
+impl Scripted {
+    /// Always the same answer (or failure), whatever it is asked; down when that is a failure.
+    pub fn new(name: &'static str, answer: Result<Vec<EngineAnswer>, Failure>) -> Arc<Scripted> {
+        Scripted::limited(name, 256, answer)
+    }
+
+    /// The same, taking at most `max_options` options per question.
+    pub fn limited(
+        name: &'static str,
+        max_options: usize,
+        answer: Result<Vec<EngineAnswer>, Failure>,
+    ) -> Arc<Scripted> {
+        let up = answer.is_ok();
+        Scripted::build(name, max_options, up, move |_, _| answer.clone())
+    }
+
+    /// Answers through `answer(request, timeout)`.
+    pub fn answering(
         name: &'static str,
         max_options: usize,
         answer: impl Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync + 'static,
-    ) -> Arc<Answering> {
-        Arc::new(Answering { name, max_options, answer: Box::new(answer), asked: Default::default() })
+    ) -> Arc<Scripted> {
+        Scripted::build(name, max_options, true, answer)
     }
 
-    /// Each question of a function of its options alone.
+    fn build(
+        name: &'static str,
+        max_options: usize,
+        up: bool,
+        answer: impl Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync + 'static,
+    ) -> Arc<Scripted> {
+        Arc::new(Scripted { name, max_options, answer: Box::new(answer), up, asked: Default::default() })
+    }
+
+    /// How often it was asked.
+    pub fn calls(&self) -> usize {
+        self.asked.lock().expect("lock").len()
+    }
+
+    /// Each question answered by a function of its options alone.
     pub fn per_question(
         name: &'static str,
         max_options: usize,
         each: impl Fn(&[String]) -> EngineAnswer + Send + Sync + 'static,
-    ) -> Arc<Answering> {
-        Answering::new(name, max_options, move |r, _| Ok(r.questions.iter().map(|q| each(&q.options)).collect()))
+    ) -> Arc<Scripted> {
+        Scripted::build(name, max_options, true, move |r, _| Ok(r.questions.iter().map(|q| each(&q.options)).collect()))
     }
 
     /// The options of every question of every request, in order.
@@ -112,7 +108,7 @@ impl Answering {
     }
 }
 
-impl Provider for Answering {
+impl Provider for Scripted {
     fn name(&self) -> &'static str {
         self.name
     }
@@ -127,7 +123,7 @@ impl Provider for Answering {
         (self.answer)(request, timeout)
     }
     fn health(&self, _timeout: Duration) -> providers::Probe {
-        providers::Probe { ok: true, detail: None }
+        providers::Probe { ok: self.up, detail: None }
     }
 }
 

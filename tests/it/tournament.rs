@@ -14,6 +14,13 @@ fn options(n: usize) -> Vec<String> {
     (0..n).map(|i| format!("o{i}")).collect()
 }
 
+/// `system1 decide` arguments for `question` over `n` options.
+fn decide_args(question: &str, n: usize) -> Vec<String> {
+    let mut args = vec!["-q".to_string(), question.to_string()];
+    args.extend(options(n).into_iter().flat_map(|o| ["-o".to_string(), o]));
+    args
+}
+
 /// The option with the highest number weighs 9, every other 1: over 20 the winner has 9/28,
 /// over 10 finalists 9/18 = 0.5 (the others 1/18 = 0.0556), over 2 finalists 0.9 and 0.1.
 fn highest_wins(_instructions: &str, labels: &[&str]) -> Vec<f64> {
@@ -90,11 +97,7 @@ fn calibration_applies_the_fit_for_the_finalists_count() {
     // A fit for 200 options must not match: the answer is over the 10 finalists.
     let file = json!({"format": "system1-calibration", "version": 1, "fits": [fit(200, 5.0), fit(10, 0.5)]});
     write(&env.install_dir.join("calibration.json"), &file.to_string());
-    let args: Vec<String> = ["-q", "Which intent?"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain(options(200).into_iter().flat_map(|o| ["-o".to_string(), o]))
-        .collect();
+    let args = decide_args("Which intent?", 200);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (v, code) = env.decide_json(&args);
     assert_eq!(code, 0, "{v}");
@@ -110,8 +113,7 @@ fn calibration_applies_the_fit_for_the_finalists_count() {
 fn forty_options_from_the_command_line_and_a_fallback_when_rounds_are_off() {
     let server = weighing(highest_wins);
     let env = env_for(&server.url(), "");
-    let mut args = vec!["-q".to_string(), "Which one?".to_string()];
-    args.extend(options(40).into_iter().flat_map(|o| ["-o".to_string(), o]));
+    let args = decide_args("Which one?", 40);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = env.run(&[&["decide"], &args[..]].concat(), "");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -149,8 +151,7 @@ fn the_timeout_covers_every_round() {
     let mut env = env_for(&server.url(), "fallback = [\"mock\"]");
     env.set_env("SYSTEM1_TIMEOUT_S", "1");
     let started = Instant::now();
-    let mut args = vec!["-q".to_string(), "Which one?".to_string()];
-    args.extend(options(40).into_iter().flat_map(|o| ["-o".to_string(), o]));
+    let args = decide_args("Which one?", 40);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (v, code) = env.decide_json(&args);
     assert!(started.elapsed() < CUT_OFF, "cut off at timeout_s: {:?}", started.elapsed());
@@ -240,8 +241,7 @@ fn full_stability_adds_a_shuffle_in_the_same_request_and_composes_with_rounds() 
     // 40 options with stability: the round without variants, then the final with its two (two
     // finalists have one other order only, so full asks one).
     server.clear();
-    let mut args = vec!["-q".to_string(), "Which one?".to_string()];
-    args.extend(options(40).into_iter().flat_map(|o| ["-o".to_string(), o]));
+    let args = decide_args("Which one?", 40);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (v, _) = env.decide_json(&args);
     assert_eq!(v["stability"], 1.0, "{v}");
