@@ -1,8 +1,9 @@
 //! The stdio MCP server: newline-delimited JSON-RPC 2.0, hand-written on serde_json.
 //!
 //! The main thread reads stdin line by line and answers everything but `tools/call` inline; each
-//! tool call runs on its own thread, so a decision waiting on a slow engine holds up neither
-//! `ping`, nor health, nor another decision. Replies are written whole, one line each, under one
+//! tool call runs on its own thread (a 2025-03-26 batch holding one runs on its own thread too,
+//! its members side by side), so a decision waiting on a slow engine holds up neither `ping`, nor
+//! health, nor another decision. Replies are written whole, one line each, under one
 //! lock; stdout carries nothing else. End of input ends the process within a short grace period.
 //!
 //! Two protocol eras share the loop. The handshake era (2024-11-05 to 2025-11-25) starts with
@@ -139,7 +140,10 @@ fn handle_line(server: &Arc<Server>, line: &[u8]) {
     }
 }
 
-/// JSON-RPC batches exist only in protocol 2025-03-26; elsewhere they are refused.
+/// JSON-RPC batches exist only in protocol 2025-03-26; elsewhere they are refused. A batch's reply
+/// is one array, sent when its last member is answered; the members run side by side on threads
+/// of the batch's own (registered in `in_flight` like a tool call, so end of input waits for it),
+/// so neither the reading thread nor one slow member holds up the rest.
 fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
     let version = server.version();
     if version != "2025-03-26" {
@@ -150,16 +154,77 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
         server.send(&error(Value::Null, INVALID_REQUEST, "empty batch"));
         return;
     }
-    let replies: Vec<Value> = items
-        .into_iter()
-        .filter_map(|item| match item {
-            Value::Object(obj) => handle_message(server, obj, true),
-            _ => Some(error(Value::Null, INVALID_REQUEST, "a message must be a JSON object")),
-        })
-        .collect();
-    if !replies.is_empty() {
-        server.send(&Value::Array(replies));
+    let calls_a_tool = items.iter().any(|i| i.get("method").and_then(Value::as_str) == Some("tools/call"));
+    if !calls_a_tool {
+        // Nothing in it waits on an engine: answered here, as a single message would be.
+        if let Some(reply) = batch_replies(server, items) {
+            server.send(&reply);
+        }
+        return;
     }
+    static BATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    // Not the text of any JSON id, so never taken for one by a cancellation.
+    let key = format!("batch#{}", BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    if let Ok(mut f) = server.in_flight.lock() {
+        f.insert(key.clone(), false);
+    }
+    let worker = Arc::clone(server);
+    let worker_key = key.clone();
+    let spawned = std::thread::Builder::new().name("batch".into()).spawn(move || {
+        if let Some(reply) = batch_replies(&worker, items) {
+            worker.send(&reply);
+        }
+        if let Ok(mut f) = worker.in_flight.lock() {
+            f.remove(&worker_key);
+        }
+    });
+    if let Err(e) = spawned {
+        if let Ok(mut f) = server.in_flight.lock() {
+            f.remove(&key);
+        }
+        logging::error("rpc", &format!("cannot start a thread for a batch: {e}"));
+        server.send(&error(Value::Null, INTERNAL_ERROR, format!("the server is overloaded: {e}")));
+    }
+}
+
+/// At most this many members of one batch run at once; the rest wait for a free runner.
+const BATCH_RUNNERS: usize = 16;
+
+/// Every member's reply, in the batch's order, as the one array to send (`None` when the batch
+/// held only notifications). Members run on up to [`BATCH_RUNNERS`] threads.
+fn batch_replies(server: &Arc<Server>, items: Vec<Value>) -> Option<Value> {
+    let answer = |item: Value| match item {
+        Value::Object(obj) => handle_message(server, obj, true),
+        _ => Some(error(Value::Null, INVALID_REQUEST, "a message must be a JSON object")),
+    };
+    let replies: Vec<Option<Value>> = if items.len() == 1 {
+        items.into_iter().map(answer).collect()
+    } else {
+        let slots: Vec<Mutex<Option<Value>>> = items.into_iter().map(|i| Mutex::new(Some(i))).collect();
+        let replies: Vec<Mutex<Option<Value>>> = slots.iter().map(|_| Mutex::new(None)).collect();
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|scope| {
+            for _ in 0..slots.len().min(BATCH_RUNNERS) {
+                scope.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(slot) = slots.get(i) else { break };
+                        let Some(item) = slot.lock().ok().and_then(|mut s| s.take()) else { continue };
+                        // A member that panics is answered like a tool call that does: -32603.
+                        let id = item.get("id").filter(|v| valid_id(v)).cloned().unwrap_or(Value::Null);
+                        let reply = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| answer(item)))
+                            .unwrap_or_else(|_| Some(error(id, INTERNAL_ERROR, "internal error in a batch member")));
+                        if let Ok(mut r) = replies[i].lock() {
+                            *r = reply;
+                        }
+                    }
+                });
+            }
+        });
+        replies.into_iter().map(|r| r.into_inner().ok().flatten()).collect()
+    };
+    let replies: Vec<Value> = replies.into_iter().flatten().collect();
+    (!replies.is_empty()).then_some(Value::Array(replies))
 }
 
 /// The stateless-era version a request names in `_meta`: such a request is answered in that era's

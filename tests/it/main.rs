@@ -29,6 +29,7 @@ mod mcp_bad_input;
 mod mcp_clients;
 mod mcp_decide;
 mod mcp_fallback;
+mod mcp_hostile;
 mod mcp_protocol;
 mod outcomes;
 mod plugin;
