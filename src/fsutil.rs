@@ -1,7 +1,15 @@
 //! File helpers every module shares: replacing a file atomically ([`Staged`],
-//! [`write_atomically`]), reading a JSON file that may be absent ([`read_json`]), and reading a
-//! file that someone else may have put there ([`read_small_file`]: a regular file of bounded size,
-//! never a FIFO or a device that would hang or flood the reader).
+//! [`write_atomically`], [`write_private`], and [`write_through`] for a file that may be a link),
+//! reading a JSON file that may be absent ([`read_json`]), reading a file that someone else may
+//! have put there ([`read_small_file`]: a regular file of bounded size, never a FIFO or a device
+//! that would hang or flood the reader), and system1's own private files ([`open_private`],
+//! [`private_dir`]).
+//!
+//! Private files (the routing log with its prompts, the pause file, the decision tallies, the
+//! calibration) are 0600 and their folders 0700, whatever the umask, and they are opened only in
+//! place: a link planted under their name, a file another user owns or one with a second name
+//! (a hard link) is refused with an error that says which, never written through. On a shared
+//! machine that is what keeps one user's prompts from another.
 
 use std::fmt;
 use std::fs::{File, OpenOptions};
@@ -51,6 +59,24 @@ impl Staged {
                 Err(e) => return Err(e),
             }
         }
+    }
+
+    /// Sets the new version's mode exactly: the umask does not apply (Unix only).
+    pub fn set_mode(&mut self, mode: u32) -> io::Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            self.file()?.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        Ok(())
+    }
+
+    /// Gives the new version this owner and group (Unix only), as the file it replaces had.
+    #[cfg(unix)]
+    fn set_owner(&mut self, uid: u32, gid: u32) -> io::Result<()> {
+        std::os::unix::fs::fchown(self.file()?, Some(uid), Some(gid))
     }
 
     /// The temp file's path, for a reader that checks the new version before the commit.
@@ -112,6 +138,149 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let mut staged = Staged::create(path, 0o666)?;
     staged.set_contents(bytes)?;
     staged.commit()
+}
+
+/// The mode of system1's private files, whatever the umask.
+pub const PRIVATE_MODE: u32 = 0o600;
+
+/// Replaces `path`, one of system1's private files, with `bytes`: mode 0600 whatever the umask.
+pub fn write_private(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let mut staged = Staged::create(path, PRIVATE_MODE)?;
+    staged.set_mode(PRIVATE_MODE)?;
+    staged.set_contents(bytes)?;
+    staged.commit()
+}
+
+/// Replaces the file `path` names with `bytes`, atomically: when `path` is a link (a dotfile
+/// manager's), the file it points to is replaced and the link stays; the file keeps its mode, and
+/// its owner where this process may set it. A new file is private (0600).
+pub fn write_through(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let real = real_file(path)?;
+    let old = std::fs::metadata(&real).ok();
+    #[cfg(unix)]
+    let mode = {
+        use std::os::unix::fs::PermissionsExt;
+        old.as_ref().map(|m| m.permissions().mode() & 0o7777).unwrap_or(PRIVATE_MODE)
+    };
+    #[cfg(not(unix))]
+    let mode = PRIVATE_MODE;
+    let mut staged = Staged::create(&real, mode)?;
+    staged.set_mode(mode)?;
+    #[cfg(unix)]
+    if let Some(m) = &old {
+        use std::os::unix::fs::MetadataExt;
+        if m.uid() != euid() || m.gid() != staged.file()?.metadata()?.gid() {
+            // Best effort: only a privileged process may give a file away.
+            let _ = staged.set_owner(m.uid(), m.gid());
+        }
+    }
+    staged.set_contents(bytes)?;
+    staged.commit()
+}
+
+/// The file `path` names, links resolved; for a link to a file not there yet, where it points.
+fn real_file(path: &Path) -> io::Result<PathBuf> {
+    match std::fs::canonicalize(path) {
+        Ok(p) => Ok(p),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => match std::fs::read_link(path) {
+            Ok(target) => Ok(path.parent().map(|d| d.join(&target)).unwrap_or(target)),
+            Err(_) => Ok(path.to_path_buf()),
+        },
+        Err(e) => Err(e),
+    }
+}
+
+/// This process's effective user id.
+#[cfg(unix)]
+#[allow(unsafe_code, reason = "geteuid(2) is the one way to ask")]
+pub fn euid() -> u32 {
+    // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
+    unsafe { libc::geteuid() }
+}
+
+fn refused(kind: io::ErrorKind, why: String) -> io::Error {
+    io::Error::new(kind, why)
+}
+
+/// Opens one of system1's private files with `opts` (which say read, write, append, create), in
+/// place: a link at `path` is refused (opened with `O_NOFOLLOW`), and so is anything that is not a
+/// regular file (a FIFO is opened non-blocking, so it is refused rather than waited on), a file
+/// another user owns, or one with a second name. A file created here is 0600; an existing one of
+/// ours with a wider mode is narrowed to 0600.
+pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
+        opts.mode(PRIVATE_MODE).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        let file = match opts.open(path) {
+            Ok(f) => f,
+            // ELOOP is what O_NOFOLLOW gives for a link (EMLINK on FreeBSD).
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ELOOP) | Some(libc::EMLINK)) => {
+                return Err(refused(
+                    io::ErrorKind::InvalidInput,
+                    "is a symbolic link, which system1 never writes through (remove it; system1 writes a file of its own there)".into(),
+                ));
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                return Err(refused(io::ErrorKind::InvalidInput, "is a FIFO or a socket, not a regular file".into()));
+            }
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        if !meta.is_file() {
+            return Err(refused(io::ErrorKind::InvalidInput, "is not a regular file".into()));
+        }
+        if meta.uid() != euid() {
+            return Err(refused(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "belongs to another user (uid {}), so system1 will not write its data into it (remove it)",
+                    meta.uid()
+                ),
+            ));
+        }
+        if meta.nlink() > 1 {
+            return Err(refused(
+                io::ErrorKind::InvalidInput,
+                "has another name (a hard link), so writing it would write another file too (remove it)".into(),
+            ));
+        }
+        if meta.mode() & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(PRIVATE_MODE))?;
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    {
+        opts.open(path)
+    }
+}
+
+/// Makes `dir`, a folder of system1's private files, ready to hold them: created 0700 if missing
+/// ([`paths::create_dirs`]); refused when another user owns it; no longer writable by group or
+/// others when it was (an install dir made by an earlier version under a permissive umask).
+pub fn private_dir(dir: &Path) -> io::Result<()> {
+    paths::create_dirs(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
+        let meta = std::fs::metadata(dir)?;
+        if meta.uid() != euid() {
+            return Err(refused(
+                io::ErrorKind::PermissionDenied,
+                format!(
+                    "{} belongs to another user (uid {}); system1 keeps its files only in a folder of yours",
+                    dir.display(),
+                    meta.uid()
+                ),
+            ));
+        }
+        let mode = meta.mode() & 0o7777;
+        if mode & 0o022 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & !0o022))?;
+        }
+    }
+    Ok(())
 }
 
 /// The text of `path` (links followed) when it is a regular file of at most `cap` bytes. Anything

@@ -51,7 +51,8 @@ pub fn init(level: &str, log_file: &str, stderr: bool) {
 fn open_log(path: &str, stderr: bool) -> Option<std::fs::File> {
     let path = crate::paths::expand_tilde(path);
     let _ = crate::paths::ensure_parent(&path);
-    match std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+    // In place only, like system1's other files: never through a link planted under its name.
+    match crate::fsutil::open_private(&path, std::fs::OpenOptions::new().create(true).append(true)) {
         Ok(f) => Some(f),
         Err(e) => {
             if stderr {

@@ -109,12 +109,44 @@ pub fn expand_tilde(p: &str) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// Creates a file's parent directory if needed.
+/// Creates a file's parent directory if needed (see [`create_dirs`]).
 pub fn ensure_parent(p: &Path) -> std::io::Result<()> {
     match p.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => std::fs::create_dir_all(dir),
+        Some(dir) if !dir.as_os_str().is_empty() => create_dirs(dir),
         _ => Ok(()),
     }
+}
+
+/// Creates `dir` and its missing parents, each new one readable and writable by its owner only
+/// (0700 on Unix, set after creation so the umask cannot widen or narrow it): the install dir
+/// holds prompts, and a folder another user could write to would let them plant links in it.
+/// Folders that exist already are left as they are.
+pub fn create_dirs(dir: &Path) -> std::io::Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let missing: Vec<&Path> = dir.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).collect();
+    for d in missing.into_iter().rev() {
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(0o700);
+        }
+        match builder.create(d) {
+            Ok(()) => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700))?;
+                }
+            }
+            // Made by someone else meanwhile: theirs to keep as it is.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && d.is_dir() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// The first of `names` found as an executable file in a `PATH` directory, as `which` finds it.

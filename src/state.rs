@@ -1,11 +1,13 @@
 //! Small pieces of state in the install dir shared by the server, the hooks and `toggle`: the
 //! pause flag, read on every decision and every hook (so `toggle off` takes effect from the next
 //! prompt with no restart), and the per-day decision tally, appended to on every decision and read
-//! by `toggle status` and `doctor`.
+//! by `toggle status` and `doctor`. Both are system1's private files (`fsutil::open_private`):
+//! written only in place, never through a link planted under their name.
 
+use std::fs::OpenOptions;
 use std::io::Write;
 
-use crate::paths;
+use crate::{fsutil, paths};
 
 pub fn is_paused() -> bool {
     paths::pause_file().exists()
@@ -14,8 +16,9 @@ pub fn is_paused() -> bool {
 pub fn set_paused(paused: bool) -> std::io::Result<()> {
     let f = paths::pause_file();
     if paused {
-        paths::ensure_parent(&f)?;
-        std::fs::write(&f, format!("paused at {}\n", chrono::Utc::now().to_rfc3339()))
+        fsutil::private_dir(&paths::install_dir())?;
+        let mut file = fsutil::open_private(&f, OpenOptions::new().write(true).create(true).truncate(true))?;
+        file.write_all(format!("paused at {}\n", chrono::Utc::now().to_rfc3339()).as_bytes())
     } else {
         match std::fs::remove_file(&f) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
@@ -26,7 +29,7 @@ pub fn set_paused(paused: bool) -> std::io::Result<()> {
 
 /// When the pause began, from the pause file (`paused at <RFC 3339>`), to the minute.
 pub fn paused_since() -> Option<String> {
-    let text = std::fs::read_to_string(paths::pause_file()).ok()?;
+    let text = fsutil::read_small_file(&paths::pause_file(), 4096).ok()?;
     let stamp = text.trim().strip_prefix("paused at ")?;
     let t = chrono::DateTime::parse_from_rfc3339(stamp).ok()?;
     Some(t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string())
@@ -47,10 +50,14 @@ pub fn record_decision(status: &str, provider: Option<&str>, latency_ms: f64) {
         "provider": provider,
         "latency_ms": latency_ms,
     });
-    let _ = paths::ensure_parent(&path);
-    if let Ok(mut f) = std::fs::OpenOptions::new().create(true).append(true).open(&path) {
+    let opened = fsutil::private_dir(&paths::logs_dir())
+        .and_then(|()| fsutil::open_private(&path, OpenOptions::new().create(true).append(true)));
+    match opened {
         // A single write of a short line is atomic with O_APPEND, so concurrent servers never interleave.
-        let _ = f.write_all(format!("{line}\n").as_bytes());
+        Ok(mut f) => {
+            let _ = f.write_all(format!("{line}\n").as_bytes());
+        }
+        Err(e) => crate::logging::warn("tally", &format!("decision not tallied: {}: {e}", path.display())),
     }
 }
 
@@ -63,7 +70,8 @@ pub fn decisions_today() -> std::collections::BTreeMap<String, u64> {
 
 /// Adds the decisions of `day` (`YYYY-MM-DD`, UTC) to `counts`, by status.
 pub fn count_decisions(day: &str, counts: &mut std::collections::BTreeMap<String, u64>) {
-    if let Ok(text) = std::fs::read_to_string(paths::decisions_log(day)) {
+    // A tally line is under 200 bytes: 64 MiB is hundreds of thousands of decisions in a day.
+    if let Ok(text) = fsutil::read_small_file(&paths::decisions_log(day), 64 << 20) {
         for line in text.lines() {
             if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
                 let status = v.get("status").and_then(|s| s.as_str()).unwrap_or("unknown").to_string();

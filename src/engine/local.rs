@@ -143,11 +143,11 @@ pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, stall: Durati
         return Ok(vec![format!("{} is already installed in {} (checksums verified)", model.name, target.display())]);
     }
     let parent = target.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    std::fs::create_dir_all(&parent).context(|| format!("cannot create {}", parent.display()))?;
+    crate::paths::create_dirs(&parent).context(|| format!("cannot create {}", parent.display()))?;
     remove_stale_scratch(&parent, model.name);
     let scratch = parent.join(format!(".{}.partial-{}", model.name, std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
-    std::fs::create_dir_all(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
+    crate::paths::create_dirs(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
     let result = download_all(model, &scratch, endpoint, stall).and_then(|()| put_in_place(model, &scratch, &target));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&scratch);

@@ -142,7 +142,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
 /// Creates the venv, installs `package` into it, and writes the launchers. Returns what was done.
 pub fn install(spec: &Spec, package: Option<&str>) -> Result<Vec<String>> {
     let dir = spec.dir();
-    std::fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
+    paths::create_dirs(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let mut done = Vec::new();
     let venv = spec.venv();
     if !spec.is_installed() {

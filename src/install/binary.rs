@@ -24,7 +24,7 @@ pub fn install_self() -> Result<Copied> {
         return Ok(Copied::AlreadyInPlace(target));
     }
     let dir = paths::bin_dir();
-    fs::create_dir_all(&dir).context(|| format!("cannot create {}", dir.display()))?;
+    paths::create_dirs(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let mut staged = Staged::create(&target, 0o755).context(|| format!("cannot create a file in {}", dir.display()))?;
     stage(&source, &mut staged)?;
     replace(staged, &target)?;

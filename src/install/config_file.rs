@@ -42,7 +42,10 @@ pub fn write_if_missing() -> Result<Outcome> {
     }
     paths::ensure_parent(&path).context(|| format!("cannot create the folder of {}", path.display()))?;
     // Staged beside the config, which appears only once it says what was chosen.
-    let mut staged = Staged::create(&path, 0o666).context(|| format!("cannot write {}", path.display()))?;
+    // Private whatever the umask: another user who could edit it could point the engine elsewhere.
+    let mut staged =
+        Staged::create(&path, crate::fsutil::PRIVATE_MODE).context(|| format!("cannot write {}", path.display()))?;
+    staged.set_mode(crate::fsutil::PRIVATE_MODE).context(|| format!("cannot write {}", staged.path().display()))?;
     staged.set_contents(EXAMPLE.as_bytes()).context(|| format!("cannot write {}", staged.path().display()))?;
     let outcome = match probe_example_engine(staged.path()) {
         Ok(()) => Outcome::WrittenWithEngine,

@@ -7,6 +7,9 @@
 //! only once it holds the lock (so it always writes to the current file) and writes one whole line
 //! in a single `write_all`, after ending a torn last line if it finds one. A rewrite holds the lock across read, temp file, fsync and rename, so
 //! no append can slip in between and be lost.
+//!
+//! The log holds prompts, so its folder is private and its files are opened only in place
+//! (`fsutil::open_private`): a link or another user's file planted under its name is refused.
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -14,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use super::entry::Entry;
-use crate::fsutil::Staged;
+use crate::fsutil::{self, Staged, open_private};
 use crate::paths;
 
 /// What `read_all` found: the lines that are entries, and how many other lines there were.
@@ -93,22 +96,16 @@ fn lock_path(log: &Path) -> PathBuf {
     log.with_file_name(name)
 }
 
-/// Opens a file for writing, created readable by its owner only (the log holds prompt text).
-fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        opts.mode(0o600);
-    }
-    opts.open(path)
-}
-
 /// The exclusive lock on `<log>.lock`, released when dropped (and by the OS if the process dies).
 struct Lock(File);
 
 impl Lock {
     fn take(log: &Path) -> io::Result<Lock> {
-        paths::ensure_parent(log)?;
+        // The log holds prompt text: a private folder, and files opened only in place (a link
+        // planted under the log's name is refused, never written through).
+        if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
+            fsutil::private_dir(dir)?;
+        }
         let file = open_private(&lock_path(log), OpenOptions::new().create(true).truncate(false).write(true))?;
         file.lock()?;
         Ok(Lock(file))
@@ -176,7 +173,8 @@ pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Re
         text.push('\n');
     }
     // Private like the log itself: it holds the user's prompts.
-    let mut staged = Staged::create(log, 0o600)?;
+    let mut staged = Staged::create(log, fsutil::PRIVATE_MODE)?;
+    staged.set_mode(fsutil::PRIVATE_MODE)?;
     staged.set_contents(text.as_bytes())?;
     staged.commit()?;
     Ok(result)
@@ -217,7 +215,11 @@ pub fn find_agent_at(log: &Path, tool_use_id: &str, session_id: Option<&str>) ->
 /// Runs at every session start, so it reads the log without the writers' lock (a line being
 /// appended at that moment is incomplete and skipped) and parses as little as it can.
 pub fn count_waiting_for_labels() -> usize {
-    let Ok(bytes) = std::fs::read(paths::routing_log()) else { return 0 };
+    let Ok(mut file) = open_private(&paths::routing_log(), OpenOptions::new().read(true)) else { return 0 };
+    let mut bytes = Vec::new();
+    if file.read_to_end(&mut bytes).is_err() {
+        return 0;
+    }
     String::from_utf8_lossy(&bytes).lines().filter(|line| waits_for_labels(line)).count()
 }
 
@@ -249,7 +251,7 @@ fn waits_for_labels(line: &str) -> bool {
 
 /// The log's lines; a missing log has none. Lines that are not UTF-8 are kept lossily (they count as bad).
 fn read_lines(log: &Path) -> io::Result<Vec<String>> {
-    let file = match File::open(log) {
+    let file = match open_private(log, OpenOptions::new().read(true)) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),

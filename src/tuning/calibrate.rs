@@ -166,7 +166,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         let file = apply::merge_local(existing.as_deref(), fits.clone())
             .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", local.display())))?;
         let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
-        fsutil::write_atomically(&local, format!("{text}\n").as_bytes())
+        fsutil::write_private(&local, format!("{text}\n").as_bytes())
             .context(|| format!("cannot write {}", local.display()))?;
         outln!("\nWrote {} fits to {}.", fits.len(), local.display())?;
         if let Some(t) = chosen {
@@ -177,7 +177,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
                 Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
             };
             let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
-            fsutil::write_atomically(&cfg_path, new.as_bytes())
+            fsutil::write_through(&cfg_path, new.as_bytes())
                 .context(|| format!("cannot write {}", cfg_path.display()))?;
             outln!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display())?;
             if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {

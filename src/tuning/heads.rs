@@ -125,8 +125,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, apply: bool) -> crate::e
     if apply {
         let f = file(&fitted, &format!("Fitted by `system1 calibrate fit` on {source}."));
         let text = serde_json::to_string_pretty(&f).unwrap_or_default() + "\n";
-        crate::fsutil::write_atomically(&path, text.as_bytes())
-            .context(|| format!("cannot write {}", path.display()))?;
+        crate::fsutil::write_private(&path, text.as_bytes()).context(|| format!("cannot write {}", path.display()))?;
         outln!("Wrote {} (it wins over the shipped heads for these questions).", path.display())?;
     } else {
         outln!("Nothing written; add --apply to write {}.", path.display())?;

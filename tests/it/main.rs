@@ -34,6 +34,7 @@ mod mcp_protocol;
 mod outcomes;
 mod plugin;
 mod plugin_commands;
+mod private_files;
 mod report;
 mod report_e2e;
 mod routing_enforce;

@@ -1,0 +1,212 @@
+//! system1's private files on a machine shared with another user: the routing log (prompts), the
+//! pause file and the decision tally are never written through a link planted under their name,
+//! nor into a file another user owns; folders are created 0700 and files 0600 whatever the umask;
+//! and `calibrate fit --apply` edits a config that is a link (a dotfile manager's) in its real
+//! file, keeping its mode. Tests that need a second user run as root (as here) and give the
+//! planted files to uid 4242; elsewhere those parts are skipped.
+
+#![cfg(unix)]
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::{BIN, TestEnv, stderr, stdout, write};
+use serde_json::json;
+
+/// The other user of the machine, by number: root can give files to a uid no account has.
+const OTHER_UID: u32 = 4242;
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0").unwrap_or(false)
+}
+
+/// A file of the other user's, with `text`, mode 0666 (so the test can tell it was not written).
+fn victim(env: &TestEnv, text: &str) -> PathBuf {
+    let path = env.root.join("other-user/precious.txt");
+    write(&path, text);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o666)).unwrap();
+    if is_root() {
+        std::os::unix::fs::chown(path.parent().unwrap(), Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+        std::os::unix::fs::chown(&path, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+    }
+    path
+}
+
+/// Plants a link at `at` to `target`, owned by the other user when the test can say so.
+fn plant_link(at: &Path, target: &Path) {
+    std::fs::create_dir_all(at.parent().unwrap()).unwrap();
+    symlink(target, at).unwrap();
+    if is_root() {
+        std::os::unix::fs::lchown(at, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+    }
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_default()
+}
+
+const PROMPT: &str = "Read the payment module and explain how refunds are computed for partial orders";
+
+/// A scratch env that logs prompts from `repo`, with a log file for the hook's reasons.
+fn logging_env() -> (TestEnv, PathBuf, PathBuf) {
+    let env = TestEnv::new();
+    let repo = env.root.join("repo");
+    std::fs::create_dir_all(repo.join(".git")).unwrap();
+    let log_file = env.root.join("system1.log");
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\nlog_file = {:?}\n[routing]\nenabled = true\nlog_dirs = [{:?}]\n[providers.mock]\nanswers = {{ design = \"no\", review = \"no\" }}\n",
+        log_file.display().to_string(),
+        repo.display().to_string()
+    ));
+    (env, repo, log_file)
+}
+
+fn prompt_hook(env: &TestEnv, repo: &Path) -> Output {
+    let payload = json!({"session_id": "s", "cwd": repo, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT});
+    env.run(&["hook", "prompt"], &payload.to_string())
+}
+
+#[test]
+fn toggle_off_refuses_a_planted_pause_link_and_leaves_its_target_alone() {
+    let env = TestEnv::with_mock("");
+    let target = victim(&env, "their data\n");
+    std::fs::create_dir_all(&env.install_dir).unwrap();
+    plant_link(&env.install_dir.join("paused"), &target);
+    let out = env.run(&["toggle", "off"], "");
+    assert_eq!(read(&target), "their data\n", "toggle off wrote through the link");
+    assert!(!out.status.success(), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("paused") && err.contains("symbolic link"), "{err}");
+}
+
+#[test]
+fn the_routing_log_is_written_neither_through_a_link_nor_into_another_users_file() {
+    let (env, repo, log_file) = logging_env();
+    let target = victim(&env, "their data\n");
+    let log = env.install_dir.join("logs/routing.jsonl");
+    plant_link(&log, &target);
+    let out = prompt_hook(&env, &repo);
+    assert!(out.status.success());
+    assert_eq!(stderr(&out), "", "a hook stays quiet");
+    assert_eq!(read(&target), "their data\n", "the prompt went through the planted link");
+    assert!(read(&log_file).contains("symbolic link"), "the log file says why: {}", read(&log_file));
+
+    // A regular file in its place that another user owns (and can read) gets no prompt either.
+    if is_root() {
+        std::fs::remove_file(&log).unwrap();
+        write(&log, "");
+        std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o666)).unwrap();
+        std::os::unix::fs::chown(&log, Some(OTHER_UID), Some(OTHER_UID)).unwrap();
+        let out = prompt_hook(&env, &repo);
+        assert!(out.status.success());
+        assert_eq!(read(&log), "", "the prompt went into another user's file");
+        assert!(read(&log_file).contains("belongs to another user"), "{}", read(&log_file));
+    }
+}
+
+#[test]
+fn the_decision_tally_is_not_written_through_a_link() {
+    let env = TestEnv::with_mock("");
+    let target = victim(&env, "their data\n");
+    let day = chrono_free_today();
+    plant_link(&env.install_dir.join(format!("logs/decisions-{day}.jsonl")), &target);
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(read(&target), "their data\n", "the tally went through the planted link");
+}
+
+/// Today's date in UTC as `date` prints it (the tally's file name).
+fn chrono_free_today() -> String {
+    let out = Command::new("date").args(["-u", "+%Y-%m-%d"]).output().expect("run date");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Runs the binary with the env's environment under `umask 000`.
+fn run_with_umask_000(env: &TestEnv, args: &[&str], stdin: &str) -> Output {
+    let mut cmd = Command::new("/bin/sh");
+    cmd.arg("-c").arg("umask 000 && exec \"$0\" \"$@\"").arg(BIN).args(args);
+    for (k, v) in env.command(&[]).get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn sh");
+    use std::io::Write;
+    let _ = child.stdin.take().unwrap().write_all(stdin.as_bytes());
+    child.wait_with_output().unwrap()
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())).mode() & 0o777
+}
+
+#[test]
+fn under_umask_000_folders_are_0700_and_files_0600() {
+    let (env, repo, _) = logging_env();
+    let out = run_with_umask_000(&env, &["toggle", "off"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let out = run_with_umask_000(&env, &["toggle", "on"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let payload = json!({"session_id": "s", "cwd": repo, "hook_event_name": "UserPromptSubmit", "prompt": PROMPT});
+    assert!(run_with_umask_000(&env, &["hook", "prompt"], &payload.to_string()).status.success());
+    assert!(run_with_umask_000(&env, &["decide", "-q", "Ship it?"], "").status.success());
+    let logs = env.install_dir.join("logs");
+    assert_eq!(mode(&env.install_dir), 0o700);
+    assert_eq!(mode(&logs), 0o700);
+    for f in ["routing.jsonl", "routing.jsonl.lock", &format!("decisions-{}.jsonl", chrono_free_today())] {
+        assert_eq!(mode(&logs.join(f)), 0o600, "{f}");
+    }
+    let out = run_with_umask_000(&env, &["toggle", "off"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(mode(&env.install_dir.join("paused")), 0o600);
+
+    // A fresh install under umask 000: the install dir, bin/, the config and its folder.
+    let env = TestEnv::new();
+    let mut with_path = env;
+    with_path.set_env("PATH", "/nonexistent");
+    with_path.set_env("SYSTEM1_LAYA_ENDPOINT", "http://127.0.0.1:9");
+    let out = run_with_umask_000(&with_path, &["install"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(mode(&with_path.install_dir), 0o700);
+    assert_eq!(mode(&with_path.install_dir.join("bin")), 0o700);
+    assert_eq!(mode(&with_path.install_dir.join("bin/system1")), 0o755);
+    assert_eq!(mode(&with_path.config), 0o600);
+    assert_eq!(mode(with_path.config.parent().unwrap()), 0o700);
+}
+
+/// A dotfile manager keeps the config in its repository and links it into place.
+#[test]
+fn calibrate_fit_apply_writes_through_a_symlinked_config_and_keeps_its_mode() {
+    let env = TestEnv::new();
+    let real = env.home.join("dotfiles/system1.toml");
+    write(
+        &real,
+        "# mine\n[gateway]\nprovider = \"mock\"\n\n[routing]\nenabled = true\nmin_confidence = 0.6\n\n[providers.mock]\nconfidence = 0.7\nanswers = { read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\" }\n",
+    );
+    std::fs::set_permissions(&real, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::fs::create_dir_all(env.config.parent().unwrap()).unwrap();
+    symlink(&real, &env.config).unwrap();
+    let labels = |r: bool| json!({"read_only": r, "design": !r, "review": !r, "specified": r});
+    let entries: String = (0..20)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": format!("p{i}"), "source": "prompt", "prompt": format!("{PROMPT} number {i}"), "labels": labels(i >= 2)})
+            )
+        })
+        .collect();
+    write(&env.install_dir.join("logs/routing.jsonl"), &entries);
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Set [routing] min_confidence = 0.50"), "{}", stdout(&out));
+    assert!(
+        std::fs::symlink_metadata(&env.config).unwrap().file_type().is_symlink(),
+        "the link was replaced by a file"
+    );
+    assert!(read(&real).contains("min_confidence = 0.5\n"), "{}", read(&real));
+    assert!(read(&real).starts_with("# mine\n"));
+    assert_eq!(mode(&real), 0o640, "the real file's mode");
+}
