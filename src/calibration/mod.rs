@@ -28,6 +28,11 @@ pub const VERSION: u64 = 1;
 /// The fits shipped with this build.
 pub const SHIPPED: &str = include_str!("../../calibration/calibration.json");
 
+/// The range a fitted temperature is clamped to, by `calibrate fit` and by the local engine's
+/// trained heads: below 0.5 a fit on a small or separable sample turns a 0.24 top probability
+/// into 0.99; above 5 it flattens every answer to a coin toss.
+pub const TEMPERATURE_RANGE: (f64, f64) = (0.5, 5.0);
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Fit {
     pub provider: String,

@@ -269,6 +269,9 @@ fn fits_to_write(reports: &[QuestionReport]) -> Vec<Fit> {
             extra.insert("accuracy".into(), json!(text::round(r.accuracy, 3)));
             extra.insert("ece_before".into(), json!(text::round(r.ece_before, 3)));
             extra.insert("ece_after".into(), json!(text::round(r.ece_after, 3)));
+            if let Some(fitted) = r.fit.clamped.filter(|_| r.own_fit) {
+                extra.insert("clamped".into(), json!(text::round(fitted, 4)));
+            }
             extra.insert("source".into(), json!(format!("system1 calibrate fit ({})", r.sources)));
             extra.insert("fitted_at".into(), json!(now));
             Fit {

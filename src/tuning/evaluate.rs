@@ -88,11 +88,21 @@ fn share(k: usize, n: usize) -> Option<f64> {
     (n > 0).then(|| k as f64 / n as f64)
 }
 
+/// How a spawn without all four answers counts.
+#[derive(Clone, Copy, PartialEq)]
+enum Unanswered {
+    /// It counts, and the rule picks nothing: an engine that failed is judged on it.
+    Counts,
+    /// It is left out: a spawn nobody labelled says nothing about the rule.
+    LeftOut,
+}
+
 fn rule_report(
     rows: &[Row],
     rules: &[Rule],
     default_tier: Tier,
     answers: impl Fn(&Row) -> Option<BTreeMap<Feature, bool>>,
+    unanswered: Unanswered,
 ) -> RuleReport {
     let mut r = RuleReport {
         failures: 0,
@@ -108,8 +118,12 @@ fn rule_report(
         let (Some(outcome), Some(ran)) = (row.outcome, row.outcome_tier) else {
             continue;
         };
-        // Without all four answers the rule picks nothing: the spawn counts, and the pick is not higher.
+        // Without all four answers the rule picks nothing: the spawn counts (when the engine's answers
+        // are judged), and the pick is not higher.
         let picked = answers(row).map(|a| rule::choose(rules, default_tier, &a).0);
+        if picked.is_none() && unanswered == Unanswered::LeftOut {
+            continue;
+        }
         match outcome {
             Outcome::Failed => {
                 r.failures += 1;
@@ -163,8 +177,8 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
     let teacher_answers = |row: &Row| -> Option<BTreeMap<Feature, bool>> {
         Feature::ALL.iter().map(|f| Some((*f, *row.labels.get(f)?))).collect()
     };
-    let rule_engine = rule_report(rows, rules, default_tier, engine_answers);
-    let rule_teacher = rule_report(rows, rules, default_tier, teacher_answers);
+    let rule_engine = rule_report(rows, rules, default_tier, engine_answers, Unanswered::Counts);
+    let rule_teacher = rule_report(rows, rules, default_tier, teacher_answers, Unanswered::LeftOut);
     let failures_labelled = rows.iter().filter(|r| r.outcome == Some(Outcome::Failed)).count();
 
     let mut reasons = Vec::new();
@@ -177,6 +191,7 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
                     100.0 * a,
                     100.0 * bars.min_feature_accuracy
                 ),
+                None if f.labelled == 0 => format!("{}: no entry has a label for it", f.feature),
                 None => format!("{}: no labelled answer reaches the threshold {threshold:.2}", f.feature),
             });
         }
@@ -284,6 +299,27 @@ mod tests {
         assert!(!r.ready);
         assert_eq!(r.reasons.len(), 2, "{:?}", r.reasons);
         assert!(r.reasons[0].starts_with("specified") && r.reasons[1].starts_with("safety 50.0%"));
+    }
+
+    /// Spawns with an outcome and no feature labels: the engine's side judges them, the teacher's
+    /// side has nothing to judge (n/a, not "0 of 1 sent higher", which reads as an unsafe rule).
+    #[test]
+    fn spawns_without_labels_leave_the_ceiling_unmeasured() {
+        let answers = Some([(false, 0.9), (true, 0.9), (false, 0.9), (false, 0.9)]);
+        let mut rows = vec![
+            row([false; 4], answers, Some((Outcome::Failed, Tier::Sonnet))),
+            row([false; 4], answers, Some((Outcome::Succeeded, Tier::Opus))),
+        ];
+        for r in &mut rows {
+            r.labels.clear();
+        }
+        let r = evaluate(&rows, &default_rules(), Tier::Sonnet, 0.7, BARS);
+        let e = &r.rule_engine;
+        assert_eq!((e.failures, e.higher_on_failures, e.successes, e.same_on_successes), (1, 1, 1, 1));
+        let t = &r.rule_teacher;
+        assert_eq!((t.failures, t.successes, t.safety, t.agreement, t.savings), (0, 0, None, None, None));
+        assert!(r.features.iter().all(|f| f.labelled == 0 && f.accuracy.is_none()));
+        assert!(r.reasons.iter().any(|x| x == "design: no entry has a label for it"), "{:?}", r.reasons);
     }
 
     /// `rows()` with the engine's two wrong answers put right: every bar holds.

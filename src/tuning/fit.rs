@@ -12,10 +12,13 @@
 
 use crate::calibration::rescale;
 
-/// Temperatures outside this range are not fitted: a fit that wants them is either fitting noise
-/// (tiny samples) or a degenerate engine, and the bound keeps the result usable.
-pub const T_MIN: f64 = 0.05;
-pub const T_MAX: f64 = 20.0;
+/// The search runs over this range, so that the temperature the data asks for is known even when
+/// the clamp then moves it.
+pub const SEARCH_MIN: f64 = 0.05;
+pub const SEARCH_MAX: f64 = 20.0;
+
+/// A fitted temperature is clamped to this range, as Laya's own calibration does.
+pub const CLAMP: (f64, f64) = crate::calibration::TEMPERATURE_RANGE;
 
 /// Below this many samples a question gets no fit of its own; the option-count fit covers it.
 pub const MIN_N: usize = 20;
@@ -83,24 +86,29 @@ pub fn nll(samples: &[Sample], beta: f64) -> f64 {
 /// The result of fitting one temperature.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TemperatureFit {
+    /// The temperature to apply: the fitted one, within [`CLAMP`].
     pub temperature: f64,
+    /// The fitted temperature, when the clamp moved it.
+    pub clamped: Option<f64>,
     pub nll_before: f64,
+    /// The NLL at `temperature` (after the clamp).
     pub nll_after: f64,
     /// False when the search found nothing better than T = 1, which is then kept.
     pub improved: bool,
 }
 
-/// Fits T by golden-section search on ln(1/T) in [ln(1/T_MAX), ln(1/T_MIN)]. Keeps T = 1 unless
-/// the NLL improves on it by more than a rounding error.
+/// Fits T by golden-section search on ln(1/T) in [ln(1/SEARCH_MAX), ln(1/SEARCH_MIN)], then clamps
+/// it to [`CLAMP`]. Keeps T = 1 unless the NLL improves on it by more than a rounding error.
 pub fn fit_temperature(samples: &[Sample]) -> TemperatureFit {
     let before = nll(samples, 1.0);
-    let keep = TemperatureFit { temperature: 1.0, nll_before: before, nll_after: before, improved: false };
+    let keep =
+        TemperatureFit { temperature: 1.0, clamped: None, nll_before: before, nll_after: before, improved: false };
     if samples.is_empty() {
         return keep;
     }
     let f = |u: f64| nll(samples, u.exp());
     let inv_phi = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut a, mut b) = ((1.0 / T_MAX).ln(), (1.0 / T_MIN).ln());
+    let (mut a, mut b) = ((1.0 / SEARCH_MAX).ln(), (1.0 / SEARCH_MIN).ln());
     let mut c = b - inv_phi * (b - a);
     let mut d = a + inv_phi * (b - a);
     let (mut fc, mut fd) = (f(c), f(d));
@@ -119,11 +127,14 @@ pub fn fit_temperature(samples: &[Sample]) -> TemperatureFit {
             fd = f(d);
         }
     }
-    let beta = ((a + b) / 2.0).exp();
-    let after = nll(samples, beta);
+    let fitted = 1.0 / ((a + b) / 2.0).exp();
+    let temperature = fitted.clamp(CLAMP.0, CLAMP.1);
+    let after = nll(samples, 1.0 / temperature);
     // Relative tolerance: a flat NLL (all 50/50 answers) or an already calibrated engine keeps T = 1.
+    // The NLL is convex, so a clamped optimum still improves on T = 1 when the fitted one does.
     if after < before - 1e-9 * before.abs().max(1.0) {
-        TemperatureFit { temperature: 1.0 / beta, nll_before: before, nll_after: after, improved: true }
+        let clamped = (temperature != fitted).then_some(fitted);
+        TemperatureFit { temperature, clamped, nll_before: before, nll_after: after, improved: true }
     } else {
         keep
     }
@@ -362,7 +373,7 @@ mod tests {
         for s in &data {
             assert_eq!(s.top(1.0).0, s.top(fit.temperature).0);
         }
-        for t in [T_MIN, 0.3, 3.0, T_MAX] {
+        for t in [SEARCH_MIN, 0.3, 3.0, SEARCH_MAX] {
             let p = [0.2, 0.5, 0.3];
             assert_eq!(top(&rescale(&p, t)).0, 1);
         }
@@ -381,9 +392,24 @@ mod tests {
     }
 
     #[test]
-    fn separable_data_stops_at_the_bound() {
+    fn separable_data_is_clamped_and_says_what_it_fitted() {
+        // Always right at 0.7: the NLL falls all the way to the search bound; the clamp keeps 0.5.
         let fit = fit_temperature(&group(0.7, 20, 20));
-        assert!((fit.temperature - T_MIN).abs() < 1e-6, "T = {}", fit.temperature);
+        assert_eq!(fit.temperature, CLAMP.0);
+        assert!((fit.clamped.unwrap() - SEARCH_MIN).abs() < 1e-6, "{fit:?}");
+        assert!(fit.improved);
+        // The NLL after is the one at the clamped T: -ln(0.7^2 / (0.7^2 + 0.3^2)).
+        assert!((fit.nll_after + (0.49f64 / 0.58).ln()).abs() < 1e-12, "{fit:?}");
+        // Right 3 times in 5 at 0.95: the fitted T solves sigmoid(logit(0.95) / T) = 0.6, far above 5.
+        let fit = fit_temperature(&group(0.95, 20, 12));
+        let want = (0.95f64 / 0.05).ln() / (0.6f64 / 0.4).ln();
+        assert!(want > CLAMP.1);
+        assert_eq!(fit.temperature, CLAMP.1);
+        assert!((fit.clamped.unwrap() - want).abs() < 1e-6, "{fit:?} vs {want}");
+        // Within the range nothing is clamped: right 3 in 4 at 2/3 fits T = logit(2/3) / logit(0.75).
+        let fit = fit_temperature(&group(2.0 / 3.0, 20, 15));
+        let want = 2f64.ln() / 3f64.ln();
+        assert!((fit.temperature - want).abs() < 1e-6 && fit.clamped.is_none(), "{fit:?} vs {want}");
     }
 
     fn pt(c: f64, ok: bool) -> Point {

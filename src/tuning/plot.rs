@@ -54,7 +54,9 @@ fn panel(r: &QuestionReport, ox: f64, oy: f64) -> String {
     let px = |c: f64| ox + (c - x0) / (1.0 - x0) * PANEL;
     let py = |a: f64| oy + (1.0 - a) * PANEL;
     let mut s = String::new();
-    let t = if r.own_fit && r.fit.improved {
+    let t = if r.own_fit && r.fit.improved && r.fit.clamped.is_some() {
+        format!("T = {:.2} (clamped)", r.applied_t)
+    } else if r.own_fit && r.fit.improved {
         format!("T = {:.2}", r.applied_t)
     } else if r.own_fit {
         "T = 1 kept".to_string()

@@ -109,11 +109,15 @@ pub fn run(args: Options) -> Result<i32> {
     Ok(0)
 }
 
+/// A share, or `n/a` when there was nothing to take it of (nothing labelled, nothing answered).
 fn pct(x: Option<f64>) -> String {
-    x.map(|v| text::pct(v, 1)).unwrap_or_else(|| "-".into())
+    x.map(|v| text::pct(v, 1)).unwrap_or_else(|| "n/a".into())
 }
 
 fn rule_line(name: &str, k: usize, n: usize, share: Option<f64>) -> String {
+    if n == 0 {
+        return format!("{name} n/a");
+    }
     format!("{name} {k}/{n} {}", pct(share))
 }
 
@@ -135,16 +139,23 @@ pub fn text(r: &Report, engine: &str, failed: usize, bars: Bars) -> String {
         "feature", "labelled", "answered", "accuracy", "AUROC", "coverage@thr", "accuracy@thr"
     ));
     for f in &r.features {
+        let labelled = f.labelled > 0;
         s.push_str(&format!(
             "{:<10} {:>8} {:>8} {:>9} {:>6} {:>14} {:>14}  {}\n",
-            f.feature,
+            f.feature.name(),
             f.labelled,
             f.answered,
             pct(f.accuracy),
-            f.auroc.map(|a| format!("{a:.2}")).unwrap_or_else(|| "-".into()),
-            format!("{:.1}%", 100.0 * f.coverage_at_threshold),
+            f.auroc.map(|a| format!("{a:.2}")).unwrap_or_else(|| "n/a".into()),
+            if labelled { format!("{:.1}%", 100.0 * f.coverage_at_threshold) } else { "n/a".into() },
             pct(f.accuracy_at_threshold),
-            if f.passes { "ok" } else { "below the bar" }
+            if f.passes {
+                "ok"
+            } else if labelled {
+                "below the bar"
+            } else {
+                "nothing labelled"
+            }
         ));
     }
     let e = rule_block(&r.rule_engine);
@@ -158,6 +169,9 @@ pub fn text(r: &Report, engine: &str, failed: usize, bars: Bars) -> String {
         .enumerate()
     {
         s.push_str(&format!("  {name:<35} {:>22}   {:>22}\n", e[i].trim(), t[i].trim()));
+    }
+    if r.rule_teacher.failures + r.rule_teacher.successes == 0 {
+        s.push_str("  (n/a on the teacher labels: no spawn with an outcome has all four feature labels)\n");
     }
     s.push_str(&format!("\nFailed spawns labelled: {}\n", r.failures_labelled));
     s.push_str(&format!("\nVerdict: {}\n", if r.ready { "READY" } else { "NOT READY" }));

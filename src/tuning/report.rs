@@ -99,8 +99,12 @@ impl QuestionReport {
             } else {
                 "softened: the engine was over-confident"
             };
+            let clamp = match self.fit.clamped {
+                Some(f) => format!(", clamped to [{}, {}]: the fit wanted T = {f:.3}", fit::CLAMP.0, fit::CLAMP.1),
+                None => String::new(),
+            };
             format!(
-                "  T = {:.3} ({how})  NLL {:.4} -> {:.4}\n",
+                "  T = {:.3} ({how}{clamp})  NLL {:.4} -> {:.4}\n",
                 self.fit.temperature, self.fit.nll_before, self.fit.nll_after
             )
         };
@@ -171,6 +175,23 @@ mod tests {
         assert!((r.ece_after - (0.64 / 0.68 - 0.8)).abs() < 1e-9);
         assert!((r.ece_before - 0.0).abs() < 1e-12);
         assert!(r.text().contains("too few for its own fit"));
+    }
+
+    #[test]
+    fn a_clamped_fit_says_what_it_fitted() {
+        // Right every time at 0.7: the NLL wants T at the search bound, 0.05; the clamp keeps 0.5.
+        let always: Vec<Sample> = (0..30).map(|_| s(0.7, true)).collect();
+        let r = measure("mock", "m", Some("q"), &always, "30 seed".into(), None);
+        assert_eq!((r.applied_t, r.fit.temperature), (0.5, 0.5));
+        assert!(
+            r.text().contains(
+                "T = 0.500 (sharpened: the engine was under-confident, clamped to [0.5, 5]: the fit wanted T = 0.050)"
+            ),
+            "{}",
+            r.text()
+        );
+        // At T = 0.5, 0.7 becomes 0.49 / 0.58; every answer is right, so the ECE is 1 - that.
+        assert!((r.ece_after - (1.0 - 0.49 / 0.58)).abs() < 1e-9);
     }
 
     #[test]

@@ -176,10 +176,13 @@ fn fit_from_the_log_sets_the_threshold_and_keeps_the_config() {
     assert!(cfg.starts_with("# my settings\n"));
     let cal: Value =
         serde_json::from_str(&std::fs::read_to_string(env.install_dir.join("calibration.json")).unwrap()).unwrap();
+    // 90% right at 0.7 wants T = 0.386, below the clamp: 0.5 is written, with the fitted value.
     let want = optimal_t(0.7, 0.9);
+    assert!(want < 0.5);
     for f in ["read_only", "design", "review", "specified"] {
         let fit = cal["fits"].as_array().unwrap().iter().find(|x| x["question"] == f).unwrap();
-        assert!((fit["temperature"].as_f64().unwrap() - want).abs() < 1e-3, "{f}: {fit}");
+        assert_eq!(fit["temperature"].as_f64(), Some(0.5), "{f}: {fit}");
+        assert!((fit["clamped"].as_f64().unwrap() - want).abs() < 1e-3, "{f}: {fit}");
     }
     // The config still loads cleanly, with the new threshold.
     let out = env.run(&["config", "check"], "");
@@ -254,6 +257,32 @@ fn evaluate_metrics_and_verdict_with_a_fake_engine() {
     assert!(text.contains("Verdict: NOT READY"), "{text}");
     assert!(text.contains("--min-feature-accuracy 0.85 --min-safety 0.95 --min-failures 30"), "{text}");
     assert!(text.contains("teacher labels (ceiling)"), "{text}");
+}
+
+/// Spawns with an outcome but no feature labels: the teacher-labels column says n/a, not `0/1 0.0%`
+/// (which reads as "unsafe even on the teacher labels"), and the features say nothing was labelled.
+#[test]
+fn evaluate_says_n_a_where_nothing_was_labelled() {
+    let env = TestEnv::with_mock(EVAL_MOCK);
+    let bare = |id: &str, outcome: &str, tier: &str| {
+        json!({"id": id, "source": "agent", "prompt": format!("{PROMPT} ({id})"), "tool_use_id": format!("t-{id}"),
+               "outcome": outcome, "outcome_tier": tier, "outcome_source": "auto"})
+    };
+    write_log(&env, &[bare("f1", "failed", "sonnet"), bare("s1", "succeeded", "opus")]);
+    let v = evaluate(&env, &[]);
+    let t = &v["report"]["rule_teacher"];
+    assert_eq!((t["failures"].as_u64(), t["successes"].as_u64(), t["safety"].is_null()), (Some(0), Some(0), true));
+    // The engine's answers are judged: design at 0.9 picks opus, higher than sonnet; the same as opus.
+    let e = &v["report"]["rule_engine"];
+    assert_eq!((e["safety"].as_f64(), e["agreement"].as_f64()), (Some(1.0), Some(1.0)));
+    let out = env.run(&["evaluate", "--provider", "mock"], "");
+    let text = stdout(&out);
+    let line = |start: &str| text.lines().find(|l| l.trim_start().starts_with(start)).unwrap_or_default().to_string();
+    assert!(line("safety").ends_with("1/1 100.0%                      n/a"), "{text}");
+    assert!(line("savings").ends_with("0/1 0.0%                      n/a"), "{text}");
+    assert!(line("design").contains("n/a") && line("design").ends_with("nothing labelled"), "{text}");
+    assert!(text.contains("no spawn with an outcome has all four feature labels"), "{text}");
+    assert!(text.contains("design: no entry has a label for it"), "{text}");
 }
 
 #[test]

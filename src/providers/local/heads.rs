@@ -29,7 +29,7 @@ pub const LAMBDA: f64 = 0.3;
 
 /// Fitted temperatures are kept within this range: a tiny sample can fit a temperature that turns
 /// any logit into certainty, and a huge one that says nothing.
-pub const TEMPERATURE_RANGE: (f64, f64) = (0.5, 5.0);
+pub const TEMPERATURE_RANGE: (f64, f64) = crate::calibration::TEMPERATURE_RANGE;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Head {
