@@ -20,14 +20,22 @@ pub fn rationale(engine: &str, model: &str, options: &[String], probs: &[f64]) -
     format!("{engine} {model}: {}", listed.join(", "))
 }
 
-/// The gateway's answer for a choice: the most probable option (or the engine's own pick), its
-/// probability as the confidence, every option's probability, and the rationale.
+/// The gateway's answer for a choice: the engine's own pick when it made one, else the most
+/// probable option; the pick's probability as the confidence; every option's probability; and the
+/// rationale. A pick that is not one of the options is passed on as it came, for the gateway to
+/// refuse as malformed: it is never turned into an option here.
 pub fn choice_answer(engine: &str, model: &str, options: &[String], probs: &[f64], pick: Option<&str>) -> EngineAnswer {
     let best = probs.iter().enumerate().fold(0, |b, (i, p)| if *p > probs[b] { i } else { b });
-    let idx = pick.and_then(|p| options.iter().position(|o| o == p)).unwrap_or(best);
+    let (decision, confidence) = match pick {
+        Some(p) => match options.iter().position(|o| o == p) {
+            Some(i) => (p.to_string(), probs.get(i).copied().unwrap_or(0.0)),
+            None => (p.to_string(), 0.0),
+        },
+        None => (options.get(best).cloned().unwrap_or_default(), probs.get(best).copied().unwrap_or(0.0)),
+    };
     EngineAnswer::Decided {
-        decision: options.get(idx).cloned().unwrap_or_default(),
-        confidence: probs.get(idx).copied().unwrap_or(0.0),
+        decision,
+        confidence,
         probabilities: Some(Probabilities::of(options, probs)),
         rationale: Some(rationale(engine, model, options, probs)),
         detail: None,
@@ -153,6 +161,11 @@ mod tests {
             choice_answer("x", "m", &opts, &[0.2, 0.5, 0.3], Some("c")).decision(),
             Some("c"),
             "the engine's pick"
+        );
+        assert_eq!(
+            choice_answer("x", "m", &opts, &[0.2, 0.5, 0.3], Some("banana")).decision(),
+            Some("banana"),
+            "a pick that is no option is passed on for the gateway to refuse"
         );
     }
 

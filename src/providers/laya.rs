@@ -11,8 +11,8 @@
 //!
 //! Checkpoint pinning: every request carries the configured `model`, and an answer whose
 //! `routing.model` names another checkpoint is malformed (Laya auto-routes names it does not
-//! know, silently). Names are compared canonically (`typed` and `typed-decisions` are one
-//! checkpoint). A strict (Jev) server sends no `routing`: the answer is accepted when the pinned
+//! know, silently). Only `""` and `"auto"` ask Laya to route; any other name is a pin. Names are
+//! compared canonically (`typed` and `typed-decisions` are one checkpoint). A strict (Jev) server sends no `routing`: the answer is accepted when the pinned
 //! name is a built-in checkpoint or alias, which every Laya server honours, and refused when it is
 //! any other name, since that could have been auto-routed.
 //!
@@ -64,16 +64,22 @@ pub fn canonical(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Only `""` and `"auto"` ask Laya to route; every other name pins a checkpoint. (laya-serve
+/// auto-routes names it does not know, `jev-latest` among them, which is why an answer from another
+/// checkpoint is refused rather than taken for the pinned one.)
 fn pin_of(name: &str) -> Pin {
     let lower = name.trim().to_ascii_lowercase();
     if let Some(c) = canonical(&lower) {
         return Pin::Builtin(c);
     }
-    if lower.is_empty() || lower == "auto" || lower == "convaiinnovations/laya" || lower.starts_with("jev-") {
+    if lower.is_empty() || lower == "auto" {
         return Pin::Auto;
     }
     Pin::Custom(lower)
 }
+
+/// How far Laya's own numbers may disagree: it rounds each to 4 decimals.
+const LAYA_ROUNDING: f64 = 0.002;
 
 pub struct Laya {
     endpoint: Option<Endpoint>,
@@ -158,16 +164,36 @@ impl Laya {
         }
     }
 
-    /// Maps one Laya answer back: the decision, `answer_confidence`, Laya's probabilities.
+    /// Maps one Laya answer back: the decision, `answer_confidence`, Laya's probabilities. Laya's
+    /// `choice` is its most probable option and `answer_confidence` that option's probability; an
+    /// answer whose numbers say otherwise is malformed (a pick that is no option is passed on, for
+    /// the gateway to refuse).
     fn map_answer(&self, checkpoint: &str, options: &[String], a: &Value) -> Result<EngineAnswer, String> {
         let ps = answers::option_probabilities(a, options)?;
         let pick = a.get("choice").and_then(Value::as_str);
+        let top = ps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if let Some(p) = pick.and_then(|p| options.iter().position(|o| o == p)).map(|i| ps[i])
+            && p < top - LAYA_ROUNDING
+        {
+            return Err(format!(
+                "has choice {:?} at probability {p}, below its most probable option at {top}: the numbers contradict each other",
+                pick.unwrap_or_default()
+            ));
+        }
         let mut answer = answers::choice_answer("laya", checkpoint, options, &ps, pick);
         // answer_confidence is the number Laya gates on; a strict server omits it (then max p).
-        if let (Some(c), EngineAnswer::Decided { confidence, .. }) =
-            (a.get("answer_confidence").and_then(Value::as_f64), &mut answer)
-        {
-            *confidence = c;
+        if let Some(c) = a.get("answer_confidence") {
+            let Some(c) = c.as_f64() else { return Err(format!("has answer_confidence {c}, not a number")) };
+            if (c - top).abs() > LAYA_ROUNDING {
+                return Err(format!(
+                    "has answer_confidence {c}, but its most probable option is at {top}: the numbers contradict each other"
+                ));
+            }
+            if let EngineAnswer::Decided { confidence, decision, .. } = &mut answer
+                && options.contains(decision)
+            {
+                *confidence = c;
+            }
         }
         Ok(answer)
     }

@@ -19,6 +19,7 @@ mod ci_workflows;
 mod cli_core;
 mod docs;
 mod e2e_claude;
+mod engine_answers;
 mod engines_laya;
 mod engines_laya_serve_021;
 mod engines_servers;

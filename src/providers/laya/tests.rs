@@ -145,7 +145,7 @@ fn aliases_are_compared_by_their_canonical_checkpoint() {
     assert!(out[0].rationale().unwrap().starts_with("laya typed-decisions:"));
     assert_eq!(canonical("laya"), Some("english"));
     assert_eq!(canonical("ML"), Some("multilingual"));
-    assert_eq!(canonical("convaiinnovations/laya"), None, "the bare hub id auto-routes");
+    assert_eq!(canonical("convaiinnovations/laya"), None, "the bare hub id is no built-in name: a pin of its own");
 }
 
 #[test]
