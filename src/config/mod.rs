@@ -231,10 +231,16 @@ pub fn process_env() -> Vec<(String, String)> {
     std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
 }
 
-/// Loads from an explicit path and environment (tests call this directly).
+/// A bigger config file is refused unread: it is loaded on every prompt, and the example with every
+/// key is under 10 KiB.
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
+
+/// Loads from an explicit path and environment (tests call this directly). The file is read only
+/// when it is a regular file of at most [`MAX_CONFIG_BYTES`] (links followed): a FIFO or a device
+/// in its place is an error, found without waiting on it.
 pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
     let mut errors = Vec::new();
-    let (file_table, file_read) = match std::fs::read_to_string(&path) {
+    let (file_table, file_read) = match crate::fsutil::read_small_file(&path, MAX_CONFIG_BYTES) {
         Ok(text) => match text.parse::<Table>() {
             Ok(t) => (t, true),
             Err(e) => {

@@ -24,6 +24,7 @@ mod engines_laya;
 mod engines_laya_serve_021;
 mod engines_servers;
 mod engines_von_ollama;
+mod hook_deadlines;
 mod install;
 mod local_engine;
 mod mcp_bad_input;
