@@ -2,10 +2,14 @@
 //! timeout enforced on the connection (connect, send and receive), no system proxy for local
 //! endpoints, and each engine's error body turned into a readable `detail`.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use serde_json::Value;
+use ureq::config::Config;
 use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 use super::Failure;
 
@@ -43,10 +47,13 @@ impl Endpoint {
         }
         let mut config = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0);
         if loopback {
-            // A system proxy must never see (or break) calls to a local engine.
-            config = config.proxy(None);
+            // A system proxy must never see (or break) calls to a local engine. Its answers are a
+            // few KB: buffers of 16 KB instead of ureq's 128 KB come from the heap, not from an
+            // mmap whose pages are zeroed (and faulted in) on every hook.
+            config = config.proxy(None).input_buffer_size(LOOPBACK_BUFFER).output_buffer_size(LOOPBACK_BUFFER);
         }
-        Ok(Self { base: trimmed.to_string(), agent: config.build().into() })
+        let agent = ureq::Agent::with_parts(config.build(), DefaultConnector::new(), LoopbackResolver);
+        Ok(Self { base: trimmed.to_string(), agent })
     }
 
     /// The `endpoint` and `allow_remote` settings of an engine, read and checked in one place; a
@@ -164,13 +171,48 @@ pub fn error_detail(reply: &Reply) -> String {
 
 /// Whether a URL host names this machine.
 pub fn is_loopback(host: &str) -> bool {
-    let h = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
-    if h == "localhost" || h.ends_with(".localhost") {
-        return true;
-    }
-    match h.parse::<std::net::IpAddr>() {
-        Ok(ip) => ip.is_loopback(),
-        Err(_) => false,
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    is_localhost_name(h) || h.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `localhost` and any name under `.localhost`, which are this machine's by definition (RFC 6761).
+fn is_localhost_name(host: &str) -> bool {
+    let h = host.trim_end_matches('.').to_ascii_lowercase();
+    h == "localhost" || h.ends_with(".localhost")
+}
+
+/// ureq's input and output buffers for a local engine.
+const LOOPBACK_BUFFER: usize = 16 * 1024;
+
+/// Resolves what needs no resolving without the system resolver: an IP literal is its own
+/// address, and a `localhost` name is 127.0.0.1 then ::1. So a call to a local engine never goes
+/// through getaddrinfo: no NSS module to load (which a static glibc binary cannot do safely, and
+/// where `localhost` may not even be listed), and no thread that ureq spawns to bound a lookup's
+/// time. Any other name goes to ureq's own resolver.
+#[derive(Debug)]
+struct LoopbackResolver;
+
+impl Resolver for LoopbackResolver {
+    fn resolve(&self, uri: &Uri, config: &Config, timeout: NextTimeout) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let port = uri.port_u16().or_else(|| match uri.scheme_str() {
+            Some("http") => Some(80),
+            Some("https") => Some(443),
+            _ => None,
+        });
+        let (Some(host), Some(port)) = (uri.host(), port) else {
+            return DefaultResolver::default().resolve(uri, config, timeout);
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let ips = match host.parse::<IpAddr>() {
+            Ok(ip) => vec![ip],
+            Err(_) if is_localhost_name(host) => vec![IpAddr::V4(Ipv4Addr::LOCALHOST), IpAddr::V6(Ipv6Addr::LOCALHOST)],
+            Err(_) => return DefaultResolver::default().resolve(uri, config, timeout),
+        };
+        let mut out = self.empty();
+        for addr in config.ip_family().keep_wanted(ips.into_iter().map(|ip| SocketAddr::new(ip, port))) {
+            out.push(addr);
+        }
+        if out.is_empty() { Err(ureq::Error::HostNotFound) } else { Ok(out) }
     }
 }
 
@@ -273,6 +315,37 @@ mod tests {
         for h in ["10.0.0.1", "example.com", "192.168.1.2", "[2001:db8::1]"] {
             assert!(!is_loopback(h), "{h}");
         }
+    }
+
+    #[test]
+    fn loopback_names_resolve_without_the_system_resolver() {
+        let resolve = |url: &str| {
+            let uri: Uri = url.parse().unwrap();
+            let config = ureq::Agent::config_builder().build();
+            LoopbackResolver
+                .resolve(&uri, &config, NextTimeout::default())
+                .map(|a| a.iter().map(|a| a.to_string()).collect::<Vec<_>>())
+        };
+        assert_eq!(resolve("http://127.0.0.1:8765/x").unwrap(), ["127.0.0.1:8765"]);
+        assert_eq!(resolve("http://[::1]:8765").unwrap(), ["[::1]:8765"]);
+        assert_eq!(resolve("http://10.1.2.3").unwrap(), ["10.1.2.3:80"]);
+        for name in ["localhost", "LocalHost", "engine.localhost", "localhost."] {
+            assert_eq!(resolve(&format!("http://{name}:11434")).unwrap(), ["127.0.0.1:11434", "[::1]:11434"], "{name}");
+        }
+        assert_eq!(resolve("https://localhost").unwrap(), ["127.0.0.1:443", "[::1]:443"]);
+        // An IPv4-only agent keeps only 127.0.0.1.
+        let uri: Uri = "http://localhost:1".parse().unwrap();
+        let v4 = ureq::Agent::config_builder().ip_family(ureq::config::IpFamily::Ipv4Only).build();
+        let addrs = LoopbackResolver.resolve(&uri, &v4, NextTimeout::default()).unwrap();
+        assert_eq!(addrs.iter().map(|a| a.to_string()).collect::<Vec<_>>(), ["127.0.0.1:1"]);
+    }
+
+    #[test]
+    fn an_engine_named_localhost_is_reached() {
+        let server = answers_ok();
+        let named = server.url().replace("127.0.0.1", "localhost");
+        let reply = Endpoint::new(&named, false).expect("endpoint").get("/health", Duration::from_secs(5), None);
+        assert_eq!(reply.map(|r| (r.status, r.json)), Ok((200, serde_json::json!({"ok": true}))));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::support::fake_http::{FakeServer, Reply, Request, free_port};
-use crate::support::{CUT_OFF, TestEnv, stderr, stdout, write};
+use crate::support::{BIN, CUT_OFF, TestEnv, stderr, stdout, write};
 use serde_json::{Value, json};
 
 const TASK: &str = "Read src/main.rs and explain how the command line arguments are parsed and dispatched";
@@ -67,6 +67,68 @@ fn four_features_in_one_engine_request() {
     let ids: Vec<&str> = body["questions"].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(ids, ["read_only", "design", "review", "specified"]);
     assert_eq!(body["questions"]["design"]["criteria"], json!({"yes": null, "no": null}));
+}
+
+/// A static build cannot lean on glibc's name service: the hook resolves loopback names itself, so
+/// an engine at 127.0.0.1 and the same engine named `localhost` both answer. (scripts/test runs this
+/// on a static-pie build where the platform makes one.)
+#[test]
+fn the_hook_reaches_an_engine_on_127_0_0_1_and_named_localhost() {
+    let server = FakeServer::start(|r: &Request| Reply::json(200, &laya_answer(&r.json())));
+    for url in [server.url(), server.url().replace("127.0.0.1", "localhost")] {
+        let out = prompt_hook(&env_for(&url, ""));
+        assert!(out.contains("System-1 routing hint:"), "{url}: {out:?}");
+    }
+    assert_eq!(server.requests_to("/v1/systemone").len(), 2);
+}
+
+/// Where a mount namespace can be made (as root, or with unprivileged user namespaces), `localhost`
+/// is hidden from the system resolver: nsswitch.conf says `hosts: dns`, /etc/hosts is empty and the
+/// name server is dead. The hook must still reach an engine named localhost, as a static build on
+/// a machine whose name service it cannot load has to.
+#[test]
+fn the_hook_reaches_localhost_without_the_system_resolver() {
+    use std::process::{Command, Stdio};
+    let scratch = TestEnv::new();
+    let dir = &scratch.root;
+    let (nss, hosts, resolv) = (dir.join("nsswitch.conf"), dir.join("hosts"), dir.join("resolv.conf"));
+    write(&nss, "hosts: dns\n");
+    write(&hosts, "");
+    write(&resolv, "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n");
+    let hide = format!(
+        "mount --bind {} /etc/nsswitch.conf && mount --bind {} /etc/hosts && mount --bind {} /etc/resolv.conf",
+        nss.display(),
+        hosts.display(),
+        resolv.display()
+    );
+    let works = |flags: &[&str]| {
+        Command::new("unshare")
+            .args(flags)
+            .args(["sh", "-c", &hide])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let Some(flags) = [&["-m"][..], &["-r", "-m"][..]].into_iter().find(|f| works(f)) else {
+        eprintln!("skipped: no mount namespace here (unshare -m needs root or user namespaces)");
+        return;
+    };
+    let server = FakeServer::start(|r: &Request| Reply::json(200, &laya_answer(&r.json())));
+    let env = env_for(&server.url().replace("127.0.0.1", "localhost"), "");
+    let hook = env.command(&["hook", "prompt"]);
+    let mut cmd = Command::new("unshare");
+    cmd.args(flags).args(["sh", "-c", &format!("{hide} && exec \"$0\" hook prompt"), BIN]);
+    for (k, v) in hook.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    let payload = json!({"session_id": "s", "cwd": "/", "hook_event_name": "UserPromptSubmit", "prompt": TASK});
+    let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), payload.to_string().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(stdout(&out).contains("System-1 routing hint:"), "{}{}", stdout(&out), stderr(&out));
 }
 
 #[test]
