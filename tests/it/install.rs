@@ -12,7 +12,7 @@ use std::process::{Command, Output};
 use crate::support;
 use crate::support::fake_http::FakeServer;
 use crate::support::fakes::{
-    FAKE_CARGO, FAKE_CLAUDE, FAKE_SYSTEMCTL, file_server, log_lines, script, sha256, tool_farm,
+    FAKE_CARGO, FAKE_CLAUDE, FAKE_RUSTC_X86_64_GNU, FAKE_SYSTEMCTL, file_server, log_lines, script, sha256, tool_farm,
 };
 use crate::support::{BIN, TestEnv, stderr, stdout};
 
@@ -362,13 +362,60 @@ fn install_sh_builds_with_cargo_when_present_and_installs_the_build() {
     let target = s.env.root.join("target");
     s.env.set_env("CARGO_TARGET_DIR", target.to_str().unwrap());
     s.env.set_env("FAKE_SYSTEM1", BIN);
+    // The dynamic build, asked for: the same on every host. (scripts/test sets the static flag for
+    // its own build: the fake records what install.sh passes, not that.)
+    s.env.set_env("SYSTEM1_STATIC", "0");
+    s.env.set_env("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS", "");
     let out = s.run(Path::new("sh"), &[install_sh().to_str().unwrap()]);
     ok(&out);
-    assert_eq!(log_lines(&s.logs, "cargo"), vec![format!("{REPO}|build --release --locked")]);
+    assert_eq!(log_lines(&s.logs, "cargo"), vec![format!("{REPO}|build --release --locked|")]);
     assert!(same_bytes(&s.bin(), &target.join("release/system1")));
     assert_eq!(registered_line(&s), vec![s.bin().display().to_string(), "mcp".to_string()]);
     assert!(s.env.config.exists());
     assert!(stdout(&out).contains("smoke: ok"), "the installed server is checked: {}", stdout(&out));
+}
+
+#[test]
+fn install_sh_builds_the_fastest_starting_static_pie_this_machine_can_make() {
+    // `rustc` and `cc` answer as on an x86_64 glibc host: with Rust's musl target and a musl C
+    // compiler, then with glibc's static libc.a only, then with neither.
+    let musl = "x86_64-unknown-linux-musl";
+    let gnu = "x86_64-unknown-linux-gnu";
+    for (has_musl, libc_a, expect) in [
+        (true, "/usr/lib/x86_64-linux-gnu/libc.a", Some(musl)),
+        (false, "/usr/lib/x86_64-linux-gnu/libc.a", Some(gnu)),
+        (false, "libc.a", None),
+    ] {
+        let mut s = Scratch::new(true);
+        script(&s.fakes, "cargo", FAKE_CARGO);
+        script(&s.fakes, "rustc", FAKE_RUSTC_X86_64_GNU);
+        script(&s.fakes, "cc", &format!("#!/bin/sh\n[ \"$1\" = -print-file-name=libc.a ] && echo {libc_a}\n"));
+        let sysroot = s.env.root.join("sysroot");
+        std::fs::create_dir_all(sysroot.join(format!("lib/rustlib/{gnu}"))).unwrap();
+        if has_musl {
+            std::fs::create_dir_all(sysroot.join(format!("lib/rustlib/{musl}"))).unwrap();
+            script(&s.fakes, "musl-gcc", "#!/bin/sh\nexit 0\n");
+        }
+        s.env.set_env("FAKE_SYSROOT", sysroot.to_str().unwrap());
+        let target = s.env.root.join("target");
+        s.env.set_env("CARGO_TARGET_DIR", target.to_str().unwrap());
+        s.env.set_env("FAKE_SYSTEM1", BIN);
+        for var in ["RUSTFLAGS", "CC", "CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS"] {
+            s.env.set_env(var, "");
+        }
+        let out = s.run(Path::new("sh"), &[install_sh().to_str().unwrap()]);
+        ok(&out);
+        let (args, built) = match expect {
+            Some(t) if t == musl => (format!("--target {t}|"), target.join(format!("{t}/release/system1"))),
+            Some(t) => {
+                (format!("--target {t}|-C target-feature=+crt-static"), target.join(format!("{t}/release/system1")))
+            }
+            None => ("|".to_string(), target.join("release/system1")),
+        };
+        let args = format!("{REPO}|build --release --locked {args}").replace("--locked |", "--locked|");
+        assert_eq!(log_lines(&s.logs, "cargo"), vec![args], "musl {has_musl}, libc.a at {libc_a}");
+        assert!(same_bytes(&s.bin(), &built), "the build installed");
+    }
 }
 
 #[test]

@@ -45,4 +45,5 @@ mod routing_laya;
 mod schema_files;
 mod sdk_client;
 mod skill_picker;
+mod static_build;
 mod tournament;

@@ -33,10 +33,21 @@ echo "fake claude: unexpected: $*" >&2
 exit 64
 "#;
 
-/// Records `$PWD|$*` and copies `$FAKE_SYSTEM1` to `$CARGO_TARGET_DIR/release/system1`.
+/// Records `$PWD|$*|<the x86_64 glibc target's rustflags>` and copies `$FAKE_SYSTEM1` to
+/// `$CARGO_TARGET_DIR/release/system1`, or `$CARGO_TARGET_DIR/<target>/release/system1` with `--target`.
 pub const FAKE_CARGO: &str = r#"#!/bin/sh
-printf '%s|%s\n' "$PWD" "$*" >> "$FAKE_LOG_DIR/cargo.log"
-mkdir -p "$CARGO_TARGET_DIR/release" && cp "$FAKE_SYSTEM1" "$CARGO_TARGET_DIR/release/system1"
+printf '%s|%s|%s\n' "$PWD" "$*" "${CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS:-}" >> "$FAKE_LOG_DIR/cargo.log"
+out="$CARGO_TARGET_DIR/release"
+while [ $# -gt 0 ]; do
+  if [ "$1" = --target ]; then out="$CARGO_TARGET_DIR/$2/release"; fi
+  shift
+done
+mkdir -p "$out" && cp "$FAKE_SYSTEM1" "$out/system1"
+"#;
+
+/// `rustc -vV` as on an x86_64 glibc Linux host; `rustc --print sysroot` says `$FAKE_SYSROOT`.
+pub const FAKE_RUSTC_X86_64_GNU: &str = r#"#!/bin/sh
+if [ "$1" = --print ]; then echo "$FAKE_SYSROOT"; else printf 'rustc 1.95.0\nhost: x86_64-unknown-linux-gnu\n'; fi
 "#;
 
 pub const FAKE_SYSTEMCTL: &str = r#"#!/bin/sh
