@@ -19,6 +19,7 @@ mod ci_workflows;
 mod cli_core;
 mod docs;
 mod e2e_claude;
+mod e2e_enforce;
 mod engine_answers;
 mod engines_laya;
 mod engines_laya_serve_021;

@@ -68,3 +68,46 @@ pub fn offline(cmd: &mut Command, env: &TestEnv, base_url: &str) {
         .env("ANTHROPIC_BASE_URL", base_url)
         .stdin(Stdio::null());
 }
+
+/// Runs a `claude` command to completion, giving up (and failing the test) after `limit`. Its
+/// output is read while it runs: Node writes to a pipe asynchronously and drops what is still
+/// pending when the process exits, so a full pipe nobody reads cuts a long stream-json short.
+pub fn run_within(mut cmd: Command, limit: std::time::Duration) -> std::process::Output {
+    use std::io::Read;
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (o, e) = (out.join().unwrap_or_default(), err.join().unwrap_or_default());
+            panic!(
+                "timed out after {limit:?}: {cmd:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&o),
+                String::from_utf8_lossy(&e)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    std::process::Output { status, stdout: out.join().unwrap_or_default(), stderr: err.join().unwrap_or_default() }
+}
+
+/// The `hook_response` events of one hook event (`PreToolUse`, ...) in a `--include-hook-events`
+/// stream, in the order the hooks ran.
+pub fn hook_responses<'a>(events: &'a [serde_json::Value], hook_event: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["subtype"] == "hook_response" && e["hook_event"] == hook_event).collect()
+}
