@@ -241,16 +241,19 @@ fn is_other_process(spec: &Spec, pid: u32) -> bool {
     command_line(pid).is_some_and(|args| !args.contains(spec.command))
 }
 
-/// A running process's command line, arguments joined by spaces.
+/// A running process's command line, arguments joined by spaces; `None` when no process has the pid
+/// or its command line cannot be read.
 fn command_line(pid: u32) -> Option<String> {
     if cfg!(windows) {
         return None;
     }
     if cfg!(target_os = "linux") {
-        // /proc is always there on Linux, where a slim system may have no `ps`.
+        // /proc is always there on Linux, where a slim system may have no `ps`. An empty command
+        // line is a process that exists but runs no engine: a zombie, a kernel thread, or one
+        // between fork and exec (whose arguments are not set up yet). None of them is ours to kill.
         let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
         let args = String::from_utf8_lossy(&raw).replace('\0', " ");
-        return Some(args.trim().to_string()).filter(|a| !a.is_empty());
+        return Some(args.trim().to_string());
     }
     let out = Command::new("ps").args(["-p", &pid.to_string(), "-o", "args="]).output().ok()?;
     let args = String::from_utf8_lossy(&out.stdout).trim().to_string();

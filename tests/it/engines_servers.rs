@@ -362,8 +362,10 @@ fn stop_leaves_alone_a_process_that_took_over_a_stale_pid() {
     let env = TestEnv::new();
     let dir = env.install_dir.join("engines/laya");
     std::fs::create_dir_all(&dir).unwrap();
-    // After a reboot the recorded pid can belong to anything: here, a `sleep` of the test's own.
+    // After a reboot the recorded pid can belong to anything: here, a `sleep` of the test's own,
+    // once it runs `sleep` (until its exec is done, the child's command line is empty).
     let mut other = Command::new("sleep").arg("30").spawn().expect("spawn sleep");
+    wait_for_command_line(other.id(), "sleep 30");
     write(&dir.join("laya-serve.pid"), &format!("{}\n", other.id()));
     let out = env.run(&["engine", "stop", "laya"], "");
     let alive = other.try_wait().expect("try_wait").is_none();
@@ -377,4 +379,44 @@ fn stop_leaves_alone_a_process_that_took_over_a_stale_pid() {
     );
     assert!(alive, "engine stop killed a process that was not the engine");
     assert!(!dir.join("laya-serve.pid").exists());
+}
+
+/// Waits until `/proc/<pid>/cmdline` reads `want` (arguments joined by spaces).
+fn wait_for_command_line(pid: u32, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&raw).replace('\0', " ").trim() == want {
+            return;
+        }
+        assert!(Instant::now() < deadline, "pid {pid} never ran `{want}`");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn stop_leaves_alone_a_pid_whose_process_runs_no_command() {
+    // A process with an empty command line (here a zombie: exited, not yet reaped; the same holds
+    // between fork and exec) exists but is no engine: `kill` would succeed on it, and stop would
+    // claim to have stopped the engine.
+    let env = TestEnv::new();
+    let dir = env.install_dir.join("engines/laya");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut zombie = Command::new("true").spawn().expect("spawn true");
+    let pid = zombie.id();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(") Z ") {
+        assert!(Instant::now() < deadline, "pid {pid} never became a zombie");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    write(&dir.join("laya-serve.pid"), &format!("{pid}\n"));
+    let out = env.run(&["engine", "stop", "laya"], "");
+    let _ = zombie.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("pid {pid} is not laya-serve (a stale pid file, removed); nothing stopped")),
+        "{}",
+        stdout(&out)
+    );
 }
