@@ -8,6 +8,7 @@ use std::fmt::Write;
 use super::Report;
 use super::render::{money, pct, tokens};
 use crate::text::xml_escape;
+use crate::tier::Tier;
 
 const W: f64 = 880.0;
 const H: f64 = 500.0;
@@ -18,14 +19,13 @@ const GOOD: &str = "#2a9d8f";
 const BAD: &str = "#e76f51";
 const NET: &str = "#264653";
 
+/// One colour per tier, in `Tier::ALL` order: a tier added to the table needs one here too.
+const TIER_COLOURS: [&str; Tier::COUNT] = ["#8ecae6", "#219ebc", "#023047", "#6a4c93"];
+/// What no model id names.
+const UNKNOWN_COLOUR: &str = "#adb5bd";
+
 fn tier_colour(tier: &str) -> &'static str {
-    match tier {
-        "haiku" => "#8ecae6",
-        "sonnet" => "#219ebc",
-        "opus" => "#023047",
-        "fable" => "#6a4c93",
-        _ => "#adb5bd",
-    }
+    Tier::named(tier).map_or(UNKNOWN_COLOUR, |t| TIER_COLOURS[t.index()])
 }
 
 fn text(out: &mut String, (x, y): (f64, f64), size: f64, fill: &str, anchor: &str, weight: u32, s: &str) {
@@ -230,7 +230,6 @@ pub fn render(r: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tier::Tier;
 
     #[test]
     fn every_tier_has_a_colour_of_its_own() {
