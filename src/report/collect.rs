@@ -14,6 +14,7 @@ use std::collections::HashMap;
 
 use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
+use crate::report::prices::{Day, day_of_timestamp};
 use crate::tier::Tier;
 
 use crate::routing::{HINT_MARKER as ROUTING_HINT, SKILL_HINT_MARKER as SKILL_HINT};
@@ -29,6 +30,8 @@ pub struct UsageRec {
     pub sidechain: bool,
     pub hint_write: u64,
     pub hint_read: u64,
+    /// The UTC day of the line's timestamp, which picks the price in force.
+    pub day: Day,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -228,7 +231,8 @@ impl Collector {
                     if let Some(k) = key {
                         self.usage_index.insert(k, self.facts.usage.len());
                     }
-                    self.facts.usage.push(UsageRec { key, model, tokens, sidechain, hint_write, hint_read });
+                    let day = day_of_timestamp(line.timestamp.as_deref());
+                    self.facts.usage.push(UsageRec { key, model, tokens, sidechain, hint_write, hint_read, day });
                 }
             }
         }

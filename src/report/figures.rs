@@ -2,16 +2,17 @@
 //! an [`Aggregator`]: one pass over the deduplicated requests ([`Usage`]), one over the spawns
 //! ([`Spawns`]), then the savings against the usual tier mix ([`Baseline`]).
 //!
-//! The same transcripts give the same report to the last digit: the pass over the requests only
-//! adds integers (tokens per model), which is exact in any order, and every sum of dollars runs in
-//! a fixed order (models by name, spawns by tool use id), whatever order the reader threads
-//! finished in and the hash maps hold them in.
+//! The same transcripts give the same report to the last digit: the passes over the requests only
+//! add integers (tokens, and each request's cost at the price in force on its day as exact
+//! picodollars), which is exact in any order, and every sum of dollars after that runs in a fixed
+//! order (models by name, spawns by tool use id), whatever order the reader threads finished in and
+//! the hash maps hold them in.
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::{Adherence, Aggregator, ModelRow, NO_AGENT, Part, Reach, Rec, Savings, TierRow, ratio};
 use crate::report::collect::SpawnRec;
-use crate::report::prices::{Prices, Rates};
+use crate::report::prices::{EntryId, Pico, Prices, usd};
 use crate::tier::Tier;
 use crate::transcripts::Tokens;
 
@@ -21,18 +22,12 @@ pub(super) type PerTier<T> = [T; Tier::COUNT];
 /// The name tier rows use for a model of no known tier.
 const UNKNOWN_TIER: &str = "unknown";
 
-/// A model of the history (by its index in the aggregator): its tier and its price.
+/// A model of the history (by its index in the aggregator): its tier and its price entry.
 pub(super) struct Model {
     tier: Option<Tier>,
     /// The price entry used, when one covers the model.
     priced_as: Option<String>,
-    rates: Option<Rates>,
-}
-
-impl Model {
-    fn cost(&self, tokens: &Tokens) -> Option<f64> {
-        self.rates.as_ref().map(|rt| rt.cost(tokens))
-    }
+    entry: Option<EntryId>,
 }
 
 /// The history's models, and the order every sum over them runs in: by name, so that the same
@@ -48,12 +43,8 @@ impl Models {
             .models
             .iter()
             .map(|m| {
-                let price = prices.lookup(m);
-                Model {
-                    tier: Tier::of(m),
-                    priced_as: price.map(|(name, _)| name.to_string()),
-                    rates: price.map(|(_, rates)| rates),
-                }
+                let entry = prices.entry(m);
+                Model { tier: Tier::of(m), priced_as: entry.map(|e| prices.name(e).to_string()), entry }
             })
             .collect();
         let mut by_name: Vec<usize> = (0..agg.models.len()).collect();
@@ -72,9 +63,32 @@ impl Models {
 struct Count {
     requests: u64,
     tokens: Tokens,
-    /// Hint tokens these requests wrote to the prompt cache, and read back from it.
-    hint_write: u64,
-    hint_read: u64,
+    /// What the requests cost, each at its own price (zero for an unpriced model).
+    cost: Pico,
+    /// What the hint tokens these requests wrote to the prompt cache, and read back from it, cost.
+    hint_cost: Pico,
+}
+
+/// What one request costs, and its hint tokens in the cache, at the price in force on its day.
+#[derive(Debug, Clone, Copy, Default)]
+struct Priced {
+    cost: Pico,
+    hint_cost: Pico,
+}
+
+impl Priced {
+    fn of(r: &Rec, tokens: &Tokens, models: &Models, prices: &Prices) -> Priced {
+        match models.list[r.model as usize].entry {
+            None => Priced::default(),
+            Some(e) => {
+                let price = prices.price(e, r.day, tokens);
+                Priced {
+                    cost: price.cost(tokens),
+                    hint_cost: price.cache_cost(u64::from(r.hint_write), u64::from(r.hint_read)),
+                }
+            }
+        }
+    }
 }
 
 /// Requests by model index, in the order models first came (a history has a few models, and an
@@ -83,7 +97,7 @@ struct Count {
 struct ByModel(Vec<(u32, Count)>);
 
 impl ByModel {
-    fn add(&mut self, r: &Rec, tokens: &Tokens) {
+    fn add(&mut self, r: &Rec, tokens: &Tokens, priced: Priced) {
         let at = match self.0.iter().position(|(m, _)| *m == r.model) {
             Some(at) => at,
             None => {
@@ -94,8 +108,8 @@ impl ByModel {
         let c = &mut self.0[at].1;
         c.requests += 1;
         c.tokens.add(tokens);
-        c.hint_write += u64::from(r.hint_write);
-        c.hint_read += u64::from(r.hint_read);
+        c.cost += priced.cost;
+        c.hint_cost += priced.hint_cost;
     }
 
     fn get(&self, model: usize) -> Count {
@@ -112,8 +126,8 @@ impl ByModel {
             }
             t.requests += c.requests;
             t.tokens.add(&c.tokens);
-            match model.cost(&c.tokens) {
-                Some(cost) => t.cost += cost,
+            match model.entry {
+                Some(_) => t.cost += c.cost,
                 None => t.unpriced += c.requests,
             }
         }
@@ -127,7 +141,7 @@ pub(super) struct Tally {
     requests: u64,
     tokens: Tokens,
     /// Cost of the priced requests only.
-    cost: f64,
+    cost: Pico,
     unpriced: u64,
 }
 
@@ -136,7 +150,7 @@ impl Tally {
         Part {
             requests: self.requests,
             tokens: self.tokens.into(),
-            cost_usd: self.cost,
+            cost_usd: usd(self.cost),
             unpriced_requests: self.unpriced,
         }
     }
@@ -145,7 +159,7 @@ impl Tally {
 /// What an agent's requests came to.
 struct Spent {
     tokens: Tokens,
-    cost: f64,
+    cost: Pico,
 }
 
 /// What one pass over the deduplicated requests gathers (requests without tokens are skipped).
@@ -158,7 +172,7 @@ pub(super) struct Usage {
 }
 
 impl Usage {
-    pub(super) fn tally(agg: &Aggregator) -> Usage {
+    pub(super) fn tally(agg: &Aggregator, models: &Models, prices: &Prices) -> Usage {
         let mut u = Usage {
             all: ByModel::default(),
             main: ByModel::default(),
@@ -170,14 +184,15 @@ impl Usage {
             if tokens.total() == 0 {
                 continue;
             }
-            u.all.add(r, &tokens);
+            let priced = Priced::of(r, &tokens, models, prices);
+            u.all.add(r, &tokens, priced);
             if r.agent != NO_AGENT || r.sidechain {
-                u.subagents.add(r, &tokens);
+                u.subagents.add(r, &tokens, priced);
                 if r.agent != NO_AGENT {
-                    u.by_agent.entry(r.agent).or_default().add(r, &tokens);
+                    u.by_agent.entry(r.agent).or_default().add(r, &tokens, priced);
                 }
             } else {
-                u.main.add(r, &tokens);
+                u.main.add(r, &tokens, priced);
             }
         }
         u
@@ -209,21 +224,14 @@ impl Usage {
     /// The hint tokens of main-thread requests at their cache-write (first request) and
     /// cache-read (every later one) prices.
     fn hint_overhead(&self, models: &Models) -> f64 {
-        let mut usd = 0.0;
-        for m in models.in_order() {
-            let (c, rates) = (self.main.get(m), models.list[m].rates);
-            if let Some(rt) = rates.filter(|_| c.requests > 0) {
-                usd += (c.hint_write as f64 * rt.cache_write_5m + c.hint_read as f64 * rt.cache_read) / 1e6;
-            }
-        }
-        usd
+        usd(models.in_order().map(|m| self.main.get(m).hint_cost).sum())
     }
 
     /// An agent's tokens (all models summed) and actual cost; `None` when one of its models is
     /// unpriced. No agent (a spawn whose run was not found) spent nothing.
     fn spent(&self, agent: Option<u32>, models: &Models) -> Option<Spent> {
         let Some(requests) = agent.and_then(|a| self.by_agent.get(&a)) else {
-            return Some(Spent { tokens: Tokens::default(), cost: 0.0 });
+            return Some(Spent { tokens: Tokens::default(), cost: 0 });
         };
         let t = requests.tally(models, |_| true);
         (t.unpriced == 0).then_some(Spent { tokens: t.tokens, cost: t.cost })
@@ -242,7 +250,7 @@ pub(super) fn model_rows(agg: &Aggregator, models: &Models, usage: &Usage) -> Ve
             priced_as: model.priced_as.clone(),
             requests: c.requests,
             tokens: c.tokens.into(),
-            cost_usd: model.cost(&c.tokens),
+            cost_usd: model.entry.map(|_| usd(c.cost)),
         })
         .collect();
     rows.sort_by(|a, b| b.tokens.total.cmp(&a.tokens.total).then_with(|| a.model.cmp(&b.model)));
@@ -383,19 +391,20 @@ pub(super) fn tier_rows(models: &Models, usage: &Usage, spawns: &Spawns) -> Vec<
                 spawns,
                 requests: tally.requests,
                 tokens: tally.tokens.into(),
-                cost_usd: tally.cost,
+                cost_usd: usd(tally.cost),
             })
         })
         .collect()
 }
 
-/// The usual tier mix a followed hint is measured against, and the rates each tier is repriced at.
+/// The usual tier mix a followed hint is measured against, and the price entry each tier is
+/// repriced at.
 struct Baseline {
     /// `unhinted spawns`, `main thread`, or `none`.
     name: &'static str,
     counts: PerTier<u64>,
     total: u64,
-    rates: PerTier<Option<Rates>>,
+    entries: PerTier<Option<EntryId>>,
     /// The model each tier is priced at, by tier name.
     models: BTreeMap<String, String>,
 }
@@ -412,22 +421,27 @@ impl Baseline {
         } else {
             ("none", [0; Tier::COUNT])
         };
-        let mut b =
-            Baseline { name, counts, total: counts.iter().sum(), rates: [None; Tier::COUNT], models: BTreeMap::new() };
+        let mut b = Baseline {
+            name,
+            counts,
+            total: counts.iter().sum(),
+            entries: [None; Tier::COUNT],
+            models: BTreeMap::new(),
+        };
         for t in Tier::ALL {
             // Models in name order, and `max_by_key` keeps the last maximum: reversed, the first name.
             let most_used = models
                 .in_order()
                 .rev()
                 .map(|m| (m, &models.list[m], usage.all.get(m).requests))
-                .filter(|(_, model, requests)| model.tier == Some(t) && model.rates.is_some() && *requests > 0)
+                .filter(|(_, model, requests)| model.tier == Some(t) && model.entry.is_some() && *requests > 0)
                 .max_by_key(|(_, _, requests)| *requests)
                 .map(|(m, _, _)| agg.models[m].clone());
             let model = most_used.or_else(|| prices.tier_default(t).map(str::to_string));
             if let Some(model) = model
-                && let Some((_, rt)) = prices.lookup(&model)
+                && let Some(e) = prices.entry(&model)
             {
-                b.rates[t.index()] = Some(rt);
+                b.entries[t.index()] = Some(e);
                 b.models.insert(t.name().to_string(), model);
             }
         }
@@ -448,12 +462,31 @@ impl Baseline {
 
     /// Whether every tier of the mix has a price, so that what the usual mix costs is known.
     fn priced(&self) -> bool {
-        self.total > 0 && Tier::ALL.iter().all(|t| self.counts[t.index()] == 0 || self.rates[t.index()].is_some())
+        self.total > 0 && Tier::ALL.iter().all(|t| self.counts[t.index()] == 0 || self.entries[t.index()].is_some())
     }
 
-    /// What `tokens` cost at the usual mix.
-    fn usual_cost(&self, tokens: &Tokens) -> f64 {
-        Tier::ALL.iter().filter_map(|t| self.rates[t.index()].map(|rt| self.share(*t) * rt.cost(tokens))).sum()
+    /// What an agent's requests would have cost on each tier: each request at that tier's price in
+    /// force on its day, in its band. One more pass over the requests, subagents' only.
+    fn reprice(&self, agg: &Aggregator, prices: &Prices) -> HashMap<u32, PerTier<Pico>> {
+        let mut out: HashMap<u32, PerTier<Pico>> = HashMap::new();
+        for r in agg.records().filter(|r| r.agent != NO_AGENT) {
+            let tokens = r.tokens();
+            if tokens.total() == 0 {
+                continue;
+            }
+            let costs = out.entry(r.agent).or_default();
+            for t in Tier::ALL {
+                if let Some(e) = self.entries[t.index()] {
+                    costs[t.index()] += prices.price(e, r.day, &tokens).cost(&tokens);
+                }
+            }
+        }
+        out
+    }
+
+    /// What an agent's requests would have cost at the usual mix.
+    fn usual_cost(&self, repriced: &PerTier<Pico>) -> f64 {
+        Tier::ALL.iter().filter(|t| self.counts[t.index()] > 0).map(|t| self.share(*t) * usd(repriced[t.index()])).sum()
     }
 }
 
@@ -461,6 +494,8 @@ impl Baseline {
 /// overhead, and the net.
 pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Savings {
     let baseline = Baseline::new(agg, prices, models, usage, spawns);
+    let repriced = baseline.reprice(agg, prices);
+    let none: PerTier<Pico> = [0; Tier::COUNT];
     let hint_overhead = usage.hint_overhead(models);
     let priced = baseline.priced();
     let mut realised = 0.0;
@@ -471,18 +506,20 @@ pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &Models, usage:
             if spent.tokens.total() == 0 {
                 continue;
             }
-            realised += baseline.usual_cost(&spent.tokens) - spent.cost;
+            let at_mix = baseline.usual_cost(agent.and_then(|a| repriced.get(&a)).unwrap_or(&none));
+            realised += at_mix - usd(spent.cost);
             followed_priced += 1;
         }
     }
     let mut missed = 0.0;
     let mut upgraded_priced = 0;
     for u in &spawns.upgraded {
-        let (Some(spent), Some(rt)) = (usage.spent(u.agent, models), baseline.rates[u.hint.index()]) else { continue };
+        let (Some(spent), Some(_)) = (usage.spent(u.agent, models), baseline.entries[u.hint.index()]) else { continue };
         if spent.tokens.total() == 0 {
             continue;
         }
-        missed += spent.cost - rt.cost(&spent.tokens);
+        let at_hint = u.agent.and_then(|a| repriced.get(&a)).map_or(0, |c| c[u.hint.index()]);
+        missed += usd(spent.cost) - usd(at_hint);
         upgraded_priced += 1;
     }
     let realised_usd = priced.then_some(realised);

@@ -35,7 +35,7 @@ use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
 use figures::{Models, Spawns, Usage};
-use prices::{PriceFile, Prices};
+use prices::{Day, PriceFile, Prices};
 
 const NO_AGENT: u32 = u32::MAX;
 
@@ -49,6 +49,8 @@ struct Rec {
     counts: [u32; 5],
     hint_write: u32,
     hint_read: u32,
+    /// The UTC day of the request, for the price in force (fits beside `sidechain`: no growth).
+    day: Day,
     sidechain: bool,
 }
 
@@ -57,7 +59,8 @@ fn small(n: u64) -> u32 {
 }
 
 impl Rec {
-    fn new(model: u32, agent: u32, t: &Tokens, sidechain: bool, hint_write: u64, hint_read: u64) -> Rec {
+    fn new(model: u32, agent: u32, t: &Tokens, sidechain: bool, hints: (u64, u64), day: Day) -> Rec {
+        let (hint_write, hint_read) = hints;
         Rec {
             model,
             agent,
@@ -70,6 +73,7 @@ impl Rec {
             ],
             hint_write: small(hint_write),
             hint_read: small(hint_read),
+            day,
             sidechain,
         }
     }
@@ -168,7 +172,8 @@ impl Aggregator {
             }
         };
         for u in facts.usage {
-            let rec = Rec::new(local[u.model as usize], agent, &u.tokens, u.sidechain, u.hint_write, u.hint_read);
+            let rec =
+                Rec::new(local[u.model as usize], agent, &u.tokens, u.sidechain, (u.hint_write, u.hint_read), u.day);
             match u.key.map(fold) {
                 None => self.unkeyed.push(rec),
                 Some(k) => match self.usage.get_mut(&k) {
@@ -349,6 +354,8 @@ pub struct PriceNote {
     pub source: String,
     pub as_of: String,
     pub caveats: Vec<String>,
+    /// Where each entry's figures come from, by the key entries name.
+    pub sources: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -408,6 +415,7 @@ impl PriceNote {
             source: file.source.clone(),
             as_of: file.as_of.clone(),
             caveats: file.caveats.clone(),
+            sources: file.sources.clone(),
         }
     }
 }
@@ -422,7 +430,7 @@ impl Report {
         scope: BTreeMap<String, serde_json::Value>,
     ) -> Report {
         let models = Models::new(agg, prices);
-        let usage = Usage::tally(agg);
+        let usage = Usage::tally(agg, &models, prices);
         let spawns = Spawns::sort(agg);
         let reach = figures::reach(agg);
         let savings = figures::savings(agg, prices, &models, &usage, &spawns);
@@ -511,13 +519,15 @@ mod tests {
     use super::*;
 
     fn rec(total_output: u64, sidechain: bool) -> Rec {
-        Rec::new(0, NO_AGENT, &Tokens { output: total_output, ..Tokens::default() }, sidechain, 0, 0)
+        Rec::new(0, NO_AGENT, &Tokens { output: total_output, ..Tokens::default() }, sidechain, (0, 0), prices::NO_DAY)
     }
 
     #[test]
     fn packed_records_give_back_their_tokens() {
         let t = Tokens { input: 1, output: 2, cache_write_5m: 3, cache_write_1h: 4, cache_read: 5_000_000_000 };
-        let r = Rec::new(0, NO_AGENT, &t, false, 7, 8);
+        let r = Rec::new(0, NO_AGENT, &t, false, (7, 8), 20_733);
+        assert_eq!(r.day, 20_733);
+        assert_eq!(std::mem::size_of::<Rec>(), 40, "one per request in the whole history: keep it small");
         assert_eq!(r.tokens().input, 1);
         assert_eq!(r.tokens().cache_write_1h, 4);
         // Beyond 32 bits saturates rather than wrapping.
@@ -558,6 +568,7 @@ mod tests {
                     sidechain: false,
                     hint_write: i % 5,
                     hint_read: i % 7,
+                    day: prices::NO_DAY,
                 })
                 .collect()
         };

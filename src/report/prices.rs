@@ -1,9 +1,17 @@
 //! API list prices (`scripts/prices.json`, embedded in the binary; `--prices FILE` overrides it). An
 //! entry covers a family (the tier) and a range of versions, read from model ids by
 //! `crate::tier::ModelId`: `claude-opus-4-8`, `claude-opus-4-5-20251101` and
-//! `us.anthropic.claude-opus-4-5-v1:0` are all "opus 4.x, 4.5 or later". A model no entry covers is
-//! reported as unknown, never free.
+//! `us.anthropic.claude-opus-4-5-v1:0` are all "opus 4.5 to 5". A model no entry covers is reported
+//! as unknown, never free.
+//!
+//! An entry's prices are effective-dated: each holds from its `since` date (UTC) until the next
+//! one's, and a request is priced at the price in force on the day of its timestamp. A price may have
+//! a band for long prompts (`long_prompt`), which prices every token of a request whose whole prompt
+//! (input, cache reads and cache writes) is over its threshold. Costs are exact integers of
+//! picodollars (a millionth of a millionth of a dollar), so that sums come out the same in any
+//! order; rates are rounded to a millionth of a dollar per million tokens.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -24,10 +32,23 @@ pub struct PriceFile {
     pub as_of: String,
     #[serde(default)]
     pub caveats: Vec<String>,
+    /// Where the figures come from, by the key entries name in their `source`.
+    #[serde(default)]
+    pub sources: BTreeMap<String, String>,
     /// The model each tier is priced at when the history has no request of that tier.
     #[serde(default)]
-    pub tiers: std::collections::BTreeMap<String, String>,
+    pub tiers: BTreeMap<String, String>,
     pub models: Vec<Entry>,
+}
+
+/// The five rates of a price, as the file writes them (USD per million tokens).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RatesIn {
+    pub input: f64,
+    pub output: f64,
+    pub cache_write_5m: f64,
+    pub cache_write_1h: f64,
+    pub cache_read: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -39,11 +60,53 @@ pub struct Entry {
     /// Exclusive upper bound; absent means no bound.
     #[serde(default)]
     pub before: Option<String>,
-    pub input: f64,
-    pub output: f64,
-    pub cache_write_5m: f64,
-    pub cache_write_1h: f64,
-    pub cache_read: f64,
+    /// The key in `sources` of where its figures come from.
+    #[serde(default)]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "provenance for readers of the file; a test holds each entry to one")
+    )]
+    pub source: Option<String>,
+    /// The entry's prices, oldest first. Absent in the older format, where the entry carries one
+    /// price's five rates itself.
+    #[serde(default)]
+    pub prices: Option<Vec<DatedIn>>,
+    #[serde(default)]
+    pub input: Option<f64>,
+    #[serde(default)]
+    pub output: Option<f64>,
+    #[serde(default)]
+    pub cache_write_5m: Option<f64>,
+    #[serde(default)]
+    pub cache_write_1h: Option<f64>,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct DatedIn {
+    /// `"2026-10-07"`: in force from that day (UTC). The first price may have none.
+    #[serde(default)]
+    pub since: Option<String>,
+    /// The key in `sources` of where a later price comes from, when not the entry's.
+    #[serde(default)]
+    #[cfg_attr(
+        not(test),
+        expect(dead_code, reason = "provenance for readers of the file; a test holds each entry to one")
+    )]
+    pub source: Option<String>,
+    #[serde(flatten)]
+    pub rates: RatesIn,
+    #[serde(default)]
+    pub long_prompt: Option<BandIn>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct BandIn {
+    /// Prompts of more than this many tokens (input + cache reads + cache writes) are in the band.
+    pub over: u64,
+    #[serde(flatten)]
+    pub rates: RatesIn,
 }
 
 /// Per-million-token prices of one model.
@@ -57,28 +120,124 @@ pub struct Rates {
 }
 
 impl Rates {
-    pub fn cost(&self, t: &Tokens) -> f64 {
-        (t.input as f64 * self.input
-            + t.output as f64 * self.output
-            + t.cache_write_5m as f64 * self.cache_write_5m
-            + t.cache_write_1h as f64 * self.cache_write_1h
-            + t.cache_read as f64 * self.cache_read)
-            / 1_000_000.0
+    fn of(r: &RatesIn) -> Rates {
+        Rates {
+            input: r.input,
+            output: r.output,
+            cache_write_5m: r.cache_write_5m,
+            cache_write_1h: r.cache_write_1h,
+            cache_read: r.cache_read,
+        }
     }
 }
+
+/// A cost in picodollars (10^-12 USD): a rate in dollars per million tokens is this many
+/// picodollars per token, times a million.
+pub type Pico = u128;
+
+/// Picodollars as dollars.
+pub fn usd(pico: Pico) -> f64 {
+    pico as f64 / 1e12
+}
+
+/// One price: its rates, and the same as picodollars per token for exact sums.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub rates: Rates,
+    /// input, output, 5-minute writes, 1-hour writes, cache reads.
+    per_token: [u64; 5],
+}
+
+impl Price {
+    fn new(rates: Rates, what: &str) -> Result<Price> {
+        let all = [rates.input, rates.output, rates.cache_write_5m, rates.cache_write_1h, rates.cache_read];
+        let mut per_token = [0u64; 5];
+        for (p, rate) in per_token.iter_mut().zip(all) {
+            if !(rate.is_finite() && (0.0..1e6).contains(&rate)) {
+                return Err(Error::config(format!("{what} has a rate of {rate}: not a price per million tokens")));
+            }
+            *p = (rate * 1e6).round() as u64;
+        }
+        Ok(Price { rates, per_token })
+    }
+
+    /// What `t` costs at this price, in picodollars.
+    pub fn cost(&self, t: &Tokens) -> Pico {
+        let n = [t.input, t.output, t.cache_write_5m, t.cache_write_1h, t.cache_read];
+        n.iter().zip(self.per_token).map(|(&n, p)| u128::from(n) * u128::from(p)).sum()
+    }
+
+    /// What `hint_write` tokens written to the 5-minute cache and `hint_read` read back cost.
+    pub fn cache_cost(&self, hint_write: u64, hint_read: u64) -> Pico {
+        u128::from(hint_write) * u128::from(self.per_token[2]) + u128::from(hint_read) * u128::from(self.per_token[4])
+    }
+}
+
+/// A day, counted from 1970-01-01 (UTC); [`NO_DAY`] when a line carries no readable timestamp.
+pub type Day = u16;
+pub const NO_DAY: Day = 0;
+
+/// The day of `2026-10-07` (the first ten characters of a timestamp), or `None`.
+pub fn day_of_date(date: &str) -> Option<Day> {
+    let b = date.as_bytes();
+    if b.len() < 10 || b[4] != b'-' || b[7] != b'-' {
+        return None;
+    }
+    let num = |s: &str| s.parse::<i64>().ok();
+    let (y, m, d) = (num(date.get(0..4)?)?, num(date.get(5..7)?)?, num(date.get(8..10)?)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // Days from civil (proleptic Gregorian), after H. Hinnant's algorithm.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Day::try_from(days).ok().filter(|&d| d != NO_DAY)
+}
+
+/// The UTC day of a transcript line's RFC 3339 timestamp; [`NO_DAY`] when it has none or it does
+/// not read. Claude Code writes UTC (`…Z`), read straight off the date; an offset needs the time.
+pub fn day_of_timestamp(timestamp: Option<&str>) -> Day {
+    let Some(ts) = timestamp else { return NO_DAY };
+    if ts.ends_with('Z') || ts.ends_with("+00:00") {
+        return day_of_date(ts).unwrap_or(NO_DAY);
+    }
+    chrono::DateTime::parse_from_rfc3339(ts)
+        .ok()
+        .and_then(|t| day_of_date(&t.with_timezone(&chrono::Utc).format("%Y-%m-%d").to_string()))
+        .unwrap_or(NO_DAY)
+}
+
+/// One price of an entry and the day it holds from.
+#[derive(Debug, Clone)]
+struct Dated {
+    /// [`NO_DAY`] for the first price: from the start.
+    since: Day,
+    standard: Price,
+    long_prompt: Option<(u64, Price)>,
+}
+
+/// An entry of the price file, read once.
+#[derive(Debug, Clone)]
+struct Range {
+    tier: Tier,
+    from: (u32, u32),
+    before: Option<(u32, u32)>,
+    /// Oldest first.
+    schedule: Vec<Dated>,
+}
+
+/// The price entry a model falls under (an index into the file's `models`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct EntryId(usize);
 
 pub struct Prices {
     pub file: PriceFile,
     /// Parallel to `file.models`.
     ranges: Vec<Range>,
-}
-
-/// One entry's tier and version bounds, read once.
-struct Range {
-    tier: Tier,
-    from: (u32, u32),
-    before: Option<(u32, u32)>,
-    rates: Rates,
 }
 
 fn version(s: &str) -> Option<(u32, u32)> {
@@ -89,6 +248,54 @@ fn version(s: &str) -> Option<(u32, u32)> {
         None => 0,
     };
     Some((major, minor))
+}
+
+/// An entry's prices: its `prices`, or in the older format its own five rates.
+fn schedule(e: &Entry, what: &str) -> Result<Vec<Dated>> {
+    let name = &e.name;
+    let dated = match &e.prices {
+        Some(prices) => prices.clone(),
+        None => {
+            let (Some(input), Some(output), Some(cache_write_5m), Some(cache_write_1h), Some(cache_read)) =
+                (e.input, e.output, e.cache_write_5m, e.cache_write_1h, e.cache_read)
+            else {
+                return Err(Error::config(format!(
+                    "{what}: `{name}` has neither `prices` nor all five rates (input, output, cache_write_5m, cache_write_1h, cache_read)"
+                )));
+            };
+            vec![DatedIn {
+                since: None,
+                source: None,
+                rates: RatesIn { input, output, cache_write_5m, cache_write_1h, cache_read },
+                long_prompt: None,
+            }]
+        }
+    };
+    if dated.is_empty() {
+        return Err(Error::config(format!("{what}: `{name}` has no prices")));
+    }
+    let mut out: Vec<Dated> = Vec::new();
+    for (i, d) in dated.iter().enumerate() {
+        let since = match (&d.since, i) {
+            (None, 0) => NO_DAY,
+            (None, _) => {
+                return Err(Error::config(format!("{what}: `{name}` price {} has no `since` date", i + 1)));
+            }
+            (Some(s), _) => day_of_date(s).filter(|_| s.len() == 10).ok_or_else(|| {
+                Error::config(format!("{what}: `{name}` price {} has `since` {s:?}; expected YYYY-MM-DD", i + 1))
+            })?,
+        };
+        if out.last().is_some_and(|prev| since <= prev.since) {
+            return Err(Error::config(format!("{what}: `{name}`'s prices are not in date order")));
+        }
+        let label = format!("{what}: `{name}` price {}", i + 1);
+        let long_prompt = match &d.long_prompt {
+            None => None,
+            Some(b) => Some((b.over, Price::new(Rates::of(&b.rates), &format!("{label}'s long_prompt"))?)),
+        };
+        out.push(Dated { since, standard: Price::new(Rates::of(&d.rates), &label)?, long_prompt });
+    }
+    Ok(out)
 }
 
 impl Prices {
@@ -124,27 +331,44 @@ impl Prices {
                         .ok_or_else(|| Error::config(format!("{what}: `{}` has a bad `before` version", e.name)))?,
                 ),
             };
-            let rates = Rates {
-                input: e.input,
-                output: e.output,
-                cache_write_5m: e.cache_write_5m,
-                cache_write_1h: e.cache_write_1h,
-                cache_read: e.cache_read,
-            };
-            ranges.push(Range { tier, from, before, rates });
+            ranges.push(Range { tier, from, before, schedule: schedule(e, what)? });
         }
         Ok(Prices { file, ranges })
     }
 
-    /// The entry for a model id: its name and rates. `None` when no entry covers it.
-    pub fn lookup(&self, model: &str) -> Option<(&str, Rates)> {
+    /// The entry a model id falls under; `None` when no entry covers it.
+    pub fn entry(&self, model: &str) -> Option<EntryId> {
         let id = ModelId::parse(model)?;
         let v = id.version?;
-        self.ranges
-            .iter()
-            .zip(&self.file.models)
-            .find(|(r, _)| r.tier == id.tier && v >= r.from && r.before.is_none_or(|b| v < b))
-            .map(|(r, e)| (e.name.as_str(), r.rates))
+        self.ranges.iter().position(|r| r.tier == id.tier && v >= r.from && r.before.is_none_or(|b| v < b)).map(EntryId)
+    }
+
+    pub fn name(&self, e: EntryId) -> &str {
+        &self.file.models[e.0].name
+    }
+
+    /// The price of a request under entry `e`: the one in force on `day` (the newest for
+    /// [`NO_DAY`]), in its long-prompt band when the request's whole prompt is over the band's
+    /// threshold.
+    pub fn price(&self, e: EntryId, day: Day, tokens: &Tokens) -> &Price {
+        let schedule = &self.ranges[e.0].schedule;
+        let at = match day {
+            NO_DAY => schedule.len() - 1,
+            _ => schedule.iter().rposition(|d| d.since <= day).unwrap_or(0),
+        };
+        let dated = &schedule[at];
+        let prompt = tokens.input + tokens.cache_read + tokens.cache_write_5m + tokens.cache_write_1h;
+        match &dated.long_prompt {
+            Some((over, long)) if prompt > *over => long,
+            _ => &dated.standard,
+        }
+    }
+
+    /// The entry name and the newest standard rates for a model id. `None` when no entry covers it.
+    #[cfg(test)]
+    pub fn lookup(&self, model: &str) -> Option<(&str, Rates)> {
+        let e = self.entry(model)?;
+        Some((self.name(e), self.price(e, NO_DAY, &Tokens::default()).rates))
     }
 
     /// The model a tier is priced at by default (`tiers` in the file).
@@ -157,6 +381,10 @@ impl Prices {
 mod tests {
     use super::*;
 
+    fn tokens(input: u64, output: u64, w5: u64, w1: u64, read: u64) -> Tokens {
+        Tokens { input, output, cache_write_5m: w5, cache_write_1h: w1, cache_read: read }
+    }
+
     #[test]
     fn embedded_prices_cover_current_models_and_leave_others_unknown() {
         let p = Prices::load(None).unwrap();
@@ -166,11 +394,29 @@ mod tests {
         assert_eq!(p.lookup("claude-sonnet-4-5-20250929").unwrap().1.cache_write_1h, 6.0);
         assert_eq!(p.lookup("claude-haiku-4-5-20251001").unwrap().1.cache_read, 0.1);
         assert_eq!(p.lookup("claude-3-5-haiku-20241022").unwrap().1.input, 0.8);
-        assert!(p.lookup("claude-opus-5").is_none());
-        assert!(p.lookup("haiku").is_none());
-        assert!(p.lookup("<synthetic>").is_none());
-        // The built-in prices cover the tiers every Claude Code offers; fable has no price yet.
-        for tier in Tier::ALL.into_iter().filter(|t| t.always_listed()) {
+        // The Claude 5 ids the two Claude Code versions use and know.
+        for (model, input, output) in [
+            ("claude-sonnet-5", 2.0, 10.0),
+            ("claude-opus-5", 5.0, 25.0),
+            ("claude-opus-5-5", 4.0, 20.0),
+            ("claude-sonnet-5-5[1m]", 2.0, 10.0),
+            ("claude-haiku-5-5", 0.1, 0.5),
+            ("claude-fable-5", 10.0, 50.0),
+            ("claude-fable-5-1", 10.0, 50.0),
+            ("claude-mythos-5-1", 10.0, 50.0),
+            ("claude-fable-5-2", 8.0, 40.0),
+            ("claude-mythos-5-2", 8.0, 40.0),
+        ] {
+            let rates = p.lookup(model).unwrap_or_else(|| panic!("{model} is not priced")).1;
+            assert_eq!((rates.input, rates.output), (input, output), "{model}");
+        }
+        // Versions no page lists stay unknown rather than guessed.
+        for unknown in
+            ["claude-opus-5-6", "claude-sonnet-5-2", "claude-haiku-5", "claude-fable-5-3", "haiku", "<synthetic>"]
+        {
+            assert!(p.lookup(unknown).is_none(), "{unknown}");
+        }
+        for tier in Tier::ALL {
             let model = p.tier_default(tier).unwrap();
             assert!(p.lookup(model).is_some(), "{model}");
         }
@@ -178,29 +424,84 @@ mod tests {
     }
 
     #[test]
+    fn every_entry_and_dated_price_names_a_source_the_file_describes() {
+        let p = Prices::load(None).unwrap();
+        let described = |key: &Option<String>| key.as_ref().is_some_and(|k| p.file.sources.contains_key(k));
+        for e in &p.file.models {
+            assert!(described(&e.source), "{}: source {:?}", e.name, e.source);
+            for (i, d) in e.prices.iter().flatten().enumerate().skip(1) {
+                assert!(described(&d.source), "{} price {}: source {:?}", e.name, i + 1, d.source);
+            }
+        }
+    }
+
+    #[test]
+    fn a_price_holds_from_its_date_and_the_newest_prices_an_undated_line() {
+        let p = Prices::load(None).unwrap();
+        let e = p.entry("claude-sonnet-5-5").unwrap();
+        let t = tokens(0, 0, 0, 0, 1_000_000);
+        let day = |d: &str| day_of_date(d).unwrap();
+        assert_eq!(p.price(e, day("2026-10-06"), &t).rates.cache_read, 0.2);
+        assert_eq!(p.price(e, day("2026-10-07"), &t).rates.cache_read, 0.1);
+        assert_eq!(p.price(e, day("2025-01-01"), &t).rates.cache_read, 0.2, "before every date: the first price");
+        assert_eq!(p.price(e, NO_DAY, &t).rates.cache_read, 0.1);
+        // A line's UTC day: 23:30 at -02:00 is already the next day.
+        assert_eq!(day_of_timestamp(Some("2026-10-06T23:59:59.999Z")), day("2026-10-06"));
+        assert_eq!(day_of_timestamp(Some("2026-10-06T23:30:00-02:00")), day("2026-10-07"));
+        assert_eq!(day_of_timestamp(Some("yesterday")), NO_DAY);
+        assert_eq!(day_of_timestamp(None), NO_DAY);
+        assert_eq!(day_of_date("1970-01-02"), Some(1));
+        assert_eq!(day_of_date("2026-12-01"), Some(20_788));
+        assert_eq!(day_of_date("2026-13-01"), None);
+    }
+
+    #[test]
+    fn haiku_5_5_prices_a_whole_request_by_its_whole_prompt() {
+        let p = Prices::load(None).unwrap();
+        let e = p.entry("claude-haiku-5-5").unwrap();
+        // 100,000 tokens of prompt (input, reads and both writes) is still the short band...
+        let at_limit = tokens(40_000, 1_000, 10_000, 10_000, 40_000);
+        assert_eq!(p.price(e, NO_DAY, &at_limit).rates.input, 0.1);
+        // 0.04×0.1 + 0.001×0.5 + 0.01×0.125 + 0.01×0.2 + 0.04×0.01 = 0.00815 dollars.
+        assert_eq!(p.price(e, NO_DAY, &at_limit).cost(&at_limit), 8_150_000_000);
+        // ...one more and every token, output included, is at the long band's rates.
+        let over = tokens(40_001, 1_000, 10_000, 10_000, 40_000);
+        // 0.040001×0.5 + 0.001×2.5 + 0.01×0.625 + 0.01×1.0 + 0.04×0.05 = 0.0407505 dollars.
+        assert_eq!(p.price(e, NO_DAY, &over).cost(&over), 40_750_500_000);
+        // Output alone does not count toward the prompt.
+        assert_eq!(p.price(e, NO_DAY, &tokens(10, 500_000, 0, 0, 0)).rates.output, 0.5);
+    }
+
+    #[test]
     fn cost_prices_each_kind_of_token_separately() {
         let r = Rates { input: 5.0, output: 25.0, cache_write_5m: 6.25, cache_write_1h: 10.0, cache_read: 0.5 };
-        let t = Tokens {
-            input: 1_000_000,
-            output: 100_000,
-            cache_write_5m: 200_000,
-            cache_write_1h: 100_000,
-            cache_read: 2_000_000,
-        };
+        let t = tokens(1_000_000, 100_000, 200_000, 100_000, 2_000_000);
         // 5 + 2.5 + 1.25 + 1 + 1
-        assert!((r.cost(&t) - 10.75).abs() < 1e-9);
+        assert_eq!(Price::new(r, "test").unwrap().cost(&t), 10_750_000_000_000);
+        assert_eq!(usd(10_750_000_000_000), 10.75);
     }
 
     #[test]
     fn a_bad_price_file_is_a_clear_error() {
-        let err = Prices::parse(r#"{"models":[{"name":"x","family":"gpt","from":"4"}]}"#, "test").err().unwrap();
-        assert!(err.to_string().contains("test"));
-        let err = Prices::parse(
-            r#"{"models":[{"name":"x","family":"opus","from":"four","input":1,"output":1,"cache_write_5m":1,"cache_write_1h":1,"cache_read":1}]}"#,
-            "test",
-        )
-        .err()
-        .unwrap();
-        assert!(err.to_string().contains("`from`"));
+        let err = |text: &str| Prices::parse(text, "test").err().map(|e| e.to_string()).unwrap_or_default();
+        let rates = r#""input":1,"output":1,"cache_write_5m":1,"cache_write_1h":1,"cache_read":1"#;
+        assert!(err(r#"{"models":[{"name":"x","family":"gpt","from":"4"}]}"#).contains("test"));
+        assert!(
+            err(&format!(r#"{{"models":[{{"name":"x","family":"opus","from":"four",{rates}}}]}}"#)).contains("`from`")
+        );
+        assert!(err(r#"{"models":[{"name":"x","family":"opus","from":"4","input":1}]}"#).contains("all five rates"));
+        let dated = |first: &str, second: &str| {
+            format!(
+                r#"{{"models":[{{"name":"x","family":"opus","from":"4","prices":[{{{first}{rates}}},{{{second}{rates}}}]}}]}}"#
+            )
+        };
+        assert!(err(&dated("", "")).contains("no `since`"));
+        assert!(err(&dated("", r#""since":"10/07/2026","#)).contains("YYYY-MM-DD"));
+        assert!(err(&dated(r#""since":"2026-10-07","#, r#""since":"2026-10-01","#)).contains("date order"));
+        let negative = r#"{"models":[{"name":"x","family":"opus","from":"4","input":-1,"output":1,"cache_write_5m":1,"cache_write_1h":1,"cache_read":1}]}"#;
+        assert!(err(negative).contains("rate of -1"));
+        // The older format, one price on the entry itself, still reads.
+        let old = format!(r#"{{"models":[{{"name":"x","family":"opus","from":"4",{rates}}}]}}"#);
+        assert_eq!(Prices::parse(&old, "test").unwrap().lookup("claude-opus-4-8").unwrap().1.input, 1.0);
     }
 }

@@ -71,7 +71,12 @@ impl E2e {
 
     /// `claude -p` with hook events in the stream-json output; returns the parsed events.
     fn session(&self, prompt: &str) -> Vec<Value> {
-        let out = self.claude(&[
+        self.session_kept(prompt, false)
+    }
+
+    /// A session that leaves its transcript (with `keep`), for `system1 report`.
+    fn session_kept(&self, prompt: &str, keep: bool) -> Vec<Value> {
+        let mut args = vec![
             "-p",
             prompt,
             "--output-format",
@@ -80,8 +85,11 @@ impl E2e {
             "--include-hook-events",
             "--allowedTools",
             "mcp__system1",
-            "--no-session-persistence",
-        ]);
+        ];
+        if !keep {
+            args.push("--no-session-persistence");
+        }
+        let out = self.claude(&args);
         ok("claude -p", &out);
         stdout(&out).lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
@@ -162,6 +170,39 @@ fn script_keyword_searches(api: &FakeAnthropic) {
             Some(query) => vec![Block::tool(TOOL_SEARCH, json!({"query": query, "max_results": 5}))],
             None => vec![Block::text("E2E-SEARCHES-DONE")],
         }
+    });
+}
+
+/// The `model` values the Agent tool of a request takes (its schema's enum).
+fn agent_models(request: &Value) -> Vec<String> {
+    let agent = request["tools"].as_array().into_iter().flatten().find(|t| t["name"] == "Agent");
+    let models = agent.map(|a| &a["input_schema"]["properties"]["model"]["enum"]);
+    models.and_then(Value::as_array).into_iter().flatten().filter_map(|m| m.as_str().map(String::from)).collect()
+}
+
+fn str_of(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// Scripts the model: one subagent for each `model` the Agent tool takes, all in the first turn,
+/// then finish.
+fn script_one_agent_per_alias(api: &FakeAnthropic) {
+    api.script(|req| {
+        if is_subagent(req) {
+            return vec![Block::text("E2E-ALIAS-DONE")];
+        }
+        let replied = req["messages"].as_array().into_iter().flatten().any(|m| m["role"] == "assistant");
+        if replied {
+            return vec![Block::text("E2E-FINAL-ANSWER")];
+        }
+        agent_models(req)
+            .iter()
+            .map(|m| {
+                let input = json!({"description": format!("alias {m}"), "prompt": format!("E2E-ALIAS-{m}: reply done"),
+                    "subagent_type": "general-purpose", "model": m});
+                Block::tool("Agent", input)
+            })
+            .collect()
     });
 }
 
@@ -370,6 +411,38 @@ fn end_to_end(version: &str, deferral: Deferral) {
         assert_eq!(searches.len(), KEYWORD_QUERIES.len(), "{searches:?}");
         for (query, found) in &searches {
             assert_eq!(found.first().map(String::as_str), Some(TOOLS[0]), "ToolSearch {query:?} found {found:?}");
+        }
+    }
+
+    // 5c. Every model the CLI resolves a tier alias to (and its own main model) is priced: the
+    //     fake model spawns one subagent per `model` the Agent tool takes, and `system1 report`
+    //     reads the transcripts the CLI wrote.
+    e2e.api.clear();
+    script_one_agent_per_alias(&e2e.api);
+    e2e.session_kept(PROMPT, true);
+    let requests = e2e.api.requests();
+    let aliases = agent_models(&requests[0]);
+    assert!(aliases.len() >= 4, "the Agent tool's models: {aliases:?}");
+    let mut resolved: Vec<(String, String)> = vec![("main".into(), str_of(&requests[0]["model"]))];
+    for alias in &aliases {
+        let marker = format!("E2E-ALIAS-{alias}");
+        let sub = requests
+            .iter()
+            .find(|r| is_subagent(r) && texts(r).iter().any(|t| t.contains(&marker)))
+            .unwrap_or_else(|| panic!("no subagent request for model {alias:?}"));
+        resolved.push((alias.clone(), str_of(&sub["model"])));
+    }
+    eprintln!("MODELS e2e_claude {version}: {resolved:?}");
+    let out = e2e.system1(false, &["report", "--json"]);
+    ok("system1 report --json", &out);
+    let report: Value = serde_json::from_str(&stdout(&out)).expect("report JSON");
+    assert_eq!(report["unknown_models"], json!([]), "models the CLI uses are unpriced: {resolved:?}");
+    for (alias, model) in &resolved {
+        let row = report["models"].as_array().into_iter().flatten().find(|m| m["model"] == model.as_str());
+        let row = row.unwrap_or_else(|| panic!("{model} ({alias}) is not in the report: {}", report["models"]));
+        assert!(row["priced_as"].is_string() && row["cost_usd"].is_number(), "{model} ({alias}) is unpriced: {row}");
+        if alias != "main" {
+            assert_eq!(row["tier"], alias.as_str(), "{model} reads as another tier than {alias}");
         }
     }
 

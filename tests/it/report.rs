@@ -399,32 +399,108 @@ fn a_spawn_that_ran_on_fable_gets_a_fable_row() {
     let t = "2026-11-10T12:00:00.000Z";
     let mut main = File::new("sF", t);
     main.prompt("p1");
+    main.hint("h1", "p1", &routing_hint("fable"));
     main.reply("a1", "m1", "r1", OPUS, usage(10, 10, 0, 0, 0), spawn("tu1", Some("fable")), false);
-    main.agent_result("tu1", "a1", "claude-fable-5-1");
+    main.agent_result("tu1", "a1", "claude-fable-5-2");
     main.write(&dir.join("sF.jsonl"), true);
     let mut sub = File::new("sF", t);
-    sub.reply("s1", "s1", "rs1", "claude-fable-5-1", usage(1000, 100, 0, 0, 0), text_block(), true);
+    sub.reply("s1", "s1", "rs1", "claude-fable-5-2", usage(1000, 100, 0, 0, 0), text_block(), true);
     subagent(&dir, "sF", "a1", "tu1", &sub, true);
-    // Fable at $10 input and $50 output per million tokens (the built-in prices have none yet).
-    let prices = env.root.join("fable.json");
-    let entry = |family: &str, input: f64, output: f64| {
-        json!({"name":format!("{family} test"),"family":family,"from":"0","input":input,"output":output,
-               "cache_write_5m":0.0,"cache_write_1h":0.0,"cache_read":0.0})
-    };
-    std::fs::write(
-        &prices,
-        json!({"as_of":"test","models":[entry("opus", 5.0, 25.0), entry("fable", 10.0, 50.0)]}).to_string(),
-    )
-    .unwrap();
-    let r = report_json(&env, &["--prices", prices.to_str().unwrap()]);
+    let r = report_json(&env, &[]);
     let tiers = r["subagents_by_tier"].as_array().unwrap();
     let names: Vec<&str> = tiers.iter().map(|t| t["tier"].as_str().unwrap()).collect();
     assert_eq!(names, ["haiku", "sonnet", "opus", "fable"], "cheapest first, fable last");
     let fable = &tiers[3];
     assert_eq!((fable["spawns"].as_u64(), fable["requests"].as_u64()), (Some(1), Some(1)));
-    // 1000 × $10 + 100 × $50 per million.
-    close(&fable["cost_usd"], 0.015);
+    // Fable 5.2 at $8 input and $40 output per million: 1000 × 8 + 100 × 40.
+    close(&fable["cost_usd"], 0.012);
     assert_eq!(tiers[0]["spawns"], 0, "the three usual tiers are listed even when empty");
+    // The hint named fable and the spawn ran there: followed. With no unhinted spawn the usual mix
+    // is the main thread's (opus 4.8), where the same tokens cost 1000 × 5 + 100 × 25.
+    assert_eq!(r["adherence"]["followed"], 1);
+    assert_eq!(r["savings"]["baseline"], "main thread");
+    close(&r["savings"]["realised_usd"], 0.0075 - 0.012);
+}
+
+/// Every model id the two Claude Code versions resolve or know, on both sides of each price change.
+/// Each request: 1,000 input, 100 output, 200 5-minute and 100 1-hour cache writes, 10,000 cache
+/// reads, so a price (input, output, 5m, 1h, read) in dollars per million tokens comes to
+/// 1000·in + 100·out + 200·5m + 100·1h + 10000·read millionths of a dollar.
+const EVERY_MODEL: [(&str, &str, f64); 13] = [
+    ("claude-opus-4-8", "opus", 14750.0),           // 5, 25, 6.25, 10, 0.5
+    ("claude-sonnet-5", "sonnet", 5900.0),          // 2, 10, 2.5, 4, 0.2
+    ("claude-haiku-4-5-20251001", "haiku", 2950.0), // 1, 5, 1.25, 2, 0.1
+    ("claude-fable-5", "fable", 29500.0),           // 10, 50, 12.5, 20, 1
+    ("claude-opus-5-5", "opus", 9800.0),            // 4, 20, 5, 8, 0.2
+    ("claude-sonnet-5-5", "sonnet", 5900.0),        // 2, 10, 2.5, 4, 0.2 before 2026-10-07 (0.1 from then: 4900)
+    ("claude-sonnet-5-5[1m]", "sonnet", 5900.0),    // the same model
+    ("claude-haiku-5-5", "haiku", 295.0),           // 0.1, 0.5, 0.125, 0.2, 0.01 (a prompt of 11,300)
+    ("claude-fable-5-1", "fable", 22000.0),         // 10, 50, 12.5, 20, 0.25
+    ("claude-fable-5-2", "fable", 17600.0),         // 8, 40, 10, 16, 0.2
+    ("claude-mythos-5", "fable", 29500.0),          // as Fable 5
+    ("claude-mythos-5-1", "fable", 22000.0),        // as Fable 5.1
+    ("claude-mythos-5-2", "fable", 17600.0),        // as Fable 5.2
+];
+
+#[test]
+fn every_model_id_is_priced_at_the_price_in_force_on_its_day() {
+    let env = TestEnv::new();
+    let dir = env.claude_dir.join("projects").join("-home-u-prices");
+    // The last moment before Sonnet 5.5's cache reads went from $0.20 to $0.10, and the first after.
+    let days = [("before", "2026-10-06T23:59:59.999Z"), ("after", "2026-10-07T00:00:00.000Z")];
+    for (side, ts) in days {
+        let mut f = File::new(side, ts);
+        for (i, (model, _, _)) in EVERY_MODEL.iter().enumerate() {
+            let id = format!("{side}-{i}");
+            f.reply(&id, &id, &format!("r-{id}"), model, usage(1000, 100, 200, 100, 10_000), text_block(), false);
+        }
+        if side == "before" {
+            // Haiku 5.5's band: a prompt of exactly 100,000 tokens (input + reads + both writes) is
+            // short: 40000×0.1 + 1000×0.5 + 10000×0.125 + 10000×0.2 + 40000×0.01 = 8150. One more
+            // token and the whole request is long: 40001×0.5 + 1000×2.5 + 10000×0.625 + 10000×1.0
+            // + 40000×0.05 = 40750.5.
+            f.reply(
+                "h1",
+                "h1",
+                "r-h1",
+                "claude-haiku-5-5",
+                usage(40_000, 1000, 10_000, 10_000, 40_000),
+                text_block(),
+                false,
+            );
+            f.reply(
+                "h2",
+                "h2",
+                "r-h2",
+                "claude-haiku-5-5",
+                usage(40_001, 1000, 10_000, 10_000, 40_000),
+                text_block(),
+                false,
+            );
+        }
+        f.write(&dir.join(format!("{side}.jsonl")), true);
+    }
+    let r = report_json(&env, &[]);
+    assert_eq!(r["unknown_models"], json!([]), "{}", r["unknown_models"]);
+    let models = r["models"].as_array().unwrap();
+    let mut total = 0.0;
+    for (model, tier, micro) in EVERY_MODEL {
+        let row = models.iter().find(|m| m["model"] == model).unwrap_or_else(|| panic!("no row for {model}"));
+        assert_eq!(row["tier"], tier, "{model}");
+        assert!(row["priced_as"].is_string(), "{model}: {row}");
+        let expected = match model {
+            "claude-sonnet-5-5" | "claude-sonnet-5-5[1m]" => 5900.0 + 4900.0,
+            "claude-haiku-5-5" => 2.0 * 295.0 + 8150.0 + 40750.5,
+            _ => 2.0 * micro,
+        };
+        close(&json!(row["cost_usd"].as_f64().unwrap() * 1e6), expected);
+        total += expected;
+    }
+    // 183,695 before, 181,695 after, and the two band requests: 414,290.5 millionths of a dollar.
+    assert!((total - 414_290.5).abs() < 1e-6, "{total}");
+    close(&r["totals"]["all"]["cost_usd"], 0.4142905);
+    assert_eq!(r["totals"]["all"]["unpriced_requests"], 0);
+    assert_eq!(r["totals"]["all"]["requests"], 28);
 }
 
 #[test]
