@@ -5,6 +5,7 @@
 //! affected keys keep their defaults. The MCP server then still starts, answering health with
 //! `down` and decisions with `config_error`; hooks stay silent.
 
+pub mod secret;
 pub mod settings;
 
 use std::collections::BTreeMap;
@@ -269,7 +270,7 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
                         Value::Table(pt) => {
                             if pt.contains_key("api_key") {
                                 errors.push(format!(
-                                    "providers.{name}.api_key is set in the config file; secrets come from the environment only (set SYSTEM1_{}_API_KEY)",
+                                    "providers.{name}.api_key is set in the config file; a key never goes in it: set SYSTEM1_{}_API_KEY, or name a file only you can read in api_key_file",
                                     name.to_ascii_uppercase()
                                 ));
                             }
@@ -291,6 +292,11 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
     }
 
     apply_env(env, &mut sections, &mut providers);
+    for (name, section) in &mut providers {
+        if let Err(e) = read_api_key_file(name, section) {
+            errors.push(e);
+        }
+    }
 
     let section = |name: &str| -> Settings {
         let (t, s) = sections.get(name).cloned().unwrap_or_default();
@@ -366,6 +372,30 @@ fn apply_env(
             }
         }
     }
+}
+
+/// `api_key_file` (from the file or `SYSTEM1_<ENGINE>_API_KEY_FILE`) becomes the `api_key` setting
+/// the adapter reads, unless the environment already gave a key, which wins as the environment
+/// always does. The path is absolute or starts with `~`; the file is checked in [`secret`].
+fn read_api_key_file(name: &str, section: &mut ProviderSection) -> Result<(), String> {
+    let Some(value) = section.table.remove("api_key_file") else { return Ok(()) };
+    let origin = match section.sources.remove("api_key_file") {
+        Some(Source::Env(var)) => format!(" (from {var})"),
+        _ => String::new(),
+    };
+    let key = format!("providers.{name}.api_key_file{origin}");
+    let Value::String(raw) = value else { return Err(format!("{key} must be a path, got {value}")) };
+    if section.table.contains_key("api_key") {
+        return Ok(());
+    }
+    let path = paths::expand_tilde(raw.trim());
+    if !path.is_absolute() {
+        return Err(format!("{key} must be an absolute path (or start with ~), got {raw:?}"));
+    }
+    let api_key = secret::read_key_file(&path).map_err(|e| format!("{key}: {e}"))?;
+    section.table.insert("api_key".into(), Value::String(api_key));
+    section.sources.insert("api_key".into(), Source::KeyFile(path.display().to_string()));
+    Ok(())
 }
 
 fn read_gateway(s: &Settings) -> GatewayConfig {
@@ -598,6 +628,49 @@ mod tests {
         let l = load_text("[providers.laya]\napi_key = \"sekret\"\n", &[]);
         assert!(l.errors.iter().any(|e| e.contains("SYSTEM1_LAYA_API_KEY")), "{:?}", l.errors);
         assert!(!l.config.providers["laya"].table.contains_key("api_key"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn api_key_file_gives_the_key_and_a_broken_one_is_named() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("s1cfg-keyfile-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let key = dir.join("laya.key");
+        std::fs::write(&key, "sk-from-file\n").expect("write key");
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+        let shown = key.display().to_string();
+
+        let l = load_text(&format!("[providers.laya]\napi_key_file = {shown:?}\n"), &[]);
+        assert!(l.is_ok(), "{:?}", l.errors);
+        let laya = &l.config.providers["laya"];
+        assert_eq!(laya.table["api_key"], Value::String("sk-from-file".into()));
+        assert_eq!(laya.sources["api_key"], Source::KeyFile(shown.clone()));
+        assert!(!laya.table.contains_key("api_key_file"), "the adapter sees only the key");
+
+        // From the environment too; a key in the environment wins over any file.
+        let l = load_text("", &[("SYSTEM1_VON_API_KEY_FILE", &shown)]);
+        assert_eq!(l.config.providers["von"].table["api_key"], Value::String("sk-from-file".into()));
+        let l = load_text(
+            &format!("[providers.laya]\napi_key_file = {shown:?}\n"),
+            &[("SYSTEM1_LAYA_API_KEY", "sk-from-env")],
+        );
+        assert_eq!(l.config.providers["laya"].table["api_key"], Value::String("sk-from-env".into()));
+
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+        let l = load_text("", &[("SYSTEM1_LAYA_API_KEY_FILE", &shown)]);
+        assert_eq!(
+            l.errors,
+            [format!(
+                "providers.laya.api_key_file (from SYSTEM1_LAYA_API_KEY_FILE): {shown} can be read or changed by other users (mode 0644); make it yours alone: chmod 600 {shown}"
+            )]
+        );
+        assert!(!l.config.providers["laya"].table.contains_key("api_key"), "no key from a refused file");
+        let l = load_text("[providers.laya]\napi_key_file = \"laya.key\"\n", &[]);
+        assert_eq!(l.errors, ["providers.laya.api_key_file must be an absolute path (or start with ~), got \"laya.key\""]);
+        let l = load_text("[providers.laya]\napi_key_file = 3\n", &[]);
+        assert_eq!(l.errors, ["providers.laya.api_key_file must be a path, got 3"]);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

@@ -17,6 +17,8 @@ pub enum Source {
     Default,
     File,
     Env(String),
+    /// An API key read from the file `api_key_file` names.
+    KeyFile(String),
 }
 
 impl std::fmt::Display for Source {
@@ -25,6 +27,7 @@ impl std::fmt::Display for Source {
             Source::Default => write!(f, "default"),
             Source::File => write!(f, "file"),
             Source::Env(var) => write!(f, "env {var}"),
+            Source::KeyFile(path) => write!(f, "key file {path}"),
         }
     }
 }

@@ -80,6 +80,36 @@ fn the_api_key_comes_from_the_environment() {
     assert_eq!(server.requests_to("/v1/systemone")[0].header("authorization"), Some("Bearer sekret"));
 }
 
+/// The key in a file only its owner can read, named by `api_key_file`: it reaches the engine, and a
+/// file others can read is a config error that names the fix, with no key sent.
+#[cfg(unix)]
+#[test]
+fn the_api_key_can_come_from_a_file_only_you_can_read() {
+    use std::os::unix::fs::PermissionsExt;
+    let server = laya_fake(0.9);
+    let env = env_for(&server.url());
+    let key = env.home.join(".config/system1/laya.key");
+    crate::support::write(&key, "sekret-from-file\n");
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).expect("chmod");
+    env.write_config("[providers.laya]\napi_key_file = \"~/.config/system1/laya.key\"\n");
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(server.requests_to("/v1/systemone")[0].header("authorization"), Some("Bearer sekret-from-file"));
+    let show = crate::support::stdout(&env.run(&["config", "show"], ""));
+    let line = show.lines().find(|l| l.starts_with("providers.laya.api_key = ")).expect("api_key listed");
+    assert!(line.contains("\"<set>\"") && line.ends_with(&format!("# key file {}", key.display())), "{line}");
+    assert!(!show.contains("sekret-from-file"), "{show}");
+
+    server.clear();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["error"]["code"], "config_error");
+    let message = v["error"]["message"].as_str().unwrap_or("");
+    assert!(message.contains("(mode 0644); make it yours alone: chmod 600 "), "{message}");
+    assert!(server.requests_to("/v1/systemone").is_empty(), "no engine is asked with a broken config");
+}
+
 #[test]
 fn an_engine_that_never_answers_is_cut_off_at_the_timeout() {
     let server = FakeServer::start(|_r: &Request| Reply::hang());
