@@ -9,6 +9,7 @@ pub mod evaluate;
 pub mod hook;
 pub mod install;
 pub mod mcp;
+pub mod mcp_config;
 pub mod outcomes;
 pub mod report;
 pub mod route;

@@ -16,8 +16,10 @@
 //! `id: null` where the id can't be read.
 //!
 //! [`rpc`] reads lines and message envelopes; this file runs the loop and answers each method;
-//! [`tools`] lists the three tools and runs them on the gateway.
+//! [`tools`] lists the three tools and runs them on the gateway. [`clients`] writes the entry each
+//! other MCP client needs to start this server.
 
+pub mod clients;
 mod rpc;
 pub mod tools;
 
