@@ -66,7 +66,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     if client == Client::Gemini {
         eprintln!(
-            "note: Gemini CLI starts stdio MCP servers only in trusted folders (`gemini trust`). \"trust\": true lets it call system1's three read-only tools without asking, which headless `gemini -p` needs unless you pass --approval-mode yolo; remove it to confirm each call."
+            "note: Gemini CLI runs only in trusted folders: trust the folder when it asks, or pass --skip-trust to headless `gemini -p`. \"trust\": true lets it call system1's three read-only tools without asking, which `gemini -p` needs unless you pass --approval-mode yolo; remove it to confirm each call."
         );
     }
     Ok(exit::OK)

@@ -667,7 +667,10 @@ mod tests {
         );
         assert!(!l.config.providers["laya"].table.contains_key("api_key"), "no key from a refused file");
         let l = load_text("[providers.laya]\napi_key_file = \"laya.key\"\n", &[]);
-        assert_eq!(l.errors, ["providers.laya.api_key_file must be an absolute path (or start with ~), got \"laya.key\""]);
+        assert_eq!(
+            l.errors,
+            ["providers.laya.api_key_file must be an absolute path (or start with ~), got \"laya.key\""]
+        );
         let l = load_text("[providers.laya]\napi_key_file = 3\n", &[]);
         assert_eq!(l.errors, ["providers.laya.api_key_file must be a path, got 3"]);
         let _ = std::fs::remove_dir_all(dir);

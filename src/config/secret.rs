@@ -68,7 +68,10 @@ fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(), Str
     let shown = path.display();
     let me = effective_uid();
     if meta.uid() != me {
-        return Err(format!("{shown} belongs to another user (uid {}, you are {me}); the key file must be yours", meta.uid()));
+        return Err(format!(
+            "{shown} belongs to another user (uid {}, you are {me}); the key file must be yours",
+            meta.uid()
+        ));
     }
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
@@ -93,7 +96,8 @@ fn effective_uid() -> u32 {
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
@@ -158,7 +162,9 @@ mod tests {
         let missing = dir.join("absent.key");
         assert!(read_key_file(&missing).expect_err("missing").starts_with("cannot read "));
         assert!(read_key_file(&dir).expect_err("a dir").ends_with("is not a regular file"));
-        assert!(read_key_file(&key_file(&dir, " \n", 0o600)).expect_err("empty").ends_with("is empty; put the key in it"));
+        assert!(
+            read_key_file(&key_file(&dir, " \n", 0o600)).expect_err("empty").ends_with("is empty; put the key in it")
+        );
         let two = read_key_file(&key_file(&dir, "sk-1\nsk-2\n", 0o600)).expect_err("two lines");
         assert!(two.ends_with("holds more than one word; put only the key in it"), "{two}");
         let big = read_key_file(&key_file(&dir, &"k".repeat(5000), 0o600)).expect_err("big");
@@ -178,7 +184,10 @@ mod tests {
         if effective_uid() == 0 {
             std::os::unix::fs::chown(&path, Some(4242), None).expect("chown");
             let err = read_key_file(&path).expect_err("refused");
-            assert!(err.ends_with("belongs to another user (uid 4242, you are 0); the key file must be yours"), "{err}");
+            assert!(
+                err.ends_with("belongs to another user (uid 4242, you are 0); the key file must be yours"),
+                "{err}"
+            );
         } else {
             assert_eq!(std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&path).expect("meta")), effective_uid());
         }

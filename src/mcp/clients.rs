@@ -194,7 +194,8 @@ fn codex_entry(launch: &Launch, server: Value) -> String {
 }
 
 // Unix paths in the expectations.
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
 
@@ -253,7 +254,10 @@ mod tests {
         let server = &codex["mcp_servers"]["system1"];
         assert_eq!(server["command"].as_str(), Some("/home/me/.system1-gateway/bin/system1"));
         assert_eq!(server["args"], toml::Value::Array(vec!["mcp".into()]));
-        assert_eq!(server["env_vars"], toml::Value::Array(vec!["SYSTEM1_LAYA_API_KEY".into(), "SYSTEM1_PROVIDER".into()]));
+        assert_eq!(
+            server["env_vars"],
+            toml::Value::Array(vec!["SYSTEM1_LAYA_API_KEY".into(), "SYSTEM1_PROVIDER".into()])
+        );
         assert_eq!(server["env"]["SYSTEM1_CONFIG"].as_str(), Some("/etc/s1.toml"));
     }
 

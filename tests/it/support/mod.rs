@@ -6,6 +6,7 @@
 
 pub mod claude_cli;
 pub mod fake_anthropic;
+pub mod fake_gemini;
 pub mod fake_http;
 pub mod fake_laya;
 pub mod fakes;
