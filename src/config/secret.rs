@@ -53,8 +53,10 @@ fn open_checked(path: &Path) -> Result<File, String> {
 #[cfg(unix)]
 fn open_no_follow(path: &Path) -> std::io::Result<File> {
     use std::os::unix::fs::OpenOptionsExt;
-    // A link planted between the check above and this open is refused here, not followed.
-    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW).open(path)
+    // A link planted between the check above and this open is refused here, not followed; a FIFO
+    // is opened without waiting for a writer (and then refused as not a regular file), since the
+    // hooks load the config on every prompt.
+    std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
 }
 
 #[cfg(not(unix))]
@@ -66,7 +68,7 @@ fn open_no_follow(path: &Path) -> std::io::Result<File> {
 fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
     use std::os::unix::fs::MetadataExt;
     let shown = path.display();
-    let me = effective_uid();
+    let me = crate::fsutil::euid();
     if meta.uid() != me {
         return Err(format!(
             "{shown} belongs to another user (uid {}, you are {me}); the key file must be yours",
@@ -85,15 +87,6 @@ fn check_owner_and_mode(path: &Path, meta: &std::fs::Metadata) -> Result<(), Str
 #[cfg(not(unix))]
 fn check_owner_and_mode(_path: &Path, _meta: &std::fs::Metadata) -> Result<(), String> {
     Ok(())
-}
-
-#[cfg(unix)]
-fn effective_uid() -> u32 {
-    #[allow(unsafe_code)]
-    // SAFETY: geteuid takes no arguments, touches no memory of ours and cannot fail.
-    unsafe {
-        libc::geteuid()
-    }
 }
 
 #[cfg(test)]
@@ -162,6 +155,11 @@ mod tests {
         let missing = dir.join("absent.key");
         assert!(read_key_file(&missing).expect_err("missing").starts_with("cannot read "));
         assert!(read_key_file(&dir).expect_err("a dir").ends_with("is not a regular file"));
+        // A FIFO with no writer: refused at once, not waited on.
+        let fifo = dir.join("fifo.key");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+        assert!(made.success());
+        assert!(read_key_file(&fifo).expect_err("a FIFO").ends_with("is not a regular file"));
         assert!(
             read_key_file(&key_file(&dir, " \n", 0o600)).expect_err("empty").ends_with("is empty; put the key in it")
         );
@@ -181,7 +179,7 @@ mod tests {
         // Only root can give a file away; elsewhere the check is shown by the uid comparison alone.
         let dir = scratch("owner");
         let path = key_file(&dir, "sk-abc123", 0o600);
-        if effective_uid() == 0 {
+        if crate::fsutil::euid() == 0 {
             std::os::unix::fs::chown(&path, Some(4242), None).expect("chown");
             let err = read_key_file(&path).expect_err("refused");
             assert!(
@@ -189,7 +187,10 @@ mod tests {
                 "{err}"
             );
         } else {
-            assert_eq!(std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&path).expect("meta")), effective_uid());
+            assert_eq!(
+                std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(&path).expect("meta")),
+                crate::fsutil::euid()
+            );
         }
         let _ = std::fs::remove_dir_all(dir);
     }
