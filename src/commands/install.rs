@@ -27,6 +27,12 @@ pub struct UninstallArgs {
 pub fn run(args: Args) -> Result<i32> {
     let mut report = Vec::new();
     let outcome = install::install(!args.no_register, &mut report);
+    if outcome.is_ok() {
+        report.push(format!(
+            "other MCP clients (Codex, Gemini CLI, Cursor, ...): {} mcp-config CLIENT prints the entry to paste",
+            crate::paths::installed_binary().display()
+        ));
+    }
     print_lines(&report)?;
     outcome.map(|()| exit::OK)
 }

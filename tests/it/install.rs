@@ -129,6 +129,8 @@ fn install_copies_the_binary_writes_an_abstaining_mock_config_and_registers() {
     assert_eq!(s.claude_log(), vec![expected]);
     assert_eq!(registered_line(&s), vec![bin.display().to_string(), "mcp".to_string()]);
     assert!(stdout(&out).contains("claude: registered system1"), "{}", stdout(&out));
+    let hint = format!("other MCP clients (Codex, Gemini CLI, Cursor, ...): {} mcp-config CLIENT", bin.display());
+    assert!(stdout(&out).contains(&hint), "{}", stdout(&out));
 }
 
 #[test]
