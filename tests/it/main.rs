@@ -40,6 +40,7 @@ mod outcomes;
 mod plugin;
 mod plugin_commands;
 mod private_files;
+mod real_laya;
 mod report;
 mod report_e2e;
 mod routing_enforce;
