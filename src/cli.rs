@@ -40,6 +40,8 @@ enum Command {
     Calibrate(commands::calibrate::Args),
     /// Measure an engine on the labelled log and give the READY verdict.
     Evaluate(commands::evaluate::Args),
+    /// Compare engines on labelled sets: accuracy, calibration, latency, and the tier they route to.
+    Study(commands::study::Args),
     /// Install this binary, write the config and register the MCP server.
     Install(commands::install::Args),
     /// Unregister and remove the installed binary (and with --purge, everything).
@@ -77,6 +79,7 @@ pub fn run() -> Result<i32> {
         Command::Outcomes(a) => commands::outcomes::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),
         Command::Evaluate(a) => commands::evaluate::run(a),
+        Command::Study(a) => commands::study::run(a),
         Command::Install(a) => commands::install::run(a),
         Command::Uninstall(a) => commands::install::run_uninstall(a),
         Command::Engine(a) => commands::engine::run(a),

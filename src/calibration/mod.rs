@@ -130,11 +130,23 @@ impl Calibration {
     /// The fit for this question: by question key first, then by option count. Fits for another
     /// provider or model never match.
     pub fn find(&self, provider: &str, model: &str, question: &str, n_options: usize) -> Option<&Fit> {
-        let same_engine = |f: &&Fit| f.provider == provider && f.model == model;
-        let fits = || self.fits.iter().map(|(_, f)| f).filter(same_engine);
+        self.find_with_origin(provider, model, question, n_options).map(|(_, f)| f)
+    }
+
+    /// [`Calibration::find`], with where the fit came from.
+    pub fn find_with_origin(
+        &self,
+        provider: &str,
+        model: &str,
+        question: &str,
+        n_options: usize,
+    ) -> Option<(Origin, &Fit)> {
+        let same_engine = |(_, f): &&(Origin, Fit)| f.provider == provider && f.model == model;
+        let fits = || self.fits.iter().filter(same_engine);
         fits()
-            .find(|f| f.question.as_deref() == Some(question))
-            .or_else(|| fits().find(|f| f.question.is_none() && f.options == Some(n_options)))
+            .find(|(_, f)| f.question.as_deref() == Some(question))
+            .or_else(|| fits().find(|(_, f)| f.question.is_none() && f.options == Some(n_options)))
+            .map(|(o, f)| (*o, f))
     }
 
     pub fn loaded(&self) -> impl Iterator<Item = &(Origin, Fit)> {

@@ -15,4 +15,5 @@ pub mod report;
 pub mod route;
 pub mod schema;
 pub mod smoke;
+pub mod study;
 pub mod toggle;

@@ -18,6 +18,7 @@ use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
 use crate::routing::entry::Entry;
 use crate::routing::features;
+use crate::tier::Tier;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Origin {
@@ -25,11 +26,12 @@ pub enum Origin {
     Seed,
 }
 
-/// A text with teacher labels for some routing features.
+/// A text with teacher labels for some routing features, and the tier it needed when known.
 #[derive(Debug, Clone)]
 pub struct RoutingItem {
     pub text: String,
     pub labels: BTreeMap<Feature, bool>,
+    pub tier: Option<Tier>,
     pub origin: Origin,
 }
 
@@ -40,7 +42,12 @@ pub fn log_items(entries: &[Entry]) -> Vec<RoutingItem> {
         .filter_map(|e| {
             let text = e.prompt.as_deref()?;
             let labels = e.feature_labels();
-            (!labels.is_empty()).then(|| RoutingItem { text: text.to_string(), labels, origin: Origin::Log })
+            (!labels.is_empty()).then(|| RoutingItem {
+                text: text.to_string(),
+                labels,
+                tier: e.label_tier,
+                origin: Origin::Log,
+            })
         })
         .collect()
 }
@@ -48,7 +55,7 @@ pub fn log_items(entries: &[Entry]) -> Vec<RoutingItem> {
 pub fn seed_items() -> Result<Vec<RoutingItem>, String> {
     Ok(seeds::routing()?
         .into_iter()
-        .map(|s| RoutingItem { text: s.prompt, labels: s.labels, origin: Origin::Seed })
+        .map(|s| RoutingItem { text: s.prompt, labels: s.labels, tier: Some(s.tier), origin: Origin::Seed })
         .collect())
 }
 

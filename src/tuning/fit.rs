@@ -151,7 +151,7 @@ pub enum Binning {
 }
 
 /// One reliability bin: its confidence range, size, mean confidence and accuracy.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Bin {
     pub lo: f64,
     pub hi: f64,

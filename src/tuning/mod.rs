@@ -1,11 +1,13 @@
 //! Offline tuning: everything that learns from labelled data rather than answering a request. The
 //! seed sets, collecting engine answers about labelled items, labels in the routing log, the
-//! temperature-fitting math, the reports and plots of `system1 calibrate`, and the measures and the
-//! READY verdict of `system1 evaluate`. It sits above routing (it asks the features through the
-//! hook's own code); the runtime half, the fits file and rescaling, is `crate::calibration`.
+//! temperature-fitting math, the reports and plots of `system1 calibrate`, the measures and the
+//! READY verdict of `system1 evaluate`, and `system1 study`, which compares engines on labelled
+//! sets. It sits above routing (it asks the features through the hook's own code); the runtime
+//! half, the fits file and rescaling, is `crate::calibration`.
 
 pub mod apply;
 pub mod calibrate;
+pub mod crossval;
 pub mod data;
 pub mod evaluate;
 pub mod fit;
@@ -15,6 +17,7 @@ pub mod plot;
 pub mod readiness;
 pub mod report;
 pub mod seeds;
+pub mod study;
 
 use crate::config;
 use crate::error::{Error, Result};
@@ -39,7 +42,8 @@ pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
 }
 
 /// Progress on stderr when it is a terminal, so long runs show they are alive.
-pub fn progress(what: &'static str) -> impl FnMut(usize, usize) {
+pub fn progress(what: impl Into<String>) -> impl FnMut(usize, usize) {
+    let what = what.into();
     let mut meter = Meter::new();
     move |i, n| {
         meter.draw(|| format!("{what}: {}/{n}", i + 1));

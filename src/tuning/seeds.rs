@@ -24,8 +24,7 @@ pub struct RoutingSeed {
     pub id: String,
     pub prompt: String,
     pub labels: BTreeMap<Feature, bool>,
-    /// The tier the teacher gave. Parsing checks it is one; the fit reads only the labels.
-    #[allow(dead_code)]
+    /// The tier the teacher gave: `study` measures the rule and the direct tier head against it.
     pub tier: Tier,
 }
 
@@ -33,6 +32,7 @@ pub struct RoutingSeed {
 pub struct CommandSeed {
     /// `id` and `why` are for a reader of the file (`why` explains the label; a test holds every
     /// label to one); the fit reads only the command and its label.
+    #[serde(default)]
     #[allow(dead_code)]
     pub id: String,
     pub command: String,

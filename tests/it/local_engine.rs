@@ -6,7 +6,7 @@
 use crate::support::{TestEnv, stderr, stdout, write};
 use serde_json::Value;
 
-fn model_dir() -> Option<String> {
+pub(crate) fn model_dir() -> Option<String> {
     match std::env::var("SYSTEM1_TEST_LOCAL_MODEL") {
         Ok(p) if std::path::Path::new(&p).join("model.safetensors").is_file() => Some(p),
         other => {

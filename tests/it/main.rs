@@ -50,4 +50,5 @@ mod schema_files;
 mod sdk_client;
 mod skill_picker;
 mod static_build;
+mod study;
 mod tournament;

@@ -1,0 +1,430 @@
+//! `system1 study`: every chosen engine answers every item of the chosen labelled sets, and the
+//! figures a user picks an engine by are printed side by side (for users: docs/calibration.md).
+//!
+//! Read-only: each engine is asked once per item with calibration off, and the "on" figures apply
+//! the fit in force to those same answers, so nothing is asked twice and nothing is written but the
+//! `--svg` file, at the end, atomically (an interrupted run leaves nothing behind).
+//!
+//! The local engine's heads were fitted on the seed sets (and, once `calibrate fit --apply` ran,
+//! on the labelled log): on a set that holds those items, its answers are replaced by held-out
+//! ones (`crossval`), and the output says so. Its embedding also gives a direct tier head, held out
+//! the same way, shown beside the rule.
+
+pub mod figures;
+pub mod sets;
+mod text;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::Serialize;
+
+use self::figures::{InForce, Latency, Overall, QuestionData, QuestionFigures, TierData, TierFigures, TierItem, YesNo};
+use self::sets::{Items, Set};
+use super::crossval::{self, TierAnswer};
+use super::data;
+use super::seeds::DESTRUCTIVE_QUESTION;
+use crate::calibration::Calibration;
+use crate::error::{Context, Error, Result};
+use crate::feature::Feature;
+use crate::gateway::{Answer, Gateway};
+use crate::providers::local::{self, model::Model};
+use crate::routing::{features, log};
+use crate::{fsutil, paths};
+
+/// What `system1 study` was asked.
+pub struct Options {
+    /// The engines to study; None: every configured engine that answers its health probe.
+    pub providers: Option<Vec<String>>,
+    /// `routing`, `destructive`, `log` or a file path; empty: the two seed sets.
+    pub sets: Vec<String>,
+    pub json: bool,
+    pub svg: Option<PathBuf>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SetInfo {
+    pub name: String,
+    pub source: String,
+    pub items: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LeftOut {
+    pub provider: String,
+    pub why: String,
+}
+
+/// One engine on one set.
+#[derive(Debug, Serialize)]
+pub struct SetReport {
+    pub set: String,
+    pub items: usize,
+    /// Items the engine failed on (no answer at all), and the first reason.
+    pub failed: usize,
+    pub first_failure: Option<String>,
+    pub latency: Latency,
+    /// Set when the answers measured are held-out ones, saying how.
+    pub cross_validated: Option<String>,
+    pub questions: Vec<QuestionFigures>,
+    pub tiers: Option<TierFigures>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EngineReport {
+    pub provider: String,
+    pub model: String,
+    pub sets: Vec<SetReport>,
+    pub overall: Overall,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub sets: Vec<SetInfo>,
+    pub engines: Vec<EngineReport>,
+    pub left_out: Vec<LeftOut>,
+}
+
+/// `system1 study`.
+pub fn run(opts: Options) -> Result<i32> {
+    let entries = log::read_all().context(|| format!("cannot read {}", paths::routing_log().display()))?;
+    let log_items = data::log_items(&entries.entries);
+    let names: Vec<String> = if opts.sets.is_empty() {
+        vec!["routing".into(), "destructive".into()]
+    } else {
+        opts.sets.iter().flat_map(|s| s.split(',')).map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+    };
+    let mut chosen = Vec::new();
+    for name in &names {
+        chosen
+            .push(sets::load(name, || Ok(log_items.clone())).map_err(|e| Error::usage(format!("--set {name}: {e}")))?);
+    }
+
+    let (engines, mut left_out) = pick_engines(opts.providers.as_deref())?;
+    let local_heads = local::local_heads_file().exists();
+    let known = sets::head_training_texts(local_heads, &log_items).map_err(Error::failure)?;
+    let calibration = Calibration::load(&paths::local_calibration());
+    let mut reports = Vec::new();
+    for (name, gateway) in engines {
+        match study_engine(&name, gateway, &chosen, &calibration, &known) {
+            Ok(r) => reports.push(r),
+            Err(why) => left_out.push(LeftOut { provider: name, why }),
+        }
+    }
+    if reports.is_empty() {
+        let why = left_out.iter().map(|l| format!("{}: {}", l.provider, l.why)).collect::<Vec<_>>().join("; ");
+        return Err(Error::failure(format!("no engine to study ({why})")).with_hint(
+            "start one (`system1 engine start`), or install the local one: `system1 engine install local`",
+        ));
+    }
+    let report = Report {
+        sets: chosen
+            .iter()
+            .map(|s| SetInfo { name: s.name.clone(), source: s.source.clone(), items: s.len() })
+            .collect(),
+        engines: reports,
+        left_out,
+    };
+    if opts.json {
+        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::failure(e.to_string()))?)?;
+    } else {
+        out!("{}", text::report(&report))?;
+    }
+    if let Some(path) = &opts.svg {
+        fsutil::write_atomically(path, text::svg(&report).as_bytes())
+            .context(|| format!("cannot write {}", path.display()))?;
+        if !opts.json {
+            outln!("Pictures: {}", path.display())?;
+        }
+    }
+    Ok(0)
+}
+
+/// The engines to study by name, each on a gateway of its own.
+type Engines = Vec<(String, Gateway)>;
+
+/// The engines to ask, each on a gateway of its own with calibration off, and those left out.
+fn pick_engines(named: Option<&[String]>) -> Result<(Engines, Vec<LeftOut>)> {
+    let loaded = crate::config::load();
+    let names: Vec<String> = match named {
+        Some(n) => {
+            let mut seen = HashSet::new();
+            n.iter()
+                .flat_map(|s| s.split(','))
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty() && seen.insert(s.clone()))
+                .collect()
+        }
+        // The mock is a stand-in that answers whatever it is told: studied only when named.
+        None => loaded.configured_providers().into_iter().filter(|n| n != "mock").collect(),
+    };
+    if names.is_empty() {
+        return Err(Error::usage("no engine to study: none is configured besides the mock; name one with --providers"));
+    }
+    let mut engines = Vec::new();
+    let mut left_out = Vec::new();
+    for name in names {
+        // An unknown name or a broken config is the user's to fix: an error, not a left-out engine.
+        let mut gateway = super::gateway_for(Some(&name))?;
+        gateway.calibration = Calibration::default();
+        let probe = match gateway.primary() {
+            Some(p) => p.health(gateway.timeout),
+            None => continue,
+        };
+        if probe.ok {
+            engines.push((name, gateway));
+        } else {
+            let why = probe.detail.unwrap_or_else(|| "its health probe failed".into());
+            left_out.push(LeftOut { provider: name, why: format!("not answering its health probe: {why}") });
+        }
+    }
+    Ok((engines, left_out))
+}
+
+/// One item's answers: None when the engine failed on it, else one per question (None: abstained).
+struct Collected {
+    answers: Vec<Option<Vec<Option<YesNo>>>>,
+    latency_ms: Vec<f64>,
+    failures: Vec<String>,
+}
+
+fn collect(gateway: &Gateway, engine: &str, set: &Set) -> Collected {
+    let mut out = Collected { answers: Vec::new(), latency_ms: Vec::new(), failures: Vec::new() };
+    let mut tick = super::progress(format!("{engine}: {}", set.name));
+    let n = set.len();
+    match &set.items {
+        Items::Routing(items) => {
+            for (i, item) in items.iter().enumerate() {
+                tick(i, n);
+                let asked = features::ask(gateway, &item.text, None, &format!("study-{i}"));
+                match asked.features {
+                    Ok(fs) => {
+                        out.latency_ms.push(asked.latency_ms);
+                        out.answers.push(Some(
+                            fs.iter().map(|f| f.answer.map(|yes| YesNo { yes, confidence: f.confidence })).collect(),
+                        ));
+                    }
+                    Err(e) => {
+                        out.failures.push(e);
+                        out.answers.push(None);
+                    }
+                }
+            }
+        }
+        Items::Destructive(commands) => {
+            let keys = [DESTRUCTIVE_QUESTION.to_string()];
+            for (i, c) in commands.iter().enumerate() {
+                tick(i, n);
+                let started = Instant::now();
+                let o = gateway.run_chain(&data::destructive_request(&c.command), &keys, None, &format!("study-d{i}"));
+                let ms = crate::gateway::millis(started.elapsed());
+                match o.answers.and_then(|mut a| a.pop()) {
+                    Some(answer) => {
+                        out.latency_ms.push(ms);
+                        let a = match answer {
+                            Answer::Decided { decision, confidence, .. } => {
+                                Some(YesNo { yes: decision == "yes", confidence })
+                            }
+                            Answer::Abstained { .. } => None,
+                        };
+                        out.answers.push(Some(vec![a]));
+                    }
+                    None => {
+                        out.failures.push(o.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".into()));
+                        out.answers.push(None);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The questions of a set, by calibration key, with each item's label.
+fn questions(set: &Set) -> Vec<(String, Vec<Option<bool>>)> {
+    match &set.items {
+        Items::Routing(items) => Feature::ALL
+            .iter()
+            .map(|f| (f.name().to_string(), items.iter().map(|i| i.labels.get(f).copied()).collect()))
+            .collect(),
+        Items::Destructive(c) => {
+            vec![(DESTRUCTIVE_QUESTION.to_string(), c.iter().map(|c| Some(c.destructive)).collect())]
+        }
+    }
+}
+
+/// The text the local engine reads for each item, as its request has it.
+fn engine_texts(set: &Set) -> Vec<String> {
+    match &set.items {
+        Items::Routing(items) => items.iter().map(|i| local::state_text(&features::request(&i.text))).collect(),
+        Items::Destructive(c) => c.iter().map(|c| local::state_text(&data::destructive_request(&c.command))).collect(),
+    }
+}
+
+/// The local engine's model, loaded once for the embeddings the held-out answers need.
+struct Embedder {
+    name: String,
+    model: Model,
+}
+
+impl Embedder {
+    fn embed_all(&self, texts: &[String], what: String) -> Vec<Vec<f32>> {
+        let mut tick = super::progress(what);
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                tick(i, texts.len());
+                self.model.embed(t)
+            })
+            .collect()
+    }
+}
+
+/// Held-out answers for the questions the local engine answered with a head, in place. A question
+/// that cannot be held out (its labels here are all one answer) is left unmeasured rather than
+/// measured on answers the heads were fitted on; the notes say which and why.
+fn cross_validate(emb: &Embedder, xs: &[Vec<f32>], set: &Set, got: &mut Collected) -> Vec<String> {
+    let mut notes = Vec::new();
+    for (q, (key, labels)) in questions(set).iter().enumerate() {
+        let answered = |i: usize| got.answers[i].as_ref().is_some_and(|a| a[q].is_some());
+        let idx: Vec<usize> = (0..labels.len()).filter(|&i| labels[i].is_some() && answered(i)).collect();
+        if idx.is_empty() {
+            continue;
+        }
+        let ex: Vec<Vec<f32>> = idx.iter().map(|&i| xs[i].clone()).collect();
+        let ys: Vec<bool> = idx.iter().filter_map(|&i| labels[i]).collect();
+        let held_out = crossval::held_out(&emb.name, key, &ex, &ys).map(|(_, p)| p);
+        for (k, &i) in idx.iter().enumerate() {
+            if let Some(a) = got.answers[i].as_mut() {
+                a[q] = held_out.as_ref().ok().map(|p| YesNo::from_p_yes(p[k]));
+            }
+        }
+        if let Err(e) = held_out {
+            notes.push(format!("{} not measured ({e})", text::short(key)));
+        }
+    }
+    notes
+}
+
+fn study_engine(
+    name: &str,
+    gateway: Gateway,
+    chosen: &[Set],
+    calibration: &Calibration,
+    known: &HashSet<String>,
+) -> std::result::Result<EngineReport, String> {
+    let provider = gateway.primary().map(|p| p.name().to_string()).unwrap_or_else(|| name.to_string());
+    let model = gateway.primary().map(|p| p.model()).unwrap_or_default();
+    let routing_cfg = gateway.loaded.config.routing.clone();
+    let decide_threshold = gateway.loaded.config.gateway.min_confidence;
+    let has_heads = provider == "local";
+    let mut embedder: Option<Embedder> = None;
+    let mut set_reports = Vec::new();
+    let mut pooled: Vec<(bool, YesNo, Option<f64>)> = Vec::new();
+    let mut all_latency = Vec::new();
+    for set in chosen {
+        let mut got = collect(&gateway, name, set);
+        let in_force = |key: &str| {
+            calibration
+                .find_with_origin(&provider, &model, key, 2)
+                .map(|(origin, f)| InForce { temperature: f.temperature, origin })
+        };
+        let mut cross_validated = None;
+        let mut xs = Vec::new();
+        if has_heads {
+            if embedder.is_none() {
+                let (name, model) = super::heads::configured_model()?;
+                embedder = Some(Embedder { name, model });
+            }
+            if let Some(emb) = &embedder {
+                xs = emb.embed_all(&engine_texts(set), format!("{name}: embedding {} for held-out answers", set.name));
+                let k = set.known_items(known);
+                if k > 0 {
+                    let notes = cross_validate(emb, &xs, set, &mut got);
+                    let whose = if k == set.len() {
+                        "the engine's heads were fitted on this set".to_string()
+                    } else {
+                        format!("the engine's heads were fitted on {k} of these {} items", set.len())
+                    };
+                    let notes: String = notes.iter().map(|n| format!("; {n}")).collect();
+                    cross_validated = Some(format!("{}: {whose}{notes}", crossval::HOW));
+                }
+            }
+        }
+        let threshold = match set.items {
+            Items::Routing(_) => routing_cfg.min_confidence,
+            Items::Destructive(_) => decide_threshold,
+        };
+        let mut qs = Vec::new();
+        for (q, (key, labels)) in questions(set).into_iter().enumerate() {
+            let fit = in_force(&key);
+            let items: Vec<(bool, Option<YesNo>)> = labels
+                .iter()
+                .enumerate()
+                .filter_map(|(i, l)| l.map(|l| (l, got.answers[i].as_ref().and_then(|a| a[q]))))
+                .collect();
+            pooled.extend(items.iter().filter_map(|(l, a)| a.map(|a| (*l, a, fit.map(|f| f.temperature)))));
+            qs.push(figures::question(&QuestionData { question: key, threshold, fit, items }));
+        }
+        let tiers = match &set.items {
+            Items::Routing(items) if items.iter().any(|i| i.tier.is_some()) => {
+                let head = match &embedder {
+                    Some(emb) => tier_head(emb, &xs, items),
+                    None => vec![None; items.len()],
+                };
+                let fits = Feature::ALL.iter().map(|f| (*f, in_force(f.name()).map(|x| x.temperature))).collect();
+                let tier_items = items
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, item)| {
+                        let engine = got.answers[i].as_ref().and_then(|a| {
+                            Feature::ALL
+                                .iter()
+                                .zip(a)
+                                .map(|(f, a)| a.map(|a| (*f, a)))
+                                .collect::<Option<BTreeMap<_, _>>>()
+                        });
+                        Some(TierItem { tier: item.tier?, labels: item.labels.clone(), engine, head: head[i] })
+                    })
+                    .collect();
+                Some(figures::tiers(&TierData {
+                    rules: routing_cfg.rules.clone(),
+                    default_tier: routing_cfg.default_tier,
+                    threshold: routing_cfg.min_confidence,
+                    fits,
+                    items: tier_items,
+                    has_head: has_heads,
+                }))
+            }
+            _ => None,
+        };
+        all_latency.extend(got.latency_ms.iter().copied());
+        set_reports.push(SetReport {
+            set: set.name.clone(),
+            items: set.len(),
+            failed: got.failures.len(),
+            first_failure: got.failures.first().cloned(),
+            latency: figures::latency(&got.latency_ms),
+            cross_validated,
+            questions: qs,
+            tiers,
+        });
+    }
+    Ok(EngineReport { provider, model, sets: set_reports, overall: figures::overall(&pooled, &all_latency) })
+}
+
+/// The held-out direct tier head's answer for each item with a labelled tier (None for the others).
+fn tier_head(emb: &Embedder, xs: &[Vec<f32>], items: &[data::RoutingItem]) -> Vec<Option<TierAnswer>> {
+    let idx: Vec<usize> = (0..items.len()).filter(|&i| items[i].tier.is_some()).collect();
+    let ex: Vec<Vec<f32>> = idx.iter().map(|&i| xs[i].clone()).collect();
+    let tiers: Vec<_> = idx.iter().filter_map(|&i| items[i].tier).collect();
+    let mut out = vec![None; items.len()];
+    // Fewer than two tiers labelled: no head to fit, so none to show.
+    let Ok(answers) = crossval::tier_held_out(&emb.name, &ex, &tiers) else { return out };
+    for (k, &i) in idx.iter().enumerate() {
+        out[i] = Some(answers[k]);
+    }
+    out
+}

@@ -1,0 +1,252 @@
+//! How `system1 study` reads to a person: the report on stdout and the pictures of `--svg`.
+
+use super::figures::{Covered, QuestionFigures, TierFigures};
+use super::{EngineReport, Report, SetReport};
+use crate::calibration::Origin;
+use crate::text::pct;
+use crate::tuning::plot::{self, EnginePoint, Panel};
+use crate::tuning::seeds::DESTRUCTIVE_QUESTION;
+
+fn share(x: Option<f64>) -> String {
+    x.map(|v| pct(v, 1)).unwrap_or_else(|| "n/a".into())
+}
+
+fn ece(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "n/a".into())
+}
+
+fn ms(x: Option<f64>) -> String {
+    match x {
+        Some(v) if v >= 100.0 => format!("{v:.0} ms"),
+        Some(v) => format!("{v:.1} ms"),
+        None => "n/a".into(),
+    }
+}
+
+/// A question as the table names it: the destructive question by its set's name.
+pub fn short(q: &str) -> &str {
+    if q == DESTRUCTIVE_QUESTION { "destructive" } else { q }
+}
+
+pub fn engine_name(e: &EngineReport) -> String {
+    format!("{}/{}", e.provider, e.model)
+}
+
+pub fn report(r: &Report) -> String {
+    let sets: Vec<String> = r
+        .sets
+        .iter()
+        .map(|x| {
+            if x.name == x.source {
+                format!("{} ({} items)", x.name, x.items)
+            } else {
+                format!("{} ({}, {} items)", x.name, x.source, x.items)
+            }
+        })
+        .collect();
+    let mut s = format!(
+        "Study of {} on {}.\nEach item is asked once with calibration off; \"on\" applies the fit in force to the same answers. Nothing is written.\n",
+        match r.engines.len() {
+            1 => "1 engine".to_string(),
+            n => format!("{n} engines"),
+        },
+        sets.join(" and ")
+    );
+    for e in &r.engines {
+        s.push_str(&format!("\n== {} ==\n", engine_name(e)));
+        for set in &e.sets {
+            s.push_str(&set_block(set));
+        }
+    }
+    if !r.left_out.is_empty() {
+        s.push_str("\nLeft out:\n");
+        for l in &r.left_out {
+            s.push_str(&format!("  {}: {}\n", l.provider, l.why));
+        }
+    }
+    s.push_str("\nSide by side, every question pooled:\n");
+    s.push_str(&format!(
+        "  {:<32} {:>8} {:>9} {:>12} {:>12}  {}\n",
+        "engine", "answered", "accuracy", "p50 latency", "p95 latency", "ECE off -> on"
+    ));
+    for e in &r.engines {
+        let o = &e.overall;
+        s.push_str(&format!(
+            "  {:<32} {:>8} {:>9} {:>12} {:>12}  {} -> {}\n",
+            engine_name(e),
+            o.answered,
+            share(o.accuracy),
+            ms(o.latency.p50_ms),
+            ms(o.latency.p95_ms),
+            ece(o.ece_off),
+            ece(o.ece_on)
+        ));
+    }
+    s
+}
+
+fn set_block(set: &SetReport) -> String {
+    let mut s = format!(
+        "{}: {} items, {} failed{}; latency per decision p50 {}, p95 {}\n",
+        set.set,
+        set.items,
+        set.failed,
+        set.first_failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
+        ms(set.latency.p50_ms),
+        ms(set.latency.p95_ms)
+    );
+    if let Some(how) = &set.cross_validated {
+        s.push_str(&format!("  Answers {how}.\n"));
+    }
+    let thr = set.questions.first().map(|q| q.threshold).unwrap_or(0.0);
+    s.push_str(&format!(
+        "  {:<12} {:>9} {:>8} {:>5}   {:^26}   {:^26}   {:<17} {}\n",
+        "", "", "", "", "calibration off", "calibration on", "", ""
+    ));
+    let at = format!("@{thr:.2}");
+    s.push_str(&format!(
+        "  {:<12} {:>9} {:>8} {:>5}   {:>6} {:>9} {:>9}   {:>6} {:>9} {:>9}   {:<17} {}\n",
+        "question",
+        "answered",
+        "accuracy",
+        "AUROC",
+        "ECE",
+        format!("cov{at}"),
+        format!("acc{at}"),
+        "ECE",
+        format!("cov{at}"),
+        format!("acc{at}"),
+        "fit in force",
+        "fit on this set"
+    ));
+    for q in &set.questions {
+        s.push_str(&question_row(q));
+    }
+    if let Some(t) = &set.tiers {
+        s.push_str(&tier_block(t));
+    }
+    s
+}
+
+fn question_row(q: &QuestionFigures) -> String {
+    let in_force = match q.fit_in_force {
+        Some(f) => format!(
+            "T {:.3} {}",
+            f.temperature,
+            match f.origin {
+                Origin::Local => "local",
+                Origin::Shipped => "shipped",
+            }
+        ),
+        None => "none".to_string(),
+    };
+    let here = match &q.fit_here {
+        Some(h) => match h.clamped {
+            Some(c) => format!("T {:.3} (clamped from {c:.3}), ECE {}", h.temperature, ece(h.ece_after)),
+            None => format!("T {:.3}, ECE {}", h.temperature, ece(h.ece_after)),
+        },
+        None => format!("too few answers (< {})", crate::tuning::fit::MIN_N),
+    };
+    format!(
+        "  {:<12} {:>9} {:>8} {:>5}   {:>6} {:>9} {:>9}   {:>6} {:>9} {:>9}   {:<17} {}\n",
+        short(&q.question),
+        format!("{}/{}", q.answered, q.labelled),
+        share(q.accuracy),
+        q.auroc.map(|a| format!("{a:.2}")).unwrap_or_else(|| "n/a".into()),
+        ece(q.off.ece),
+        pct(q.off.coverage, 1),
+        share(q.off.accuracy_at_threshold),
+        ece(q.on.ece),
+        pct(q.on.coverage, 1),
+        share(q.on.accuracy_at_threshold),
+        in_force,
+        here
+    )
+}
+
+fn covered(c: &Covered) -> String {
+    format!("{} of items, {} agree", pct(c.coverage, 1), share(c.agreement))
+}
+
+fn tier_block(t: &TierFigures) -> String {
+    let e = &t.rule_on_engine;
+    let mut s = format!(
+        "  The tier, against the labelled tier of {} items (a hint needs every feature at {:.2} or more):\n",
+        t.n, t.threshold
+    );
+    s.push_str(&format!(
+        "    {:<36} {:>7}  ({} with four answers); hint off: {}; on: {}\n",
+        "rule on the engine's answers",
+        share(e.agreement),
+        e.picked,
+        covered(&e.off),
+        covered(&e.on)
+    ));
+    if let Some(h) = &t.tier_head {
+        s.push_str(&format!(
+            "    {:<36} {:>7}  ({} answered); at {:.2}: {}\n",
+            "direct tier head (held out)",
+            share(h.agreement),
+            h.answered,
+            t.threshold,
+            covered(&h.at_threshold)
+        ));
+    }
+    s.push_str(&format!(
+        "    {:<36} {:>7}  ({} with all four labels)\n",
+        "rule on the labels (its ceiling)",
+        share(t.rule_on_labels),
+        t.labelled_features
+    ));
+    if let Some(c) = &t.best_constant {
+        s.push_str(&format!("    {:<36} {:>7}\n", format!("best constant tier ({})", c.tier), pct(c.agreement, 1)));
+    }
+    s
+}
+
+/// The `--svg` document: the accuracy-latency chart and a reliability diagram per engine.
+pub fn svg(r: &Report) -> String {
+    let points: Vec<EnginePoint> = r
+        .engines
+        .iter()
+        .filter_map(|e| {
+            Some(EnginePoint {
+                label: engine_name(e),
+                latency_ms: e.overall.latency.p50_ms?,
+                accuracy: e.overall.accuracy?,
+            })
+        })
+        .collect();
+    let panels: Vec<Panel> = r
+        .engines
+        .iter()
+        .map(|e| Panel {
+            title: engine_name(e),
+            subtitle: format!(
+                "{} answers, accuracy {}, ECE off {} → on {}",
+                e.overall.answered,
+                share(e.overall.accuracy),
+                ece(e.overall.ece_off),
+                ece(e.overall.ece_on)
+            ),
+            options: 2,
+            before: &e.overall.bins_off,
+            after: &e.overall.bins_on,
+        })
+        .collect();
+    // A file by its name alone: the picture has room for a line.
+    let sets: Vec<String> = r
+        .sets
+        .iter()
+        .map(|s| {
+            let name = std::path::Path::new(&s.name).file_name().map(|n| n.to_string_lossy().to_string());
+            format!("{} ({} items)", name.unwrap_or_else(|| s.name.clone()), s.items)
+        })
+        .collect();
+    plot::study(
+        "Accuracy against median latency per decision",
+        &format!("every question of {} pooled; each point one engine", sets.join(" and ")),
+        &points,
+        &panels,
+    )
+}
