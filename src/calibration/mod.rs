@@ -6,7 +6,7 @@
 //!
 //! ```json
 //! {"format": "system1-calibration", "version": 1,
-//!  "fits": [{"provider": "laya", "model": "typed-decisions", "question": "read_only", "temperature": 0.31, "n": 45, ...},
+//!  "fits": [{"provider": "local", "model": "all-MiniLM-L6-v2", "question": "read_only", "temperature": 1.02, "n": 281, ...},
 //!           {"provider": "laya", "model": "typed-decisions", "options": 2, "temperature": 0.8, "n": 120, ...}]}
 //! ```
 //! A fit names either a `question` (the key the gateway asks under: a routing feature's name, or the
@@ -223,12 +223,26 @@ mod tests {
         }
     }
 
-    #[test]
-    fn shipped_file_parses_with_the_seed_figures() {
+    /// The temperature the shipped file has for the local engine's `question`.
+    fn shipped_t(question: &str) -> Option<f64> {
         let f = File::parse(SHIPPED).expect("shipped calibration parses");
-        let t = |q: &str| f.fits.iter().find(|x| x.question.as_deref() == Some(q)).map(|x| x.temperature);
-        assert_eq!(t("design"), Some(0.31));
-        assert_eq!(t("Is this shell command destructive?"), Some(0.27));
+        f.fits.iter().find(|x| x.question.as_deref() == Some(question)).map(|x| x.temperature)
+    }
+
+    /// Only measured fits ship: for the local engine, one per question it answers, each with its
+    /// provenance and its figures before and after. (`tuning::heads` checks the figures.)
+    #[test]
+    fn shipped_fits_are_measured_with_their_provenance() {
+        let f = File::parse(SHIPPED).expect("shipped calibration parses");
+        let questions: Vec<&str> = f.fits.iter().filter_map(|x| x.question.as_deref()).collect();
+        assert_eq!(questions, ["read_only", "design", "review", "specified", "Is this shell command destructive?"]);
+        for fit in &f.fits {
+            assert_eq!((fit.provider.as_str(), fit.model.as_str()), ("local", "all-MiniLM-L6-v2"), "{fit:?}");
+            assert!((TEMPERATURE_RANGE.0..=TEMPERATURE_RANGE.1).contains(&fit.temperature), "{fit:?}");
+            for key in ["engine", "data_set", "n", "fitted_at", "answers", "accuracy", "ece_before", "ece_after"] {
+                assert!(fit.extra.contains_key(key), "{key} in {fit:?}");
+            }
+        }
     }
 
     #[test]
@@ -255,7 +269,9 @@ mod tests {
         let cal = Calibration::load(&local);
         assert!(cal.errors.is_empty(), "{:?}", cal.errors);
         assert_eq!(cal.find("laya", "typed-decisions", "design", 2).map(|f| f.temperature), Some(0.5));
-        assert_eq!(cal.find("laya", "typed-decisions", "review", 2).map(|f| f.temperature), Some(0.31), "shipped");
+        assert_eq!(cal.find("laya", "typed-decisions", "review", 2), None, "no fit is shipped for Laya");
+        let review = cal.find("local", "all-MiniLM-L6-v2", "review", 2).map(|f| f.temperature);
+        assert_eq!(review, shipped_t("review"), "shipped");
         assert_eq!(cal.loaded().next().map(|(o, _)| *o), Some(Origin::Local));
 
         for broken in [
@@ -268,7 +284,8 @@ mod tests {
             let cal = Calibration::load(&local);
             assert_eq!(cal.errors.len(), 1, "{broken}: {:?}", cal.errors);
             assert!(cal.loaded().all(|(o, _)| *o == Origin::Shipped), "{broken}");
-            assert_eq!(cal.find("laya", "typed-decisions", "design", 2).map(|f| f.temperature), Some(0.31));
+            assert_eq!(cal.find("laya", "typed-decisions", "design", 2), None, "{broken}");
+            assert_eq!(cal.find("local", "all-MiniLM-L6-v2", "design", 2).map(|f| f.temperature), shipped_t("design"));
         }
         let _ = std::fs::remove_dir_all(&dir);
         let cal = Calibration::load(&dir.join("missing.json"));

@@ -49,28 +49,40 @@ pub fn examples(items: &[RoutingItem], source: &str) -> Result<Vec<Examples>, St
     Ok(out)
 }
 
-/// Embeds every example once (texts repeat across the routing features) and fits a head per
-/// question. `progress(done, total)` is called as texts are embedded.
+/// Each distinct text of `sets` embedded once (texts repeat across the routing features).
+/// `progress(done, total)` is called as texts are embedded.
+pub fn embed(
+    model: &Model,
+    sets: &[Examples],
+    mut progress: impl FnMut(usize, usize),
+) -> std::collections::HashMap<String, Vec<f32>> {
+    let distinct: std::collections::BTreeSet<&str> =
+        sets.iter().flat_map(|s| s.texts.iter().map(String::as_str)).collect();
+    let total = distinct.len();
+    distinct
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            progress(i, total);
+            (t.to_string(), model.embed(t))
+        })
+        .collect()
+}
+
+/// One question's embedded examples, from the cache `embed` made.
+pub fn embedded(s: &Examples, cache: &std::collections::HashMap<String, Vec<f32>>) -> Vec<Vec<f32>> {
+    s.texts.iter().map(|t| cache[t.as_str()].clone()).collect()
+}
+
+/// Embeds every example once and fits a head per question.
 pub fn fit(
     model: &Model,
     name: &str,
     sets: &[Examples],
-    mut progress: impl FnMut(usize, usize),
+    progress: impl FnMut(usize, usize),
 ) -> Result<Vec<Head>, String> {
-    let mut cache: std::collections::HashMap<&str, Vec<f32>> = std::collections::HashMap::new();
-    let distinct: std::collections::BTreeSet<&str> =
-        sets.iter().flat_map(|s| s.texts.iter().map(String::as_str)).collect();
-    let total = distinct.len();
-    for (i, t) in distinct.into_iter().enumerate() {
-        progress(i, total);
-        cache.insert(t, model.embed(t));
-    }
-    sets.iter()
-        .map(|s| {
-            let xs: Vec<Vec<f32>> = s.texts.iter().map(|t| cache[t.as_str()].clone()).collect();
-            Ok(Head::fit(name, &s.question, &xs, &s.yes, &s.source)?.0)
-        })
-        .collect()
+    let cache = embed(model, sets, progress);
+    sets.iter().map(|s| Ok(Head::fit(name, &s.question, &embedded(s, &cache), &s.yes, &s.source)?.0)).collect()
 }
 
 /// The heads file for fitted heads.
@@ -136,6 +148,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, apply: bool) -> crate::e
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tuning::study::shipped;
 
     /// The examples the shipped heads are fitted on: the two seed sets.
     fn seed_examples() -> Result<Vec<Examples>, String> {
@@ -147,18 +160,37 @@ mod tests {
     calibration/routing.jsonl and calibration/destructive.jsonl; temperatures fitted on leave-one-out logits. \
     Regenerate with `SYSTEM1_WRITE_HEADS=1 scripts/test shipped_heads`; see calibration/README.md.";
 
-    /// The shipped heads are what the seed sets and the model give: a changed seed set, model or
-    /// fitting code fails here until `calibration/local-heads.json` is regenerated (set
-    /// SYSTEM1_WRITE_HEADS=1 to write it).
+    /// The shipped heads, and the shipped fits of `calibration/calibration.json`, are what the seed
+    /// sets and the model give: a changed seed set, model or fitting code fails here until both
+    /// files are regenerated (set SYSTEM1_WRITE_HEADS=1 to write them). The fits are measured on
+    /// the heads' cross-validated answers, as `system1 study` measures the local engine.
     #[test]
-    fn shipped_heads_reproduce_from_the_seed_sets_and_the_model() {
+    fn shipped_heads_and_fits_reproduce_from_the_seed_sets_and_the_model() {
         let Some(dir) = crate::providers::local::tests::model_dir() else { return };
         let model = Model::load(&dir, 0).expect("model");
-        let fitted = fit(&model, crate::providers::local::DEFAULT_MODEL, &seed_examples().unwrap(), |_, _| {}).unwrap();
+        let sets = seed_examples().unwrap();
+        let cache = embed(&model, &sets, |_, _| {});
+        let name = crate::providers::local::DEFAULT_MODEL;
+        let fitted: Vec<Head> = sets
+            .iter()
+            .map(|s| Head::fit(name, &s.question, &embedded(s, &cache), &s.yes, &s.source).unwrap().0)
+            .collect();
         let fresh = file(&fitted, SHIPPED_NOTE);
+        let embedded_sets: Vec<shipped::Embedded> = sets
+            .iter()
+            .map(|s| shipped::Embedded {
+                question: &s.question,
+                source: &s.source,
+                xs: embedded(s, &cache),
+                yes: s.yes.clone(),
+            })
+            .collect();
+        let fits = shipped::fits(name, &embedded_sets, &crate::state::today()).unwrap();
         if std::env::var_os("SYSTEM1_WRITE_HEADS").is_some() {
             let path = concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/local-heads.json");
             std::fs::write(path, serde_json::to_string_pretty(&fresh).unwrap() + "\n").unwrap();
+            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/calibration/calibration.json");
+            std::fs::write(path, serde_json::to_string_pretty(&fits).unwrap() + "\n").unwrap();
             return;
         }
         let shipped = heads::File::parse(heads::SHIPPED).expect("shipped heads parse");
@@ -176,6 +208,43 @@ mod tests {
                 s.temperature,
                 f.temperature
             );
+        }
+        // The shipped fits: the same questions, temperatures and figures (the date aside).
+        let shipped = crate::calibration::File::parse(crate::calibration::SHIPPED).expect("shipped fits parse");
+        assert_eq!(shipped.note, fits.note);
+        assert_eq!(shipped.fits.len(), fits.fits.len(), "regenerate with SYSTEM1_WRITE_HEADS=1");
+        for (s, f) in shipped.fits.iter().zip(&fits.fits) {
+            assert_eq!((&s.provider, &s.model, &s.question), (&f.provider, &f.model, &f.question));
+            assert!(
+                (s.temperature - f.temperature).abs() < 1e-3,
+                "{:?}: T {} vs {}",
+                s.question,
+                s.temperature,
+                f.temperature
+            );
+            for (k, v) in &f.extra {
+                if k == "fitted_at" {
+                    assert!(
+                        s.extra.get(k).and_then(|d| d.as_str()).is_some_and(|d| d.len() == 10),
+                        "{:?}: a date",
+                        s.question
+                    );
+                    continue;
+                }
+                let same = match (s.extra.get(k), v) {
+                    (Some(a), b) if a.is_number() => {
+                        a.as_f64().zip(b.as_f64()).is_some_and(|(a, b)| (a - b).abs() < 2e-3)
+                    }
+                    (Some(a), b) => a == b,
+                    (None, _) => false,
+                };
+                assert!(
+                    same,
+                    "{:?} {k}: shipped {:?}, measured {v}; regenerate with SYSTEM1_WRITE_HEADS=1",
+                    s.question,
+                    s.extra.get(k)
+                );
+            }
         }
     }
 }

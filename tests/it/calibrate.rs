@@ -319,7 +319,7 @@ fn laya_reply(body: &Value) -> Value {
 }
 
 #[test]
-fn evaluate_against_a_laya_fake_uses_the_shipped_calibration() {
+fn evaluate_against_a_laya_fake_uses_the_calibration_in_force() {
     let server = fake_http::FakeServer::start(|r: &fake_http::Request| match r.path.as_str() {
         "/v1/systemone" => fake_http::Reply::json(200, &laya_reply(&r.json())),
         _ => fake_http::Reply::json(200, &json!({"status": "ok"})),
@@ -337,7 +337,10 @@ fn evaluate_against_a_laya_fake_uses_the_shipped_calibration() {
             entry("d", "Rename the helper and then pick a data model for the new billing tables", true),
         ],
     );
-    // The shipped Laya fit, T = 0.31, applies: p becomes p^(1/T) / (p^(1/T) + (1-p)^(1/T)).
+    // A local fit for Laya's design, T = 0.31, applies: p becomes p^(1/T) / (p^(1/T) + (1-p)^(1/T)).
+    let fit = json!({"format": "system1-calibration", "version": 1, "fits": [
+        {"provider": "laya", "model": "typed-decisions", "question": "design", "temperature": 0.31}]});
+    write(&env.install_dir.join("calibration.json"), &fit.to_string());
     let cal = |p: f64| {
         let b = 1.0 / 0.31;
         p.powf(b) / (p.powf(b) + (1.0 - p).powf(b))

@@ -412,14 +412,18 @@ fn capabilities_list_local_fits_before_the_shipped_ones() {
     let env = TestEnv::with_mock("");
     local_fits(
         &env,
-        json!([{"provider": "laya", "model": "typed-decisions", "question": "design", "temperature": 0.5}]),
+        json!([{"provider": "local", "model": "all-MiniLM-L6-v2", "question": "design", "temperature": 0.5}]),
     );
     let caps = call_result(&env, "system1_capabilities", json!({}))["structuredContent"].clone();
     let fits = caps["calibration_fits"].as_array().expect("fits");
     let design: Vec<&Value> = fits.iter().filter(|f| f["question"] == "design").collect();
     assert_eq!(design.len(), 2, "{fits:?}");
     assert_eq!((design[0]["origin"].as_str(), design[0]["temperature"].as_f64()), (Some("local"), Some(0.5)));
-    assert_eq!((design[1]["origin"].as_str(), design[1]["temperature"].as_f64()), (Some("shipped"), Some(0.31)));
+    let shipped: Value = serde_json::from_str(include_str!("../../calibration/calibration.json")).unwrap();
+    let shipped_t =
+        shipped["fits"].as_array().unwrap().iter().find(|f| f["question"] == "design").unwrap()["temperature"].as_f64();
+    assert_eq!((design[1]["origin"].as_str(), design[1]["temperature"].as_f64()), (Some("shipped"), shipped_t));
+    assert!(fits.iter().all(|f| f["provider"] != "laya"), "no borrowed Laya fit ships: {fits:?}");
 }
 
 #[test]

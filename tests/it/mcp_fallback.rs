@@ -163,21 +163,17 @@ fn when_every_provider_fails_the_last_failure_is_the_error() {
     assert_eq!(s["provider"], Value::Null);
 }
 
-/// The shipped fits (Laya typed-decisions) apply through the real binary, and a local fit for the
-/// same question in the install dir takes precedence over them.
+/// No fit is shipped for Laya (none was measured on an engine that runs here), so its answers go
+/// out as it gave them; a local fit in the install dir applies through the real binary.
 #[test]
-fn a_local_fit_beats_the_shipped_one_for_the_same_engine_and_question() {
+fn laya_is_uncalibrated_until_a_local_fit_applies() {
     let laya = FakeServer::start(healthy);
     let question = "Is this shell command destructive?";
     let env = env("laya", "mock", &laya.url(), "");
-    // The fake answers "no" at 0.8; the shipped fit (T = 0.27) sharpens it.
-    let shipped = 0.8f64.powf(1.0 / 0.27) / (0.8f64.powf(1.0 / 0.27) + 0.2f64.powf(1.0 / 0.27));
+    // The fake answers "no" at 0.8.
     let s = server(&env).call("system1_decide", json!({"question": question}));
-    assert_eq!((s["decision"].as_str(), s["calibrated"].as_bool()), (Some("no"), Some(true)), "{s}");
-    assert!((s["confidence"].as_f64().expect("confidence") - shipped).abs() < 1e-5, "{s}");
-    // Another question has no fit for Laya: uncalibrated.
-    let s = server(&env).call("system1_decide", json!({"question": "Something else?"}));
-    assert_eq!((s["calibrated"].as_bool(), s["confidence"].as_f64()), (Some(false), Some(0.8)), "{s}");
+    assert_eq!((s["decision"].as_str(), s["calibrated"].as_bool()), (Some("no"), Some(false)), "{s}");
+    assert_eq!(s["confidence"].as_f64(), Some(0.8), "{s}");
 
     let fits = json!({"format": "system1-calibration", "version": 1, "fits": [
         {"provider": "laya", "model": "typed-decisions", "question": question, "temperature": 2.0}]});
@@ -185,5 +181,8 @@ fn a_local_fit_beats_the_shipped_one_for_the_same_engine_and_question() {
     let local = 0.8f64.sqrt() / (0.8f64.sqrt() + 0.2f64.sqrt());
     let s = server(&env).call("system1_decide", json!({"question": question}));
     assert_eq!((s["decision"].as_str(), s["calibrated"].as_bool()), (Some("no"), Some(true)), "{s}");
-    assert!((s["confidence"].as_f64().expect("confidence") - local).abs() < 1e-5, "the local fit won: {s}");
+    assert!((s["confidence"].as_f64().expect("confidence") - local).abs() < 1e-5, "the local fit applied: {s}");
+    // Another question has no fit: uncalibrated.
+    let s = server(&env).call("system1_decide", json!({"question": "Something else?"}));
+    assert_eq!((s["calibrated"].as_bool(), s["confidence"].as_f64()), (Some(false), Some(0.8)), "{s}");
 }

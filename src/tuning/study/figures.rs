@@ -88,6 +88,9 @@ pub struct FitHere {
     /// The fitted temperature when the clamp moved it.
     pub clamped: Option<f64>,
     pub ece_after: Option<f64>,
+    /// The mean negative log-likelihood of the labels at T = 1 and at the fit (what the fit lowers).
+    pub nll_before: f64,
+    pub nll_after: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -138,7 +141,13 @@ pub fn question(d: &QuestionData) -> QuestionFigures {
             .collect();
         let f = fit::fit_temperature(&samples);
         let after: Vec<Point> = samples.iter().map(|s| s.point(f.temperature)).collect();
-        FitHere { temperature: f.temperature, clamped: f.clamped, ece_after: ece_of(&after).0 }
+        FitHere {
+            temperature: f.temperature,
+            clamped: f.clamped,
+            ece_after: ece_of(&after).0,
+            nll_before: f.nll_before,
+            nll_after: f.nll_after,
+        }
     });
     QuestionFigures {
         question: d.question.clone(),

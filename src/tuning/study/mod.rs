@@ -12,6 +12,8 @@
 
 pub mod figures;
 pub mod sets;
+#[cfg(test)]
+pub mod shipped;
 mod text;
 
 use std::collections::{BTreeMap, HashSet};
