@@ -1,8 +1,13 @@
 //! How system1 writes things for people, once for every module: a clipped string, XML escaping,
-//! a percentage, a number rounded to some decimals, and a progress meter on the terminal.
+//! a percentage, a number rounded to some decimals, a count with its noun, a progress meter on the
+//! terminal, and the system1 commands a message tells someone to run.
 
 use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
+
+use crate::paths;
 
 /// `s` in at most `max_chars` characters: a longer one keeps its head and ends in `…`.
 pub fn ellipsis(s: &str, max_chars: usize) -> String {
@@ -29,6 +34,77 @@ pub fn round(x: f64, decimals: i32) -> f64 {
     // Exact for the few decimals used: every power of ten up to 1e22 is a float.
     let scale = 10f64.powi(decimals);
     (x * scale).round() / scale
+}
+
+/// `n` and its noun, singular for one: `count(1, "session")` is `1 session`, `count(2, "spawn")`
+/// `2 spawns`.
+pub fn count(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// How a message names the system1 binary, so that a command it prints runs as printed: `system1`
+/// when that is what `system1` on PATH runs; else the installed binary by its path (`~/...` under
+/// the home folder on Unix, quoted for a shell when needed) or, before it is installed, the binary
+/// that is running. `system1 install` puts the binary in the install dir, not on PATH.
+pub fn binary() -> &'static str {
+    static SHOWN: OnceLock<String> = OnceLock::new();
+    SHOWN.get_or_init(|| {
+        let installed = paths::installed_binary();
+        let target = if installed.is_file() { installed } else { std::env::current_exe().unwrap_or(installed) };
+        if binary_on_path(&target) { "system1".to_string() } else { shell_path(&target) }
+    })
+}
+
+/// Whether `system1` on PATH is the binary at `bin`.
+pub fn binary_on_path(bin: &Path) -> bool {
+    let name = if cfg!(windows) { "system1.exe" } else { "system1" };
+    paths::find_on_path(&[name]).is_some_and(|found| same_file(&found, bin))
+}
+
+/// A system1 command line as a message prints it: [`binary`], then `args`.
+pub fn command(args: &str) -> String {
+    format!("{} {args}", binary())
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
+}
+
+/// A path as a shell takes it: `~/rest` for a plain path under the home folder (Unix shells
+/// expand a leading `~/`), else the whole path, quoted when it needs it.
+pub fn shell_path(p: &Path) -> String {
+    let home = paths::home();
+    if !cfg!(windows)
+        && let Ok(rest) = p.strip_prefix(&home)
+        && !home.as_os_str().is_empty()
+        && !rest.as_os_str().is_empty()
+        && is_plain(&rest.display().to_string())
+    {
+        return format!("~/{}", rest.display());
+    }
+    shell_quote(&p.display().to_string())
+}
+
+/// Whether `s` needs no quotes in a POSIX shell, cmd.exe or PowerShell.
+fn is_plain(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/\\._-:+@,".contains(c))
+}
+
+/// `s` as one word for a POSIX shell (cmd.exe on Windows): as it is when plain, else quoted.
+pub fn shell_quote(s: &str) -> String {
+    if is_plain(s) {
+        s.to_string()
+    } else if cfg!(windows) {
+        format!("\"{s}\"")
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// `s` as one word for PowerShell: as it is when plain, else single-quoted.
+pub fn powershell_quote(s: &str) -> String {
+    if is_plain(s) { s.to_string() } else { format!("'{}'", s.replace('\'', "''")) }
 }
 
 /// A one-line progress meter on stderr, redrawn in place; silent unless stderr is a terminal, so

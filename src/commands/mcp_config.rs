@@ -56,7 +56,11 @@ pub fn run(args: Args) -> Result<i32> {
     let merge = if client == Client::Codex { "append to" } else { "merge into" };
     eprintln!("# {}: {merge} {}", client.name(), client.config_file());
     if !launch.command.is_file() {
-        eprintln!("note: {} is not installed yet: run `system1 install` first", launch.command.display());
+        eprintln!(
+            "note: {} is not installed yet: run `{}` first",
+            launch.command.display(),
+            crate::text::command("install")
+        );
     }
     for var in launch.withheld(client) {
         eprintln!(

@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::error::{Context, Result};
 use crate::outcomes::{self, Outcome, Proposal};
 use crate::routing::log;
+use crate::text;
 use crate::tier::Tier;
 use crate::transcripts::{self, Scope};
 
@@ -82,7 +83,7 @@ pub fn run(args: Args) -> Result<i32> {
             a.not_in_log
         )?,
         None if !proposals.is_empty() => {
-            outln!("\nNothing written. `system1 outcomes --apply` records these in the routing log.")?
+            outln!("\nNothing written. `{}` records these in the routing log.", text::command("outcomes --apply"))?
         }
         None => {}
     }

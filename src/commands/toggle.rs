@@ -6,7 +6,7 @@
 
 use crate::error::{Context, Result, exit};
 use crate::gateway::Gateway;
-use crate::{logging, paths, state};
+use crate::{logging, paths, state, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -34,7 +34,8 @@ pub fn run(args: Args) -> Result<i32> {
         Action::Off => {
             state::set_paused(true).context(|| format!("cannot write {}", paths::pause_file().display()))?;
             outln!(
-                "System-1 is paused: from the next prompt, system1_decide abstains, the hooks stay silent and no spawn's model is set. `system1 toggle on` resumes."
+                "System-1 is paused: from the next prompt, system1_decide abstains, the hooks stay silent and no spawn's model is set. `{}` resumes.",
+                text::command("toggle on")
             )?;
             Ok(exit::OK)
         }
@@ -64,13 +65,13 @@ fn status() -> Result<i32> {
 
     if paused {
         let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
-        outln!("System-1:      paused{since} (`system1 toggle on` resumes)")?;
+        outln!("System-1:      paused{since} (`{}` resumes)", text::command("toggle on"))?;
     } else {
         outln!("System-1:      on")?;
     }
     let chain = gateway.loaded.chain().join(" → ");
     let gateway_state = if !gateway.is_ok() {
-        "broken config (`system1 doctor`)".to_string()
+        format!("broken config (`{}`)", text::command("doctor"))
     } else {
         format!("{} (engines: {chain})", on_off(!paused))
     };

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use super::Spec;
 use crate::error::{Context, Error, Result};
-use crate::paths;
+use crate::{paths, text};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Platform {
@@ -79,23 +79,30 @@ pub fn contents(spec: &Spec, platform: Platform) -> String {
     template.replace("@LAUNCHER@", &sh).replace("@LAUNCHER_PS1@", &ps1).replace("@DIR@", &dir.display().to_string())
 }
 
-/// Runs a service-manager command when the tool exists; returns a line saying what happened.
-fn tell(tool: &str, args: &[&str]) -> Option<String> {
+/// Runs a service-manager command when the tool exists; returns a line saying what happened, with
+/// `meanwhile` (what still holds when the command fails) after a failure.
+fn tell(tool: &str, args: &[&str], meanwhile: &str) -> Option<String> {
     // Without the tool, the file alone takes effect at the next login.
     paths::find_on_path(&[tool, &format!("{tool}.exe")])?;
     let line = format!("{tool} {}", args.join(" "));
     Some(match Command::new(tool).args(args).status() {
         Ok(s) if s.success() => format!("ran `{line}`"),
-        Ok(s) => format!("`{line}` failed ({s}); the file still takes effect at the next login"),
-        Err(e) => format!("could not run `{line}`: {e}"),
+        Ok(s) => format!("`{line}` failed ({s}); {meanwhile}"),
+        Err(e) => format!("could not run `{line}` ({e}); {meanwhile}"),
     })
 }
+
+/// After a failed command on enable: the file is what makes it start.
+const STARTS_AT_LOGIN: &str = "the file still takes effect at the next login";
+/// After a failed command on disable: the file goes next, which is what stops it starting.
+const STOPS_AT_LOGIN: &str = "the file is removed next, so it no longer starts at login (the service manager \
+                              may keep its current copy until then)";
 
 /// Writes the start-at-login file and tells the service manager. Returns what was done.
 pub fn enable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
     if !spec.launcher_for(platform).is_file() {
         return Err(Error::failure(format!("{} is not installed", spec.name))
-            .with_hint(format!("run `system1 engine install {}` first", spec.name)));
+            .with_hint(format!("run `{}` first", text::command(&format!("engine install {}", spec.name)))));
     }
     let path = file(spec, platform);
     write(&path, &contents(spec, platform))?;
@@ -103,11 +110,11 @@ pub fn enable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
     let p = path.display().to_string();
     let unit = format!("system1-{}.service", spec.name);
     let told = match platform {
-        Platform::Linux => tell("systemctl", &["--user", "daemon-reload"])
+        Platform::Linux => tell("systemctl", &["--user", "daemon-reload"], STARTS_AT_LOGIN)
             .into_iter()
-            .chain(tell("systemctl", &["--user", "enable", &unit]))
+            .chain(tell("systemctl", &["--user", "enable", &unit], STARTS_AT_LOGIN))
             .collect(),
-        Platform::MacOs => tell("launchctl", &["load", "-w", &p]).into_iter().collect(),
+        Platform::MacOs => tell("launchctl", &["load", "-w", &p], STARTS_AT_LOGIN).into_iter().collect(),
         Platform::Windows => Vec::new(),
     };
     done.extend(told);
@@ -125,14 +132,14 @@ pub fn disable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
     let p = path.display().to_string();
     let unit = format!("system1-{}.service", spec.name);
     match platform {
-        Platform::Linux => done.extend(tell("systemctl", &["--user", "disable", &unit])),
-        Platform::MacOs => done.extend(tell("launchctl", &["unload", "-w", &p])),
+        Platform::Linux => done.extend(tell("systemctl", &["--user", "disable", &unit], STOPS_AT_LOGIN)),
+        Platform::MacOs => done.extend(tell("launchctl", &["unload", "-w", &p], STOPS_AT_LOGIN)),
         Platform::Windows => {}
     }
     std::fs::remove_file(&path).context(|| format!("cannot remove {}", path.display()))?;
     done.push(format!("removed {}", path.display()));
     if platform == Platform::Linux {
-        done.extend(tell("systemctl", &["--user", "daemon-reload"]));
+        done.extend(tell("systemctl", &["--user", "daemon-reload"], "the unit file is gone all the same"));
     }
     Ok(done)
 }

@@ -15,7 +15,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::error::{Context, Error, Result};
-use crate::paths;
+use crate::{paths, text};
 
 /// One engine server System-1 knows how to run.
 pub struct Spec {
@@ -71,7 +71,11 @@ pub fn spec(name: &str) -> Result<&'static Spec> {
             return Error::usage(
                 "the local engine runs inside system1: there is no server to start, stop or autostart",
             )
-            .with_hint("`system1 engine install local` downloads its model; `system1 engine status local` shows it");
+            .with_hint(format!(
+                "`{}` downloads its model; `{}` shows it",
+                text::command("engine install local"),
+                text::command("engine status local")
+            ));
         }
         Error::usage(format!("unknown engine {name:?}; System-1 runs laya, von and local (Ollama runs itself)"))
     })
@@ -182,7 +186,7 @@ pub fn start(spec: &Spec) -> Result<String> {
     let launcher = spec.launcher();
     if !launcher.is_file() {
         return Err(Error::failure(format!("{} is not installed ({} is missing)", spec.name, launcher.display()))
-            .with_hint(format!("run `system1 engine install {}` first", spec.name)));
+            .with_hint(format!("run `{}` first", text::command(&format!("engine install {}", spec.name)))));
     }
     let port = spec.port();
     let mut cmd = if cfg!(windows) {

@@ -7,6 +7,8 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::text;
+
 /// Runs a command briefly and returns its trimmed stdout when it succeeds.
 fn output(program: &str, args: &[&str]) -> Option<String> {
     let out = Command::new(program).args(args).output().ok()?;
@@ -116,20 +118,26 @@ pub fn probe() -> Value {
 /// The engine this machine suits: Laya where a GPU and Python are there (one forward pass for the
 /// four features, fast on a GPU), else the local engine, which needs neither (a 91 MB model run
 /// inside system1 on the CPU).
-pub fn recommend(p: &Value) -> (&'static str, &'static str) {
+pub fn recommend(p: &Value) -> (&'static str, String) {
     let gpu = p["gpus"].as_array().is_some_and(|g| !g.is_empty());
     let python = p["python"].is_string();
+    let install_local = text::command("engine install local");
     match (gpu, python) {
         (true, true) => (
             "laya",
-            "a GPU and Python are there: Laya answers the four routing features in one pass on the GPU (a 6 GB install); the local engine is the light alternative",
+            "a GPU and Python are there: Laya answers the four routing features in one pass on the GPU (a 6 GB install); \
+             the local engine is the light alternative"
+                .to_string(),
         ),
         (_, false) => {
-            ("local", "no Python on PATH: the local engine runs inside system1 (`system1 engine install local`, 91 MB)")
+            ("local", format!("no Python on PATH: the local engine runs inside system1 (`{install_local}`, 91 MB)"))
         }
         (false, true) => (
             "local",
-            "no GPU: the local engine runs inside system1 on the CPU (`system1 engine install local`, 91 MB); Laya would work on the CPU but slowly",
+            format!(
+                "no GPU: the local engine runs inside system1 on the CPU (`{install_local}`, 91 MB); Laya would work on \
+                 the CPU but slowly"
+            ),
         ),
     }
 }

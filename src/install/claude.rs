@@ -8,7 +8,7 @@ use std::process::Command;
 
 use crate::claude_code::ClaudeJson;
 use crate::error::{Error, Result};
-use crate::paths;
+use crate::{paths, text};
 
 /// The server's name in Claude Code (its tools are `mcp__system1__<tool>`).
 pub const SERVER: &str = "system1";
@@ -107,37 +107,22 @@ fn run(claude: &Path, args: &[&str]) -> Result<()> {
 
 /// The registration command for a POSIX shell or cmd.exe.
 pub fn add_command_shell(bin: &Path) -> String {
-    format!("claude mcp add --scope user --transport stdio {SERVER} -- {} mcp", quote_shell(&bin.display().to_string()))
+    format!(
+        "claude mcp add --scope user --transport stdio {SERVER} -- {} mcp",
+        text::shell_quote(&bin.display().to_string())
+    )
 }
 
 /// The same for PowerShell, where the npm `claude.ps1` shim would swallow a bare `--`.
 pub fn add_command_powershell(bin: &Path) -> String {
     format!(
         "claude mcp add --scope user --transport stdio {SERVER} '--' {} mcp",
-        quote_powershell(&bin.display().to_string())
+        text::powershell_quote(&bin.display().to_string())
     )
 }
 
 pub fn remove_command() -> String {
     format!("claude mcp remove --scope user {SERVER}")
-}
-
-fn is_plain(s: &str) -> bool {
-    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/\\._-:+@,".contains(c))
-}
-
-fn quote_shell(s: &str) -> String {
-    if is_plain(s) {
-        s.to_string()
-    } else if cfg!(windows) {
-        format!("\"{s}\"")
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
-}
-
-fn quote_powershell(s: &str) -> String {
-    if is_plain(s) { s.to_string() } else { format!("'{}'", s.replace('\'', "''")) }
 }
 
 #[cfg(test)]

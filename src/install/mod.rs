@@ -10,7 +10,7 @@ pub mod config_file;
 
 use crate::engine::{self, autostart};
 use crate::error::{Context, Error, Result};
-use crate::paths;
+use crate::{paths, text};
 
 /// Installs. Registration is skipped with `register = false` (the command is printed instead).
 pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
@@ -24,6 +24,7 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
             p
         }
     };
+    report.extend(not_on_path(&bin));
 
     let config = paths::config_file();
     report.push(match config_file::write_if_missing()? {
@@ -35,8 +36,10 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
         ),
         config_file::Outcome::WrittenWithMock(why) => format!(
             "config: wrote {} with the mock engine, which abstains on every question, because no engine answered \
-             ({why}); install one with /system1:choose-model, then set `provider` in that file",
-            config.display()
+             ({why}); `{} engine install local` installs the local engine (91 MB, runs on the CPU) and switches \
+             this config to it, or /system1:choose-model picks another",
+            config.display(),
+            text::shell_path(&bin)
         ),
     });
 
@@ -44,7 +47,9 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
         let why = if register { "`claude` is not on PATH" } else { "--no-register" };
         report.push(format!("claude: not registered ({why}); run:"));
         report.push(format!("  {}", claude::add_command_shell(&bin)));
-        report.push(format!("  in PowerShell: {}", claude::add_command_powershell(&bin)));
+        if cfg!(windows) {
+            report.push(format!("  in PowerShell: {}", claude::add_command_powershell(&bin)));
+        }
         return Ok(());
     };
     let outcome = claude::register(&cli, &bin)
@@ -57,6 +62,37 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
         }
     });
     Ok(())
+}
+
+/// Where the binary is, since `install` leaves PATH alone: how to run it, and how to put it on PATH.
+/// Nothing when `system1` on PATH is this binary already.
+fn not_on_path(bin: &std::path::Path) -> Vec<String> {
+    if text::binary_on_path(bin) {
+        return Vec::new();
+    }
+    let dir = bin.parent().unwrap_or(bin);
+    let how = if cfg!(windows) {
+        format!("add {} to your PATH (System settings, Environment Variables)", dir.display())
+    } else {
+        let home = paths::home();
+        let line = match dir.strip_prefix(&home) {
+            Ok(rest)
+                if !home.as_os_str().is_empty()
+                    && !rest.as_os_str().is_empty()
+                    && !rest.display().to_string().contains(['"', '$', '`', '\\']) =>
+            {
+                format!("export PATH=\"$HOME/{}:$PATH\"", rest.display())
+            }
+            _ => format!("export PATH={}:\"$PATH\"", text::shell_quote(&dir.display().to_string())),
+        };
+        format!(
+            "add `{line}` to your shell's profile (~/.profile, ~/.bashrc or ~/.zprofile); removing the line undoes it"
+        )
+    };
+    vec![format!(
+        "PATH: system1 is not on PATH (install leaves PATH alone): run it as {}, or {how}",
+        text::shell_path(bin)
+    )]
 }
 
 /// Uninstalls; with `purge`, also the config and what system1 keeps in the install dir (engines,
@@ -75,8 +111,14 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
         }
     }
 
-    // Start-at-login entries go whether or not the engines stay: nothing should start an engine
-    // for a System-1 that is gone.
+    // Engines System-1 started are stopped, and their start-at-login entries go, whether or not the
+    // engines stay: nothing should run or start an engine for a System-1 that is gone.
+    for spec in engine::SPECS.iter().filter(|s| s.pid_file().exists()) {
+        match engine::stop(spec) {
+            Ok(line) => report.push(line),
+            Err(e) => failed.push(format!("{}: {e}", spec.name)),
+        }
+    }
     let platform = autostart::Platform::current();
     for spec in engine::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
         match autostart::disable(spec, platform) {
@@ -97,17 +139,57 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
             failed.push(e.to_string());
         }
     } else {
-        report.push(format!(
-            "kept the config ({}) and {} (engines, logs); `system1 uninstall --purge` removes them",
-            paths::config_file().display(),
-            paths::install_dir().display()
-        ));
+        report.push(kept_line());
     }
     if failed.is_empty() {
         Ok(())
     } else {
         Err(Error::failure(format!("uninstall incomplete:\n{}", failed.join("\n"))))
     }
+}
+
+/// What `uninstall` without `--purge` left, and the command that deletes it: the binary is gone,
+/// so `uninstall --purge` cannot be run any more. Only system1's own files are named (those purge
+/// removes), as the install dir may hold other programs' files too.
+fn kept_line() -> String {
+    let kept = own_files_left();
+    if kept.is_empty() {
+        return "nothing else was left".to_string();
+    }
+    let names: Vec<String> = kept.iter().map(|p| p.display().to_string()).collect();
+    let remove = if cfg!(windows) {
+        let quoted: Vec<String> = names.iter().map(|n| text::powershell_quote(n)).collect();
+        format!("Remove-Item -Recurse -Force {}", quoted.join(", "))
+    } else {
+        let quoted: Vec<String> = names.iter().map(|n| text::shell_quote(n)).collect();
+        format!("rm -rf {}", quoted.join(" "))
+    };
+    format!(
+        "kept the config, engines, logs and calibration ({}); to delete them too: {remove}",
+        text::count(kept.len() as u64, "path")
+    )
+}
+
+/// The config and what system1 keeps in the install dir, those of them that exist: the logs
+/// folder whole when it holds only system1's logs, else its own files one by one.
+fn own_files_left() -> Vec<std::path::PathBuf> {
+    let dir = paths::install_dir();
+    let mut kept: Vec<std::path::PathBuf> = vec![paths::config_file()];
+    kept.extend(OWN_ENGINES.iter().map(|n| paths::engines_dir().join(n)));
+    kept.push(dir.join(BUILD_DIR));
+    let logs = paths::logs_dir();
+    let mut entries: Vec<(bool, std::path::PathBuf)> = std::fs::read_dir(&logs)
+        .map(|e| e.flatten().map(|e| (is_own_log(&e.file_name().to_string_lossy()), e.path())).collect())
+        .unwrap_or_default();
+    entries.sort();
+    if !entries.is_empty() && entries.iter().all(|(own, _)| *own) {
+        kept.push(logs);
+    } else {
+        kept.extend(entries.into_iter().filter(|(own, _)| *own).map(|(_, p)| p));
+    }
+    kept.extend(OWN_FILES.iter().map(|n| dir.join(n)));
+    kept.retain(|p| std::fs::symlink_metadata(p).is_ok());
+    kept
 }
 
 fn purge_files(report: &mut Vec<String>) -> Result<()> {
@@ -132,6 +214,8 @@ fn purge_files(report: &mut Vec<String>) -> Result<()> {
 const OWN_FILES: [&str; 3] = ["calibration.json", "local-heads.json", "paused"];
 /// The engine folders under `engines/`: the servers system1 runs, and the local engine's model.
 const OWN_ENGINES: [&str; 3] = ["laya", "von", "local"];
+/// Where `scripts/install.sh` has cargo build (out of the clone, whose files Claude Code copies).
+const BUILD_DIR: &str = "build";
 
 /// Whether `name`, a file in `logs/`, is one system1 writes: the routing log, its lock, a
 /// leftover temp copy of it, and the daily decision tallies.
@@ -169,6 +253,7 @@ fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
     for name in OWN_ENGINES {
         remove(engines.join(name), true);
     }
+    remove(dir.join(BUILD_DIR), true);
     let logs = paths::logs_dir();
     if let Ok(entries) = std::fs::read_dir(&logs) {
         let mut own: Vec<_> =
@@ -206,7 +291,7 @@ fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
     }
     if !failed.is_empty() {
         return Err(Error::failure(failed.join("\n"))
-            .with_hint("stop any engine still running from it (system1 engine stop <name>), then retry"));
+            .with_hint("something still uses a file in it (an engine or an MCP client System-1 did not start): stop it, then retry"));
     }
     match std::fs::remove_dir(&dir) {
         Ok(()) => report.push(format!("removed {}", dir.display())),

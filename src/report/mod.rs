@@ -475,11 +475,11 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate 
     }
     if reach.routing_hints == 0 {
         findings.push("no routing hint appeared in these transcripts".to_string());
-        focus.push(
-            "first check that routing is on and the engine answers (`system1 doctor`); then label the routing log to see \
-             why every prompt fell below the confidence threshold"
-                .to_string(),
-        );
+        focus.push(format!(
+            "first check that routing is on and the engine answers (`{}`); then label the routing log to see \
+             why every prompt fell below the confidence threshold",
+            text::command("doctor")
+        ));
     } else if let Some(share) = reach.share_of_long.filter(|s| *s < 0.3) {
         findings.push(format!("hints reached only {} of the prompts long enough for one", pct(share)));
         focus.push(
@@ -674,7 +674,7 @@ mod tests {
 
         let never = advise(&reach(10, 0, 0), &adherence(0, 0, 0), &savings(None));
         assert!(never.suggested);
-        assert!(never.instructions.contains("system1 doctor"));
+        assert!(never.instructions.contains(&text::command("doctor")));
 
         let low = advise(&reach(10, 2, 2), &adherence(1, 0, 0), &savings(Some(1.0)));
         assert!(low.findings[0].contains("20%"));

@@ -100,7 +100,7 @@ fn gate(loaded: &Loaded, tool_name: Option<&str>) -> Option<String> {
         return Some("routing is off ([routing] enabled = false)".into());
     }
     if state::is_paused() {
-        return Some("System-1 is paused (system1 toggle on resumes it)".into());
+        return Some(format!("System-1 is paused (`{}` resumes it)", crate::text::command("toggle on")));
     }
     if !loaded.errors.is_empty() {
         return Some(format!("config error: {}", loaded.errors.join("; ")));

@@ -126,7 +126,7 @@ fn state_gate(loaded: &Loaded, wanted: bool) -> Option<String> {
         return Some("routing and the skill picker are off ([routing] enabled, [skills] enabled)".into());
     }
     if state::is_paused() {
-        return Some("System-1 is paused (system1 toggle on resumes it)".into());
+        return Some(format!("System-1 is paused (`{}` resumes it)", crate::text::command("toggle on")));
     }
     if !loaded.errors.is_empty() {
         return Some(format!("config error: {}", loaded.errors.join("; ")));

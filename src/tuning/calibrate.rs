@@ -93,9 +93,11 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     }
     if answers.labelled.is_empty() {
         let why = answers.failed.first().cloned().unwrap_or_else(|| "nothing is labelled yet".into());
-        return Err(Error::failure(format!("no labelled answers to fit on: {why}")).with_hint(
-            "label some entries first (`system1 calibrate pending`), and check the engine with `system1 doctor`",
-        ));
+        return Err(Error::failure(format!("no labelled answers to fit on: {why}")).with_hint(format!(
+            "label some entries first (`{}`), and check the engine with `{}`",
+            text::command("calibrate pending"),
+            text::command("doctor")
+        )));
     }
     let reports = build_reports(&answers.labelled);
 
@@ -139,8 +141,9 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         }
         None => outln!(
             "Routing threshold: no threshold up to 0.90 makes every feature {:.0}% accurate; [routing] min_confidence stays {current:.2}. \
-             Hints should stay off for this engine (see `system1 evaluate`).",
-            100.0 * a.target_accuracy
+             Hints should stay off for this engine (see `{}`).",
+            100.0 * a.target_accuracy,
+            text::command("evaluate")
         )?,
     }
     outln!("\nThese figures are measured on the data the fit was made on, with small samples: treat them as rough.")?;
@@ -185,7 +188,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
             }
         }
     } else {
-        outln!("\nNothing written. `system1 calibrate fit --apply` writes the fits and the threshold.")?;
+        outln!("\nNothing written. `{}` writes the fits and the threshold.", text::command("calibrate fit --apply"))?;
     }
     Ok(0)
 }

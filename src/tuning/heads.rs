@@ -8,6 +8,7 @@ use crate::providers::local::heads::{self, Head};
 use crate::providers::local::model::Model;
 use crate::providers::local::state_text;
 use crate::routing::features;
+use crate::text;
 
 use super::data::{self, RoutingItem};
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
@@ -99,7 +100,7 @@ pub fn configured_model() -> Result<(String, Model), String> {
     let (name, dir, _) = crate::providers::local::configured(&settings);
     let max_tokens = settings.u64("max_tokens", 0, 0, 8192) as usize;
     let model = Model::load(&dir, max_tokens)
-        .map_err(|e| format!("{e}; install the model with `system1 engine install local`"))?;
+        .map_err(|e| format!("{e}; install the model with `{}`", text::command("engine install local")))?;
     Ok((name, model))
 }
 

@@ -22,7 +22,7 @@ pub mod study;
 use crate::config;
 use crate::error::{Error, Result};
 use crate::gateway::Gateway;
-use crate::text::Meter;
+use crate::text::{self, Meter};
 
 /// The gateway to ask: the configured chain, or only `provider`.
 pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
@@ -36,7 +36,8 @@ pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
     }
     let gateway = Gateway::new(loaded);
     if !gateway.is_ok() {
-        return Err(Error::config(gateway.config_errors.join("; ")).with_hint("run `system1 config check`"));
+        return Err(Error::config(gateway.config_errors.join("; "))
+            .with_hint(format!("run `{}`", text::command("config check"))));
     }
     Ok(gateway)
 }

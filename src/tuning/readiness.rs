@@ -61,8 +61,10 @@ pub fn run(args: Options) -> Result<i32> {
     let entries = log::read_all().context(|| format!("cannot read {}", paths::routing_log().display()))?;
     let mut rows: Vec<(String, Row)> = entries.entries.iter().filter_map(row_of).collect();
     if rows.is_empty() {
-        return Err(Error::failure("no routing-log entry has feature labels or an outcome yet")
-            .with_hint("run `system1 outcomes --apply` and label entries with /system1:calibrate first"));
+        return Err(Error::failure("no routing-log entry has feature labels or an outcome yet").with_hint(format!(
+            "run `{}` and label entries with /system1:calibrate first",
+            text::command("outcomes --apply")
+        )));
     }
     let mut engine = (None, None);
     let mut failed = 0;

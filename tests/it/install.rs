@@ -218,7 +218,8 @@ fn install_without_claude_prints_the_command_for_sh_and_powershell() {
     let bin = s.bin().display().to_string();
     assert!(text.contains("`claude` is not on PATH"), "{text}");
     assert!(text.contains(&format!("claude mcp add --scope user --transport stdio system1 -- {bin} mcp")), "{text}");
-    assert!(text.contains(&format!("claude mcp add --scope user --transport stdio system1 '--' {bin} mcp")), "{text}");
+    let powershell = format!("claude mcp add --scope user --transport stdio system1 '--' {bin} mcp");
+    assert_eq!(text.contains(&powershell), cfg!(windows), "the PowerShell line only where there is PowerShell: {text}");
     assert!(!s.env.claude_dir.join(".claude.json").exists());
     assert!(s.bin().exists());
 }
@@ -552,4 +553,70 @@ fn release_workflow_builds_every_asset_the_install_scripts_download() {
         );
     }
     assert!(workflow.contains(r#"target: x86_64-pc-windows-msvc, ext: ".exe""#));
+}
+
+// ---- the first hour (issue 16) ----
+
+#[test]
+fn install_says_how_to_run_the_binary_it_left_off_path() {
+    let s = Scratch::new(true);
+    let out = s.env.run(&["install"], "");
+    ok(&out);
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "PATH: system1 is not on PATH (install leaves PATH alone): run it as ~/.system1-gateway/bin/system1"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("export PATH=\"$HOME/.system1-gateway/bin:$PATH\""), "how to put it on PATH: {text}");
+    assert!(text.contains("removing the line undoes it"), "{text}");
+    // Every command printed runs as printed: the binary by its path, not a bare `system1`.
+    assert!(text.contains("`~/.system1-gateway/bin/system1 engine install local`"), "{text}");
+    // Once that folder is on PATH, `system1` is enough and nothing is said about PATH.
+    let mut s = s;
+    let path = format!("{}:{}", s.env.install_dir.join("bin").display(), std::env::var("PATH").unwrap());
+    s.env.set_env("PATH", &path);
+    let text = stdout(&s.run(&s.bin(), &["install"]));
+    assert!(!text.contains("PATH: system1 is not on PATH"), "{text}");
+    let text = stdout(&s.run(&s.bin(), &["toggle", "status"]));
+    assert!(!text.contains(".system1-gateway/bin/system1"), "bare `system1` once it is on PATH: {text}");
+}
+
+#[test]
+fn uninstall_tells_what_it_kept_and_how_to_delete_it_without_the_binary() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    support::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
+    support::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
+    support::write(&s.env.install_dir.join("notes.txt"), "someone else's\n");
+    let out = s.run(&s.bin(), &["uninstall"]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(!text.contains("uninstall --purge"), "suggests the binary it just removed: {text}");
+    let dir = s.env.install_dir.display();
+    let expected = format!("to delete them too: rm -rf {} {dir}/engines/laya {dir}/logs", s.env.config.display());
+    assert!(text.contains(&expected), "{text}");
+    assert!(
+        !text.contains(&format!("rm -rf {dir} ")) && !text.contains("notes.txt"),
+        "only system1's own files: {text}"
+    );
+}
+
+#[test]
+fn autostart_off_says_what_holds_when_the_service_manager_fails() {
+    let s = Scratch::new(true);
+    script(&s.fakes, "systemctl", "#!/bin/sh\nexit 1\n");
+    support::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
+    std::fs::set_permissions(
+        s.env.install_dir.join("engines/laya/start.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let on = s.env.run(&["engine", "autostart", "on", "laya", "--platform", "linux"], "");
+    assert!(stdout(&on).contains("the file still takes effect at the next login"), "{}", stdout(&on));
+    let off = s.env.run(&["engine", "autostart", "off", "laya", "--platform", "linux"], "");
+    let text = stdout(&off);
+    assert!(!text.contains("takes effect at the next login"), "the file is gone: {text}");
+    assert!(text.contains("so it no longer starts at login"), "{text}");
 }

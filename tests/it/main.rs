@@ -26,6 +26,7 @@ mod engines_laya;
 mod engines_laya_serve_021;
 mod engines_servers;
 mod engines_von_ollama;
+mod first_hour;
 mod hook_deadlines;
 mod install;
 mod local_engine;

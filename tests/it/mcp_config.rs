@@ -23,7 +23,15 @@ fn the_entry_names_the_installed_binary_by_its_absolute_path() {
     );
     let notes = stderr(&out);
     assert!(notes.starts_with("# Cursor: merge into ~/.cursor/mcp.json\n"), "{notes}");
-    assert!(notes.contains(&format!("note: {} is not installed yet: run `system1 install` first", binary.display())));
+    // The command names the binary that runs, as none is installed (and `system1` is not on PATH).
+    assert!(
+        notes.contains(&format!(
+            "note: {} is not installed yet: run `{} install` first",
+            binary.display(),
+            crate::support::BIN
+        )),
+        "{notes}"
+    );
 
     // A relative install dir becomes absolute too.
     let mut cmd = env.command(&["mcp-config", "codex"]);

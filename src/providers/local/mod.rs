@@ -34,7 +34,7 @@ use serde_json::Value;
 use super::answers;
 use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider, Question};
 use crate::config::Settings;
-use crate::paths;
+use crate::{paths, text};
 use heads::Head;
 use model::Model;
 
@@ -111,15 +111,16 @@ impl Local {
                     let fix = if self.given {
                         format!("point [providers.local] model_dir at a folder with {}", model::FILES.join(", "))
                     } else if self.name == DEFAULT_MODEL {
-                        "run `system1 engine install local`".to_string()
+                        format!("run `{}`", text::command("engine install local"))
                     } else {
-                        format!("run `system1 engine install local --model {}`", self.name)
+                        format!("run `{}`", text::command(&format!("engine install local --model {}", self.name)))
                     };
                     return Err(format!("the local model is not installed: {} is missing; {fix}", missing.display()));
                 }
                 let model = Model::load(&self.dir, self.max_tokens).map_err(|e| {
                     format!(
-                        "{e}; reinstall it with `system1 engine install local` (or fix [providers.local] model_dir)"
+                        "{e}; reinstall it with `{}` (or fix [providers.local] model_dir)",
+                        text::command("engine install local")
                     )
                 })?;
                 let (heads, notes) = load_heads(&self.name, Some(model.dims()), &local_heads_file());
@@ -152,8 +153,9 @@ impl Local {
             let Some(head) = find_head(&loaded.heads, q) else {
                 return EngineAnswer::abstained(format!(
                     "{}: no trained head for this yes/no question, so no answer; to teach it, label examples \
-                     (the routing log's labels, or a seed set) and run /system1:calibrate (`system1 calibrate fit`)",
-                    self.label()
+                     (the routing log's labels, or a seed set) and run /system1:calibrate (`{}`)",
+                    self.label(),
+                    text::command("calibrate fit")
                 ));
             };
             let p = answers::round4(head.p_yes(state));
@@ -303,8 +305,9 @@ impl Provider for Local {
                 if l.heads.is_empty() {
                     detail.push_str(&format!(
                         "; no trained heads fit {}: its yes/no questions (the routing features) abstain until \
-                         `system1 calibrate fit --apply` trains them",
-                        self.name
+                         `{}` trains them",
+                        self.name,
+                        text::command("calibrate fit --apply")
                     ));
                 }
                 for n in &l.notes {
