@@ -64,6 +64,11 @@ pub fn pause_file() -> PathBuf {
     install_dir().join("paused")
 }
 
+/// Present once the session-start hook has said that no real engine is set up (it says so once).
+pub fn no_engine_notice() -> PathBuf {
+    install_dir().join("told-no-engine")
+}
+
 /// Calibration fitted on this machine; takes precedence over the shipped fits.
 pub fn local_calibration() -> PathBuf {
     install_dir().join("calibration.json")

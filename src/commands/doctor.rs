@@ -10,7 +10,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::checks::{self, start_hint};
+use crate::checks::{self, NoEngine};
 use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope};
 use crate::config::Enforce;
 use crate::error::{Result, exit};
@@ -18,7 +18,7 @@ use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
 use crate::providers::{EngineRequest, Question};
 use crate::routing::{self, spawn_log};
-use crate::{logging, paths, state};
+use crate::{logging, paths, state, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -73,7 +73,7 @@ pub fn run(args: Args) -> Result<i32> {
         check_engines(&gateway, &mut r);
         check_test_decision(&gateway, &mut r);
     }
-    check_tallies(args.days, &mut r);
+    check_tallies(&gateway, args.days, &mut r);
     check_pause(&gateway, &mut r);
     check_enforce(&gateway, &mut r);
     check_labels(&mut r);
@@ -96,7 +96,8 @@ pub fn run(args: Args) -> Result<i32> {
         "{}",
         match problems {
             0 => "doctor: all good".to_string(),
-            n => format!("doctor: {n} finding(s) need attention"),
+            1 => "doctor: 1 finding needs attention".to_string(),
+            n => format!("doctor: {n} findings need attention"),
         }
     )?;
     Ok(if failed { exit::FAILURE } else { exit::OK })
@@ -116,7 +117,7 @@ fn check_config(gateway: &Gateway, r: &mut Report) {
     for e in &gateway.config_errors {
         r.fail(
             format!("config: {e}"),
-            format!("edit {path} (see config.example.toml), then check it with `system1 config check`"),
+            format!("edit {path} (see config.example.toml), then check it with `{}`", text::command("config check")),
         );
     }
 }
@@ -138,7 +139,7 @@ fn check_versions(r: &mut Report) {
     let version = if !bin.exists() {
         r.fail(
             format!("the binary is not installed at {}", bin.display()),
-            "install it with /system1:setup (or `system1 install`)",
+            format!("install it with /system1:setup (or `{}`)", text::command("install")),
         );
         VERSION.to_string()
     } else {
@@ -147,7 +148,7 @@ fn check_versions(r: &mut Report) {
             Err(why) => {
                 r.fail(
                     format!("the installed binary {} does not run: {why}", bin.display()),
-                    "reinstall it with /system1:setup (or `system1 install`)",
+                    format!("reinstall it with /system1:setup (or `{}`)", text::command("install")),
                 );
                 VERSION.to_string()
             }
@@ -192,12 +193,17 @@ fn check_registration(r: &mut Report) {
             r.ok(format!("MCP server registered ({found})"));
             return;
         }
+        let fix = if claude::find_claude().is_some() {
+            format!("run `{}`, or `{}`", text::command("install"), register_command())
+        } else {
+            format!("`claude` is not on PATH here: in a shell where it is, run `{}`", register_command())
+        };
         r.fail(
             format!(
                 "the system1 MCP server is not registered with Claude Code ({} has no mcpServers.system1)",
                 file.display()
             ),
-            format!("run `system1 install`, or `{}`", register_command()),
+            fix,
         );
         return;
     };
@@ -243,11 +249,15 @@ fn endpoint_of(gateway: &Gateway, name: &str) -> String {
 }
 
 fn check_engines(gateway: &Gateway, r: &mut Report) {
+    if let Some(none) = checks::no_real_engine(&gateway.loaded) {
+        r.warn(none.what(), checks::engine_setup_hint());
+    }
     let health = gateway.health();
     let any_up = health.providers.iter().any(|p| p.ok);
     for p in &health.providers {
         let detail = p.detail.as_deref().unwrap_or("");
         let endpoint = endpoint_of(gateway, &p.name);
+        let fix = || checks::engine_fix(&p.name, detail);
         if p.ok {
             r.ok(format!(
                 "{} engine ({}){endpoint} answers health in {:.0} ms: {detail}",
@@ -259,12 +269,17 @@ fn check_engines(gateway: &Gateway, r: &mut Report) {
                     "{} engine ({}){endpoint} is down: {detail}; another engine of the chain answers",
                     p.name, p.role
                 ),
-                start_hint(&p.name),
+                fix(),
             );
         } else {
-            r.fail(format!("{} engine ({}){endpoint} is down: {detail}", p.name, p.role), start_hint(&p.name));
+            r.fail(format!("{} engine ({}){endpoint} is down: {detail}", p.name, p.role), fix());
         }
     }
+}
+
+/// An attempt's detail without the provider's name in front, for a line that names it already.
+fn unnamed<'a>(provider: &str, detail: &'a str) -> &'a str {
+    detail.strip_prefix(provider).and_then(|d| d.strip_prefix(": ")).unwrap_or(detail)
 }
 
 fn check_test_decision(gateway: &Gateway, r: &mut Report) {
@@ -281,14 +296,11 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
     let ms = started.elapsed().as_secs_f64() * 1e3;
     let timeout_s = gateway.loaded.config.gateway.timeout_s;
     for a in &outcome.attempts {
-        let detail = a.detail.as_deref().unwrap_or("");
+        let detail = unnamed(&a.provider, a.detail.as_deref().unwrap_or(""));
         match a.outcome {
             Outcome::Timeout => r.fail(
                 format!("test decision: {} timed out after {:.0} ms (timeout_s = {timeout_s})", a.provider, a.latency_ms),
-                format!(
-                    "check the engine's load (the first decision after a start may load the model, so try again), or raise [gateway] timeout_s; {}",
-                    start_hint(&a.provider).to_lowercase()
-                ),
+                checks::engine_fix(&a.provider, "no answer within the timeout"),
             ),
             Outcome::Malformed => r.fail(
                 format!("test decision: {} answered malformed: {detail}", a.provider),
@@ -297,7 +309,9 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
                     a.provider
                 ),
             ),
-            Outcome::Error => r.fail(format!("test decision: {} failed: {detail}", a.provider), start_hint(&a.provider)),
+            Outcome::Error => {
+                r.fail(format!("test decision: {} failed: {detail}", a.provider), checks::engine_fix(&a.provider, detail))
+            }
             Outcome::Ok | Outcome::Abstained => {}
         }
     }
@@ -324,7 +338,7 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
     }
 }
 
-fn check_tallies(days: u32, r: &mut Report) {
+fn check_tallies(gateway: &Gateway, days: u32, r: &mut Report) {
     let today = chrono::Utc::now().date_naive();
     let mut counts = std::collections::BTreeMap::<String, u64>::new();
     for back in 0..days.max(1) {
@@ -339,12 +353,20 @@ fn check_tallies(days: u32, r: &mut Report) {
         return;
     }
     let (decided, abstained, errors) = (n("decided"), n("abstained"), n("error"));
-    let summary = format!("{total} decisions {span}: {decided} decided, {abstained} abstained, {errors} errors");
+    let summary = format!(
+        "{} {span}: {decided} decided, {abstained} abstained, {}",
+        text::count(total, "decision"),
+        text::count(errors, "error")
+    );
     if total >= MIN_DECISIONS && decided == 0 && abstained > 0 {
-        r.fail(
-            format!("{summary}: it always abstains"),
-            "if it is paused, `system1 toggle on`; else the threshold is above what the engine gives: lower [gateway] min_confidence, or fit a calibration with /system1:calibrate",
-        );
+        let fix = if state::is_paused() {
+            format!("System-1 is paused: `{}` resumes it", text::command("toggle on"))
+        } else if checks::no_real_engine(&gateway.loaded) == Some(NoEngine::Placeholder) {
+            format!("{}: {}", NoEngine::Placeholder.what(), checks::engine_setup_hint())
+        } else {
+            "the threshold is above what the engine gives: lower [gateway] min_confidence, or fit a calibration with /system1:calibrate".to_string()
+        };
+        r.fail(format!("{summary}: it always abstains"), fix);
     } else if total >= MIN_DECISIONS && errors * 2 > total {
         r.warn(format!("{summary}: most of them failed"), "see the engine and test decision findings above");
     } else {
@@ -357,7 +379,7 @@ fn check_pause(gateway: &Gateway, r: &mut Report) {
         let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
         r.warn(
             format!("System-1 is paused{since}: decisions abstain and the hooks are silent"),
-            "`system1 toggle on` (or /system1:toggle on)",
+            format!("`{}` (or /system1:toggle on)", text::command("toggle on")),
         );
     } else {
         let routing = &gateway.loaded.config.routing;
@@ -407,7 +429,10 @@ fn check_enforce(gateway: &Gateway, r: &mut Report) {
                 "enforce {mode}: {} of the last {n} rewrites did not take effect (the spawn ran on another tier than was set{when})",
                 latest.not_taken
             ),
-            "this Claude Code may ignore a hook's updatedInput: update Claude Code, or set [routing] enforce = \"off\"; `system1 report` counts them",
+            format!(
+                "this Claude Code may ignore a hook's updatedInput: update Claude Code, or set [routing] enforce = \"off\"; `{}` counts them",
+                text::command("report")
+            ),
         );
     } else if latest.checked > 0 {
         r.ok(format!("enforce {mode} ({}): the last {} checked rewrites took effect", mode.describe(), latest.checked));

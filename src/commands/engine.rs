@@ -8,7 +8,8 @@ use serde_json::json;
 use crate::engine::autostart::{self, Platform};
 use crate::engine::{self, Spec, probe};
 use crate::error::{Error, Result, exit};
-use crate::providers;
+use crate::install::config_file::{self, UseEngine};
+use crate::{providers, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -33,6 +34,8 @@ enum Action {
     },
     /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).
     Start {
+        /// laya or von (the local engine runs inside system1; Ollama runs itself).
+        #[arg(value_name = "NAME")]
         name: String,
         /// Then wait up to this many seconds for its health check to pass (Laya loads its
         /// checkpoints before it opens the port, which can take a minute).
@@ -40,10 +43,15 @@ enum Action {
         wait: Option<u64>,
     },
     /// Stop the engine the launcher started.
-    Stop { name: String },
+    Stop {
+        /// laya or von.
+        #[arg(value_name = "NAME")]
+        name: String,
+    },
     /// Show whether each engine is installed, running, healthy and set to start at login.
     Status {
-        /// One engine (default: both).
+        /// One engine: laya, von or local (default: all three).
+        #[arg(value_name = "NAME")]
         name: Option<String>,
         #[arg(long)]
         json: bool,
@@ -52,6 +60,8 @@ enum Action {
     Autostart {
         #[arg(value_parser = ["on", "off"])]
         state: String,
+        /// laya or von.
+        #[arg(value_name = "NAME")]
         name: String,
         /// Write the file for another platform (linux, macos, windows); for tests and previews.
         #[arg(long, hide = true)]
@@ -66,7 +76,11 @@ enum Action {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.action {
-        Action::Install { name, model, .. } if name == "local" => engine::local::install_command(model.as_deref()),
+        Action::Install { name, model, .. } if name == "local" => {
+            let code = engine::local::install_command(model.as_deref())?;
+            use_local(model.as_deref())?;
+            Ok(code)
+        }
         Action::Install { name, package, model } => {
             if model.is_some() {
                 return Err(Error::usage("--model is for `engine install local`; laya and von take --package"));
@@ -75,7 +89,7 @@ pub fn run(args: Args) -> Result<i32> {
             for line in engine::install(spec, package.as_deref())? {
                 outln!("{name}: {line}")?;
             }
-            outln!("{name}: start it with `system1 engine start {name}`")?;
+            outln!("{name}: start it with `{}`", text::command(&format!("engine start {name}")))?;
             Ok(exit::OK)
         }
         Action::Start { name, wait } => {
@@ -114,6 +128,33 @@ pub fn run(args: Args) -> Result<i32> {
                 }
             }
             Ok(exit::OK)
+        }
+    }
+}
+
+/// After `engine install local`: the placeholder config `install` wrote now selects the local engine;
+/// any other config is the user's, and the line says what to change in it.
+fn use_local(model: Option<&str>) -> Result<()> {
+    let check = text::command("config check");
+    if let Some(m) = model.filter(|m| *m != crate::providers::local::DEFAULT_MODEL) {
+        return outln!(
+            "local: to use it, set provider = \"local\" under [gateway] and model = \"{m}\" under [providers.local] in {}, then `{check}`",
+            crate::paths::config_file().display()
+        );
+    }
+    match config_file::use_engine("local")? {
+        UseEngine::Selected(path) => outln!(
+            "local: {} now selects it (it was the placeholder install wrote, with the mock abstaining); `{}` checks it",
+            path.display(),
+            text::command("doctor")
+        ),
+        UseEngine::AlreadyUsed(path) => outln!("local: {} selects it already", path.display()),
+        UseEngine::Left { path, provider } => outln!(
+            "local: to use it, set provider = \"local\" under [gateway] in {} (it is {provider:?} now), or add \"local\" to fallback; then `{check}`",
+            path.display()
+        ),
+        UseEngine::NoConfig(path) => {
+            outln!("local: no config yet: `{}` writes {} with it selected", text::command("install"), path.display())
         }
     }
 }

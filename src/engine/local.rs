@@ -382,7 +382,7 @@ fn walk_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// `system1 engine install local [--model NAME]`.
+/// `system1 engine install local [--model NAME]`: the download. The caller points the config at it.
 pub fn install_command(model: Option<&str>) -> Result<i32> {
     let pinned = pinned(model.unwrap_or(DEFAULT_MODEL))?;
     eprintln!(
@@ -396,11 +396,6 @@ pub fn install_command(model: Option<&str>) -> Result<i32> {
     for line in install(pinned)? {
         outln!("local: {line}")?;
     }
-    let default = pinned.name == DEFAULT_MODEL;
-    outln!(
-        "local: use it with provider = \"local\"{} in the config (`system1 config edit`)",
-        if default { String::new() } else { format!(" and [providers.local] model = \"{}\"", pinned.name) }
-    )?;
     Ok(crate::error::exit::OK)
 }
 

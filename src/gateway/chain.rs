@@ -110,8 +110,9 @@ fn failed(provider: String, f: &Failure, latency_ms: f64, rid: &str) -> (Attempt
         Failure::Error(_) => (Outcome::Error, ErrorCode::ProviderError),
         Failure::Malformed(_) => (Outcome::Malformed, ErrorCode::MalformedResponse),
     };
-    logging::warn(rid, &format!("{provider}: {outcome:?} after {latency_ms} ms: {}", f.detail()));
-    let info = ErrorInfo { code, message: format!("{provider}: {}", f.detail()) };
+    let message = crate::providers::named(&provider, f.detail());
+    logging::warn(rid, &format!("{message} ({outcome:?} after {latency_ms} ms)"));
+    let info = ErrorInfo { code, message };
     (Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()) }, info)
 }
 
@@ -163,7 +164,7 @@ mod tests {
             let second = Scripted::new("second", Ok(vec![yes()]));
             let out = gateway(&[first, second]).run_chain(&yes_no(1), &["k".into()], None, "t");
             assert_eq!(out.attempts[0].outcome, Outcome::Malformed, "{bad:?}");
-            assert_eq!(out.attempts[0].detail.as_deref(), Some(format!("question \"decision\": {why}").as_str()));
+            assert_eq!(out.attempts[0].detail.as_deref(), Some(why), "a lone question is not named");
             assert_eq!(out.provider.as_deref(), Some("second"));
         }
         // The wrong number of answers for the questions asked is malformed too.

@@ -1,5 +1,6 @@
 //! The SessionStart hook: silent unless something needs the user. It speaks when the config is
-//! broken, when routing is on but no engine of the chain answers a health probe, when the plugin
+//! broken, once when no real engine is set up (the abstaining mock install wrote), when routing is on but
+//! no engine of the chain answers a health probe, when the plugin
 //! was updated but the binary was not, and when enough logged prompts and spawns wait for labels that a
 //! calibration run is worth it.
 //!
@@ -12,12 +13,12 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::HookResult;
-use crate::checks;
+use crate::checks::{self, NoEngine};
 use crate::claude_code;
 use crate::config::Loaded;
 use crate::gateway::Gateway;
 use crate::providers::Provider;
-use crate::state;
+use crate::{state, text};
 
 /// How long the engine may take to answer the session-start probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(300);
@@ -50,14 +51,28 @@ fn findings(loaded: &Loaded) -> Vec<String> {
             n => format!(" (and {} more)", n - 1),
         };
         out.push(format!(
-            "system1: the config at {} is broken: {first}{more}. Fix it (`system1 config check`), or run /system1:doctor.",
-            loaded.path.display()
+            "system1: the config at {} is broken: {first}{more}. Fix it (`{}`), or run /system1:doctor.",
+            loaded.path.display(),
+            text::command("config check")
         ));
-    } else if loaded.config.routing.enabled
-        && !state::is_paused()
-        && let Some(down) = engine_down(gateway.chain())
-    {
-        out.push(down);
+    } else if checks::no_real_engine(loaded) == Some(NoEngine::Placeholder) {
+        // The placeholder install wrote is said once.
+        if !state::is_paused() && checks::first_no_engine_notice() {
+            let none = NoEngine::Placeholder;
+            out.push(format!("system1: {}; {}.", none.what(), checks::engine_setup_hint()));
+        }
+    } else {
+        // A mock with answers is someone's deliberate setup (a demo, a test): doctor names it, and
+        // it is probed like an engine. A real engine resets the notice, should it go again.
+        if checks::no_real_engine(loaded).is_none() {
+            checks::reset_no_engine_notice();
+        }
+        if loaded.config.routing.enabled
+            && !state::is_paused()
+            && let Some(down) = engine_down(gateway.chain())
+        {
+            out.push(down);
+        }
     }
     if let Some(plugin) = claude_code::running_plugin_version().map(|(v, _)| v).filter(|v| v != crate::gateway::VERSION)
     {
@@ -88,7 +103,7 @@ fn engine_down(chain: &[std::sync::Arc<dyn Provider>]) -> Option<String> {
     let (name, probe) = &probes[0];
     let detail = probe.detail.as_deref().unwrap_or("no answer");
     Some(format!(
-        "system1: routing is on, but the {name} engine does not answer ({detail}). {}, or run /system1:doctor.",
-        checks::start_hint(name)
+        "system1: routing is on, but the {name} engine does not answer ({detail}). To fix it, {}; or run /system1:doctor.",
+        checks::engine_fix(name, detail)
     ))
 }

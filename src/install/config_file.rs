@@ -6,7 +6,7 @@
 //! the server then starts, connects and reports healthy, and Claude gets an honest "abstained"
 //! instead of a made-up decision, until the user installs an engine and switches `provider`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::config;
@@ -50,8 +50,10 @@ pub fn write_if_missing() -> Result<Outcome> {
     let outcome = match probe_example_engine(staged.path()) {
         Ok(()) => Outcome::WrittenWithEngine,
         Err(reason) if local_engine_answers(staged.path()) => {
+            let why = "No engine server answered when system1 was installed, and the local engine's model was\n\
+                       # installed, so it is the engine.";
             staged
-                .set_contents(engine_config(EXAMPLE, "local")?.as_bytes())
+                .set_contents(engine_config(EXAMPLE, "local", why)?.as_bytes())
                 .context(|| format!("cannot write {}", staged.path().display()))?;
             Outcome::WrittenWithLocal(reason)
         }
@@ -86,16 +88,14 @@ fn local_engine_answers(config_path: &Path) -> bool {
     providers::build("local", &settings).is_some_and(|p| p.health(PROBE_TIMEOUT).ok)
 }
 
-/// The example with `engine` selected instead of the example's, and a comment saying why.
-pub fn engine_config(example: &str, engine: &str) -> Result<String> {
+/// The example with `engine` selected instead of the example's, and a comment saying why (`why`,
+/// whose lines after the first start with `# `).
+pub fn engine_config(example: &str, engine: &str, why: &str) -> Result<String> {
     let mut out = String::with_capacity(example.len() + 256);
     let mut done = false;
     for line in example.lines() {
         if !done && line.starts_with("provider = ") {
-            out.push_str(&format!(
-                "# No engine server answered when system1 was installed, and the {engine} engine's model was\n\
-                 # installed, so it is the engine.\n"
-            ));
+            out.push_str(&format!("# {why}\n"));
             out.push_str(&line.replacen(&format!("\"{EXAMPLE_ENGINE}\""), &format!("\"{engine}\""), 1));
             done = true;
         } else {
@@ -135,13 +135,50 @@ pub fn no_engine_config(example: &str) -> Result<String> {
     }
 }
 
+/// What [`use_engine`] did to the config.
+pub enum UseEngine {
+    /// The config was the abstaining placeholder `install` writes, untouched: it now selects the engine.
+    Selected(PathBuf),
+    /// The config selects the engine already.
+    AlreadyUsed(PathBuf),
+    /// The config is the user's own (it selects this provider): left alone.
+    Left { path: PathBuf, provider: String },
+    /// There is no config yet.
+    NoConfig(PathBuf),
+}
+
+/// Makes the config select `engine` when it is the abstaining placeholder `install` wrote and the
+/// user has not changed it (byte for byte); any other config is left as it is.
+pub fn use_engine(engine: &str) -> Result<UseEngine> {
+    let path = paths::config_file();
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(UseEngine::NoConfig(path)),
+        Err(e) => return Err(e).context(|| format!("cannot read {}", path.display())),
+    };
+    if text == no_engine_config(EXAMPLE)? {
+        let why = format!(
+            "The mock stood in here (no engine answered when system1 was installed) until\n\
+             # `system1 engine install {engine}` installed the {engine} engine and selected it."
+        );
+        let mut staged = Staged::create(&path, 0o666).context(|| format!("cannot write {}", path.display()))?;
+        staged
+            .set_contents(engine_config(EXAMPLE, engine, &why)?.as_bytes())
+            .context(|| format!("cannot write {}", staged.path().display()))?;
+        staged.commit().context(|| format!("cannot write {}", path.display()))?;
+        return Ok(UseEngine::Selected(path));
+    }
+    let provider = config::load_from(path.clone(), &[]).config.gateway.provider;
+    Ok(if provider == engine { UseEngine::AlreadyUsed(path) } else { UseEngine::Left { path, provider } })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn engine_config_selects_the_local_engine_and_keeps_the_rest() {
-        let doc: toml::Table = toml::from_str(&engine_config(EXAMPLE, "local").unwrap()).unwrap();
+        let doc: toml::Table = toml::from_str(&engine_config(EXAMPLE, "local", "why\n# more").unwrap()).unwrap();
         assert_eq!(doc["gateway"]["provider"].as_str(), Some("local"));
         assert_eq!(doc["providers"]["local"]["model"].as_str(), Some("all-MiniLM-L6-v2"));
         assert_eq!(doc["providers"]["mock"]["fail"].as_str(), Some(""));

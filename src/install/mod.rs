@@ -211,7 +211,7 @@ fn purge_files(report: &mut Vec<String>) -> Result<()> {
 
 /// The files system1 keeps directly in the install dir (the binary and its folder go first, with
 /// `binary::remove_installed`).
-const OWN_FILES: [&str; 3] = ["calibration.json", "local-heads.json", "paused"];
+const OWN_FILES: [&str; 4] = ["calibration.json", "local-heads.json", "paused", "told-no-engine"];
 /// The engine folders under `engines/`: the servers system1 runs, and the local engine's model.
 const OWN_ENGINES: [&str; 3] = ["laya", "von", "local"];
 /// Where `scripts/install.sh` has cargo build (out of the clone, whose files Claude Code copies).

@@ -22,6 +22,11 @@ use serde_json::{Map, Value};
 use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probabilities, Probe, Provider};
 use crate::config::Settings;
 
+/// How to replace the mock with a real engine, in the words its answers and health use.
+fn set_up() -> String {
+    format!("a real one is set up with `{}` or /system1:choose-model", crate::text::command("engine install local"))
+}
+
 pub struct Mock {
     answer: String,
     answers: Map<String, Value>,
@@ -70,7 +75,10 @@ impl Mock {
     /// are passed on for the gateway to refuse, as it would an engine's.
     fn answer_one(&self, key: &str, options: &[String]) -> EngineAnswer {
         if self.fail == "abstain" {
-            return EngineAnswer::abstained("configured to abstain".to_string());
+            return EngineAnswer::abstained(format!(
+                "no engine is set up: the mock stands in for one and abstains on every question; {}",
+                set_up()
+            ));
         }
         let pick = match self.answers.get(key).and_then(Value::as_str) {
             Some(a) => a.to_string(),
@@ -143,9 +151,12 @@ impl Provider for Mock {
 
     fn health(&self, _timeout: Duration) -> Probe {
         if self.down {
-            Probe { ok: false, detail: Some("configured as down".to_string()) }
-        } else {
-            Probe { ok: true, detail: Some(format!("mock engine, model {}", self.model)) }
+            return Probe { ok: false, detail: Some("configured as down".to_string()) };
+        }
+        let what = if self.fail == "abstain" { "abstains on every question" } else { "gives configured answers" };
+        Probe {
+            ok: true,
+            detail: Some(format!("mock engine, model {}: not a real engine, it {what}; {}", self.model, set_up())),
         }
     }
 }

@@ -252,6 +252,12 @@ pub trait Provider: Send + Sync {
     fn health(&self, timeout: Duration) -> Probe;
 }
 
+/// `detail` as a line about `provider`: `provider: detail`, unless it names the provider first
+/// already, as the adapters' own details do (`laya: HTTP 422 ...`, `laya-serve at ...`).
+pub fn named(provider: &str, detail: &str) -> String {
+    if detail.starts_with(provider) { detail.to_string() } else { format!("{provider}: {detail}") }
+}
+
 /// Builds the named provider from its settings. Problems with the settings are recorded in
 /// `settings.errors` (and make this return `None` when the provider is unusable).
 pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {

@@ -104,3 +104,107 @@ fn the_plugins_system1_runs_the_installed_binary_or_says_how_to_install_it() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
 }
+
+/// A scratch install with no engine anywhere: `system1 install` writes the placeholder config
+/// (the mock, abstaining).
+fn installed_without_engine() -> TestEnv {
+    let mut env = TestEnv::new();
+    env.set_env("SYSTEM1_LAYA_ENDPOINT", "http://127.0.0.1:9");
+    let out = env.run(&["install", "--no-register"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).contains("with the mock engine, which abstains"), "{}", stdout(&out));
+    env
+}
+
+fn session_start_text(env: &TestEnv) -> String {
+    let out = env.run(&["hook", "session-start"], SESSION_START);
+    assert!(out.status.success());
+    let text = stdout(&out);
+    if text.trim().is_empty() {
+        return String::new();
+    }
+    let v: Value = serde_json::from_str(text.trim()).expect("hook JSON");
+    v["hookSpecificOutput"]["additionalContext"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn no_engine_is_said_plainly_wherever_it_shows() {
+    let env = installed_without_engine();
+    let install_local = "`~/.system1-gateway/bin/system1 engine install local`";
+
+    // The abstain rationale says why.
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
+    assert_eq!(code, 4, "{v}");
+    let why = v["rationale"].as_str().unwrap_or_default();
+    assert!(why.contains("no engine is set up") && why.contains(install_local), "{v}");
+
+    // Health's detail.
+    let mut mcp = env.mcp();
+    mcp.initialize("2025-06-18");
+    let health = mcp.call("system1_health", json!({}));
+    let health = health.to_string();
+    assert!(health.contains("not a real engine, it abstains on every question"), "{health}");
+    mcp.close();
+
+    // Doctor: a warning with the way to get one, not "all good".
+    let text = stdout(&env.run(&["doctor"], ""));
+    assert!(
+        text.contains("warn  no real engine is set up: the mock stands in for one and abstains on every question"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("install the local engine with {install_local}")), "{text}");
+    assert!(!text.contains("doctor: all good"), "{text}");
+
+    // Session start: once.
+    let first = session_start_text(&env);
+    assert!(first.contains("no real engine is set up") && first.contains("/system1:choose-model"), "{first}");
+    assert_eq!(session_start_text(&env), "", "said once");
+
+    // After a dozen abstentions doctor blames the missing engine, not the threshold.
+    for _ in 0..11 {
+        env.decide_json(&["-q", "Ship it?"]);
+    }
+    let text = stdout(&env.run(&["doctor"], ""));
+    let line = text.lines().skip_while(|l| !l.contains("it always abstains")).nth(1).unwrap_or_default().to_string();
+    assert!(line.contains("no real engine is set up"), "{text}");
+    assert!(!line.contains("min_confidence"), "{line}");
+}
+
+/// A laya-serve that is up but refuses every decision with `status` and `body`.
+fn refusing_laya(status: u16, body: Value) -> FakeServer {
+    FakeServer::start(move |r| match r.path.as_str() {
+        "/health" => Reply::json(200, &json!({"status": "ok", "loaded": ["typed-decisions"]})),
+        _ => Reply::json(status, &body),
+    })
+}
+
+#[test]
+fn doctor_gives_each_engine_failure_its_own_fix_and_names_the_provider_once() {
+    let cases = [
+        (422, json!({"detail": "unknown model './x'; choose one of ['english']"}), "set [providers.laya] model to one"),
+        (501, json!({"detail": "Not Implemented"}), "does not have laya's routes"),
+        (500, json!({"detail": "inference failed"}), "the engine failed inside"),
+    ];
+    let mut fixes = Vec::new();
+    for (status, body, fix) in cases {
+        let laya = refusing_laya(status, body);
+        let env = TestEnv::new();
+        env.write_config(&format!("[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"{}\"\n", laya.url()));
+        let text = stdout(&env.run(&["doctor"], ""));
+        let failed = text.lines().skip_while(|l| !l.starts_with("FAIL  test decision")).nth(1).unwrap_or_default();
+        assert!(failed.contains(fix), "HTTP {status}: {text}");
+        assert!(!text.contains("Start it with"), "{text}");
+        assert!(!text.contains("laya: laya:"), "the provider named twice: {text}");
+        fixes.push(failed.to_string());
+        let out = env.run(&["decide", "-q", "Ship it?"], "");
+        assert!(!stderr(&out).contains("laya: laya:"), "{}", stderr(&out));
+        assert!(stderr(&out).contains(&format!("laya: HTTP {status}")), "{}", stderr(&out));
+    }
+    // Not installed, and not running: the install first.
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"http://127.0.0.1:9\"\n");
+    let text = stdout(&env.run(&["doctor"], ""));
+    assert!(text.contains("laya is not installed: `") && text.contains(" engine install laya`, then `"), "{text}");
+    fixes.dedup();
+    assert_eq!(fixes.len(), 3, "{fixes:?}");
+}

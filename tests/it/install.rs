@@ -288,6 +288,8 @@ fn uninstall_purge_removes_the_config_engines_and_logs() {
     support::write(&s.env.install_dir.join("logs/routing.jsonl"), "{}\n");
     support::write(&s.env.install_dir.join("engines/laya/start.sh"), "#!/bin/sh\n");
     support::write(&s.env.install_dir.join("calibration.json"), "{}");
+    // The session-start hook's note that it said "no real engine" once.
+    support::write(&s.env.install_dir.join("told-no-engine"), "");
     let out = s.run(&s.bin(), &["uninstall", "--purge"]);
     ok(&out);
     assert!(!s.env.install_dir.exists(), "install dir left: {}", stdout(&out));

@@ -69,6 +69,7 @@ fn calibrate_pending(env: &TestEnv) -> u64 {
 
 #[test]
 fn session_start_is_silent_when_all_is_well() {
+    // A mock with answers is a deliberate setup (doctor names it); only the placeholder is announced.
     let env = TestEnv::with_mock("[routing]\nenabled = true\n");
     let (text, _) = session_start(&env);
     assert_eq!(text, "", "routing on, engine up, nothing pending: silent");
@@ -309,10 +310,22 @@ fn smoke_reports_a_broken_server_with_its_stderr() {
 }
 
 #[test]
-fn smoke_fails_when_the_engine_is_down_or_the_decision_errs() {
+fn smoke_tells_an_engine_that_is_down_from_a_server_that_fails() {
+    // The server works, the engine is stopped: a warning with the fix, and exit 5 (install.sh then
+    // succeeds with a warning).
     let env = TestEnv::with_mock("[providers.mock]\ndown = true\n");
-    let text = stdout(&env.run(&["smoke", "--bin", support::BIN], ""));
-    assert!(text.contains("FAIL       system1_health: down (mock down"), "{text}");
+    let out = env.run(&["smoke", "--bin", support::BIN], "");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(5), "{text}");
+    assert!(text.contains("warn       system1_health: down (mock down"), "{text}");
+    assert!(text.contains("fix:       mock: the mock engine is configured as down"), "{text}");
+    assert!(text.contains("smoke: the server works, but no engine answers"), "{text}");
+    // A broken config is the server's failure.
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"nope\"\n");
+    let out = env.run(&["smoke", "--bin", support::BIN], "");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).contains("FAIL       system1_health: down"), "{}", stdout(&out));
     let env = TestEnv::with_mock("[providers.mock]\nfail = \"malformed\"\n");
     let out = env.run(&["smoke", "--bin", support::BIN, "-q", "Ship?"], "");
     assert_eq!(out.status.code(), Some(1));
@@ -337,14 +350,24 @@ fn doctor(env: &TestEnv) -> (i32, String) {
 
 #[test]
 fn doctor_is_all_good_on_a_healthy_install() {
+    // A real engine's wire format (laya-serve's, on the loopback fake): with the mock alone, no real
+    // engine is set up, and doctor says so.
+    let laya = FakeServer::start(crate::support::fake_laya::healthy);
     let env = healthy_env("");
+    env.write_config(&format!("[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"{}\"\n", laya.url()));
     let (code, text) = doctor(&env);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("ok    binary 0.1.0 matches the plugin"), "{text}");
     assert!(text.contains("ok    MCP server registered (user scope)"), "{text}");
-    assert!(text.contains("ok    test decision by mock in"), "{text}");
+    assert!(text.contains("ok    test decision by laya in"), "{text}");
     assert!(text.trim_end().ends_with("doctor: all good"), "{text}");
     support::snapshots(&env).bind(|| insta::assert_snapshot!("doctor_all_good", text));
+
+    let env = healthy_env("");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 0, "a warning: {text}");
+    assert!(text.contains("warn  no real engine is set up: the mock answers as it is configured to"), "{text}");
+    assert!(text.trim_end().ends_with("doctor: 1 finding needs attention"), "{text}");
 }
 
 #[test]
@@ -468,7 +491,7 @@ fn doctor_warns_when_paused() {
     let (code, text) = doctor(&env);
     assert_eq!(code, 0, "paused on purpose is a warning, not a fault: {text}");
     assert!(text.contains("warn  System-1 is paused since"), "{text}");
-    assert!(text.contains("fix: `system1 toggle on`"), "{text}");
+    assert!(text.contains("fix: `~/.system1-gateway/bin/system1 toggle on`"), "the installed binary, by path: {text}");
 }
 
 fn chrono_today() -> String {
