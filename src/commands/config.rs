@@ -1,7 +1,7 @@
 //! `system1 config show|path|check`: the effective config with the source of every value, its
 //! path, and a check that exits non-zero listing every error.
 
-use crate::config::Source;
+use crate::config::{Resolved, Source};
 use crate::error::{Result, exit};
 use crate::gateway::Gateway;
 
@@ -32,19 +32,35 @@ pub fn run(args: Args) -> Result<i32> {
         Action::Show => {
             let state = if loaded.file_read { "read" } else { "not found; defaults apply" };
             outln!("# config file: {} ({state})", loaded.path.display())?;
-            let mut rows: Vec<(String, String, Source)> =
-                loaded.resolved.iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())).collect();
-            // The chain first, then any other configured engine, so every key read is listed.
-            for name in &loaded.configured_providers() {
+            let configured = loaded.configured_providers();
+            let mut chain: Vec<String> = Vec::new();
+            for name in loaded.chain() {
+                if !chain.contains(&name) {
+                    chain.push(name);
+                }
+            }
+            let outside: Vec<&String> = configured.iter().filter(|n| !chain.contains(n)).collect();
+            outln!("# engines: {}", chain.join(" → "))?;
+            if !outside.is_empty() {
+                let names: Vec<&str> = outside.iter().map(|n| n.as_str()).collect();
+                outln!("# configured but not in the chain (not asked): {}", names.join(", "))?;
+            }
+            let mut rows: Vec<Resolved> = loaded.resolved.clone();
+            // The chain first, then any other configured engine, each once, so every key read is listed.
+            for name in &configured {
                 let s = loaded.provider_settings(name);
                 let _ = crate::providers::build(name, &s);
-                rows.extend(s.resolved.borrow().iter().map(|r| (r.key.clone(), r.value.clone(), r.source.clone())));
+                rows.extend(s.resolved.borrow().iter().cloned());
             }
-            let width = rows.iter().map(|r| r.0.len() + r.1.len() + 3).max().unwrap_or(0).min(70);
-            for (key, value, source) in rows {
-                let source =
-                    if source == Source::File { format!("file {}", loaded.path.display()) } else { source.to_string() };
-                outln!("{:width$}  # {source}", format!("{key} = {value}"))?;
+            let width = rows.iter().map(|r| r.key.len() + r.value.len() + 3).max().unwrap_or(0).min(70);
+            for r in rows {
+                let source = if r.source == Source::File {
+                    format!("file {}", loaded.path.display())
+                } else {
+                    r.source.to_string()
+                };
+                let invalid = r.invalid.map(|why| format!(" ({why})")).unwrap_or_default();
+                outln!("{:width$}  # {source}{invalid}", format!("{} = {}", r.key, r.value))?;
             }
             for e in &gateway.config_errors {
                 outln!("# error: {e}")?;

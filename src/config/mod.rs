@@ -206,10 +206,14 @@ impl Loaded {
 
     /// Every provider the config names that this build has: the chain first, then any other
     /// `[providers.<name>]` table (an unused table's settings are read and checked too).
+    /// Each is named once, however often the chain lists it.
     pub fn configured_providers(&self) -> Vec<String> {
-        let mut names = self.chain();
-        names.extend(self.config.providers.keys().filter(|n| !names.contains(n)).cloned().collect::<Vec<_>>());
-        names.retain(|n| PROVIDER_NAMES.contains(&n.as_str()));
+        let mut names: Vec<String> = Vec::new();
+        for n in self.chain().into_iter().chain(self.config.providers.keys().cloned()) {
+            if PROVIDER_NAMES.contains(&n.as_str()) && !names.contains(&n) {
+                names.push(n);
+            }
+        }
         names
     }
 
@@ -406,6 +410,7 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
             s.origin("provider"),
             PROVIDER_NAMES.join(", ")
         ));
+        s.mark_invalid("provider", &format!("an unknown provider; known: {}", PROVIDER_NAMES.join(", ")));
     }
     let fallback = s.list("fallback");
     for (i, name) in fallback.iter().enumerate() {
@@ -415,8 +420,10 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
                 s.origin("fallback"),
                 PROVIDER_NAMES.join(", ")
             ));
+            s.mark_invalid("fallback", &format!("{name:?} is an unknown provider"));
         } else if *name == provider || fallback[..i].contains(name) {
             s.error(format!("gateway.fallback{}: {name:?} appears twice in the provider chain", s.origin("fallback")));
+            s.mark_invalid("fallback", &format!("{name:?} appears twice in the provider chain"));
         }
     }
     let timeout_s = s.f64("timeout_s", 5.0, 0.001, 600.0);
@@ -424,6 +431,7 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
     let log_level = s.string("log_level", "INFO").to_ascii_uppercase();
     if !["DEBUG", "INFO", "WARNING", "WARN", "ERROR"].contains(&log_level.as_str()) {
         s.error(format!("gateway.log_level must be DEBUG, INFO, WARNING or ERROR, got {log_level:?}"));
+        s.mark_invalid("log_level", "must be DEBUG, INFO, WARNING or ERROR; INFO applies");
     }
     let log_file = s.string("log_file", "");
     let tournament = s.bool("tournament", true);
@@ -471,6 +479,7 @@ fn read_routing(s: &Settings) -> RoutingConfig {
     let min_confidence = s.f64("min_confidence", 0.6, 0.0, 1.0);
     let default_tier = s.string("default_tier", DEFAULT_TIER.name()).parse().unwrap_or_else(|e| {
         s.error(format!("routing.default_tier: {e}"));
+        s.mark_invalid("default_tier", &format!("{e}; the default {:?} applies", DEFAULT_TIER.name()));
         DEFAULT_TIER
     });
     let rules = match s.value("rules") {
@@ -480,12 +489,14 @@ fn read_routing(s: &Settings) -> RoutingConfig {
         }
         Some(v) => parse_rules(&v).unwrap_or_else(|e| {
             s.error(format!("routing.rules: {e}"));
+            s.mark_invalid("rules", &format!("{e}; the default rules apply"));
             default_rules()
         }),
     };
     let budget_ms = s.u64("budget_ms", 1500, 1, 60_000);
     let enforce = s.string("enforce", Enforce::Off.name()).parse().unwrap_or_else(|e| {
         s.error(format!("routing.enforce{} {e}", s.origin("enforce")));
+        s.mark_invalid("enforce", &format!("{e}; \"off\" applies"));
         Enforce::Off
     });
     RoutingConfig { enabled, hint, log_dirs, min_confidence, default_tier, rules, budget_ms, enforce }

@@ -1,8 +1,11 @@
 //! Typed reads from one config section (a TOML table merged from the file and the environment).
 //!
-//! Every getter accepts the TOML type or a string (environment overrides arrive as strings), checks
-//! the range, and records the value and where it came from, so that `system1 config show` can print
-//! the effective config with its sources without a second description of the keys.
+//! Every getter takes the TOML type from the file, and from the environment (whose overrides are
+//! all strings) the same value written as text; a value of another type is an error naming the key
+//! and the type it needs (`enabled = "yes"` in the file is not a boolean). Each getter checks the
+//! range and records the value and where it came from, so that `system1 config show` can print the
+//! effective config with its sources, invalid values marked, without a second description of the
+//! keys.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -38,6 +41,9 @@ pub struct Resolved {
     pub key: String,
     pub value: String,
     pub source: Source,
+    /// For a value that was refused: what the key needs and the default that applies instead (the
+    /// `value` is then the one given).
+    pub invalid: Option<String>,
 }
 
 /// A section of the config being read. Errors are collected, not returned, so one pass reports
@@ -47,6 +53,8 @@ pub struct Settings {
     table: Table,
     sources: BTreeMap<String, Source>,
     read: RefCell<Vec<String>>,
+    /// Keys whose value was refused, with what they need.
+    refused: RefCell<BTreeMap<String, String>>,
     pub resolved: RefCell<Vec<Resolved>>,
     pub errors: RefCell<Vec<String>>,
 }
@@ -58,6 +66,7 @@ impl Settings {
             table,
             sources,
             read: RefCell::new(Vec::new()),
+            refused: RefCell::new(BTreeMap::new()),
             resolved: RefCell::new(Vec::new()),
             errors: RefCell::new(Vec::new()),
         }
@@ -96,16 +105,30 @@ impl Settings {
     }
 
     fn bad(&self, key: &str, expected: &str, got: &Value) {
-        let got = if is_secret(key) { "a value that is not shown".to_string() } else { short(got) };
-        self.error(format!("{} must be {expected}, got {got}{}", self.dotted(key), self.where_(key)));
+        let shown = if is_secret(key) { "a value that is not shown".to_string() } else { short(got) };
+        self.error(format!("{} must be {expected}, got {shown}{}", self.dotted(key), self.where_(key)));
+        self.refused.borrow_mut().insert(key.to_string(), expected.to_string());
+    }
+
+    /// Whether `key` came from the environment, where every value is text.
+    fn is_env(&self, key: &str) -> bool {
+        matches!(self.source(key), Source::Env(_))
     }
 
     fn note(&self, key: &str, value: String, from_table: bool) {
         self.read.borrow_mut().push(key.to_string());
+        let source = if from_table { self.source(key) } else { Source::Default };
+        // A refused value is shown as given, with the default that applies instead.
+        let (value, invalid) = match (self.refused.borrow().get(key), self.raw(key)) {
+            (Some(expected), Some(given)) => {
+                (given.to_string(), Some(format!("invalid: must be {expected}; the default {value} applies")))
+            }
+            _ => (value, None),
+        };
         // Secrets are never shown, only whether one is set.
         let value = if is_secret(key) && value != "\"\"" { "\"<set>\"".to_string() } else { value };
-        let source = if from_table { self.source(key) } else { Source::Default };
-        self.resolved.borrow_mut().push(Resolved { key: self.dotted(key), value, source });
+        let invalid = if is_secret(key) { invalid.map(|_| "invalid".to_string()) } else { invalid };
+        self.resolved.borrow_mut().push(Resolved { key: self.dotted(key), value, source, invalid });
     }
 
     fn raw(&self, key: &str) -> Option<&Value> {
@@ -129,7 +152,7 @@ impl Settings {
         let v = match self.raw(key) {
             None => default,
             Some(Value::Boolean(b)) => *b,
-            Some(Value::String(s)) => match s.trim().to_ascii_lowercase().as_str() {
+            Some(Value::String(s)) if self.is_env(key) => match s.trim().to_ascii_lowercase().as_str() {
                 "1" | "true" | "yes" | "on" => true,
                 "0" | "false" | "no" | "off" | "" => false,
                 _ => {
@@ -152,7 +175,7 @@ impl Settings {
             None => Some(default),
             Some(Value::Float(f)) => Some(*f),
             Some(Value::Integer(i)) => Some(*i as f64),
-            Some(Value::String(s)) => s.trim().parse::<f64>().ok(),
+            Some(Value::String(s)) if self.is_env(key) => s.trim().parse::<f64>().ok(),
             Some(_) => None,
         };
         let expected = format!("a number from {min} to {max}");
@@ -174,7 +197,7 @@ impl Settings {
         let parsed = match self.raw(key) {
             None => Some(default),
             Some(Value::Integer(i)) if *i >= 0 => Some(*i as u64),
-            Some(Value::String(s)) => s.trim().parse::<u64>().ok(),
+            Some(Value::String(s)) if self.is_env(key) => s.trim().parse::<u64>().ok(),
             Some(_) => None,
         };
         let v = match parsed {
@@ -190,11 +213,13 @@ impl Settings {
         v
     }
 
-    /// A list of strings; a string (from the environment) is split on commas.
+    /// A list of strings; from the environment, a string split on commas.
     pub fn list(&self, key: &str) -> Vec<String> {
         let v = match self.raw(key) {
             None => Vec::new(),
-            Some(Value::String(s)) => s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect(),
+            Some(Value::String(s)) if self.is_env(key) => {
+                s.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+            }
             Some(Value::Array(items)) => {
                 let mut out = Vec::new();
                 for item in items {
@@ -237,7 +262,17 @@ impl Settings {
                 key: self.dotted(key),
                 value: default.to_string(),
                 source: Source::Default,
+                invalid: None,
             });
+        }
+    }
+
+    /// Marks a key already read as invalid in what `config show` prints (`why`: what is wrong and
+    /// what applies instead); the error itself is reported with [`Settings::error`].
+    pub fn mark_invalid(&self, key: &str, why: &str) {
+        let dotted = self.dotted(key);
+        if let Some(r) = self.resolved.borrow_mut().iter_mut().rev().find(|r| r.key == dotted) {
+            r.invalid = Some(format!("invalid: {why}"));
         }
     }
 
@@ -279,17 +314,48 @@ mod tests {
     #[test]
     fn strings_from_the_environment_are_parsed_by_type() {
         let mut sources = BTreeMap::new();
-        sources.insert("timeout_s".to_string(), Source::Env("SYSTEM1_TIMEOUT_S".into()));
         let mut table = Table::new();
-        table.insert("timeout_s".into(), Value::String("2.5".into()));
-        table.insert("on".into(), Value::String("yes".into()));
-        table.insert("list".into(), Value::String("a, b,,c".into()));
+        for (key, text) in [("timeout_s", "2.5"), ("on", "yes"), ("list", "a, b,,c"), ("n", "7")] {
+            sources.insert(key.to_string(), Source::Env(format!("SYSTEM1_{}", key.to_ascii_uppercase())));
+            table.insert(key.into(), Value::String(text.into()));
+        }
         let s = Settings::new("gateway", table, sources);
         assert_eq!(s.f64("timeout_s", 5.0, 0.0, 60.0), 2.5);
         assert!(s.bool("on", false));
         assert_eq!(s.list("list"), vec!["a", "b", "c"]);
+        assert_eq!(s.u64("n", 1, 0, 10), 7);
         s.finish();
         assert!(s.take_errors().is_empty());
+    }
+
+    #[test]
+    fn the_file_must_give_each_key_its_type() {
+        // In the file a string is a string: "yes" is not true, "laya" is not a list.
+        let s = settings("on = \"yes\"\nlist = \"laya\"\ntimeout_s = \"2\"\nn = \"7\"");
+        assert!(!s.bool("on", false), "the default applies");
+        assert_eq!(s.list("list"), Vec::<String>::new());
+        assert_eq!(s.f64("timeout_s", 5.0, 0.0, 60.0), 5.0);
+        assert_eq!(s.u64("n", 1, 0, 10), 1);
+        assert_eq!(
+            s.take_errors(),
+            [
+                "gateway.on must be true or false, got \"yes\"",
+                "gateway.list must be a list of strings, got \"laya\"",
+                "gateway.timeout_s must be a number from 0 to 60, got \"2\"",
+                "gateway.n must be a whole number from 0 to 10, got \"7\"",
+            ]
+        );
+        let shown: Vec<(String, String, Option<String>)> =
+            s.resolved.borrow().iter().map(|r| (r.key.clone(), r.value.clone(), r.invalid.clone())).collect();
+        assert_eq!(
+            shown[0],
+            (
+                "gateway.on".to_string(),
+                "\"yes\"".to_string(),
+                Some("invalid: must be true or false; the default false applies".to_string())
+            ),
+            "shown as given, marked invalid"
+        );
     }
 
     #[test]

@@ -208,3 +208,29 @@ fn doctor_gives_each_engine_failure_its_own_fix_and_names_the_provider_once() {
     fixes.dedup();
     assert_eq!(fixes.len(), 3, "{fixes:?}");
 }
+
+#[test]
+fn config_values_must_have_their_type_and_show_says_which_are_invalid() {
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"mock\"\nfallback = \"laya\"\n[routing]\nenabled = \"yes\"\n");
+    let out = env.run(&["config", "check"], "");
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let all = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(all.contains("routing.enabled must be true or false, got \"yes\""), "{all}");
+    assert!(all.contains("gateway.fallback must be a list of strings, got \"laya\""), "{all}");
+
+    // From the environment, text is the only way to say it, and is parsed.
+    let mut env2 = TestEnv::with_mock("");
+    env2.set_env("SYSTEM1_ROUTING_ENABLED", "yes");
+    let out = env2.run(&["config", "check"], "");
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+
+    env.write_config("[gateway]\nprovider = \"mock\"\nfallback = [\"mock\"]\ntimeout_s = -1\n[providers.laya]\nmodel = \"english\"\n");
+    let text = stdout(&env.run(&["config", "show"], ""));
+    let timeout = text.lines().find(|l| l.starts_with("gateway.timeout_s")).unwrap_or_default();
+    assert!(timeout.starts_with("gateway.timeout_s = -1 ") && timeout.contains("invalid:"), "{text}");
+    assert!(text.contains("# engines: mock\n"), "the chain, each engine once: {text}");
+    assert!(text.contains("# configured but not in the chain (not asked): laya"), "{text}");
+    assert_eq!(text.lines().filter(|l| l.starts_with("providers.mock.answer ")).count(), 1, "{text}");
+    assert!(text.lines().any(|l| l.starts_with("providers.laya.model = \"english\"")), "{text}");
+}
