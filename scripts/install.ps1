@@ -2,7 +2,13 @@
 # %USERPROFILE%\.system1-gateway\bin (SYSTEM1_INSTALL_DIR overrides), writes the config when there
 # is none and registers the MCP server with Claude Code (or prints the command).
 #
-# With cargo on PATH it builds this checkout (`cargo build --release --locked`). Without it, it
+# Last, `system1 smoke` checks the installed server: a server that does not work fails the install;
+# an engine that is not running is only a warning (an upgrade with the engine stopped succeeds).
+#
+# With cargo on PATH it builds this checkout (`cargo build --release --locked`) into
+# <install dir>\build, not into the checkout: Claude Code copies a plugin installed from a local
+# folder whole, so a target\ in the clone would land in its plugin cache. CARGO_TARGET_DIR
+# overrides where the build goes. Without cargo, it
 # downloads the release binary for Windows x86_64, pinned to the plugin's version, and checks its
 # SHA-256 against the release's SHA256SUMS before running anything: a mismatch installs nothing.
 #
@@ -29,6 +35,10 @@ function Install-AndCheck([string]$exe) {
     $installed = Join-Path $dir 'bin\system1.exe'
     Write-Host "checking the installed server (system1 smoke)"
     & $installed smoke | Out-Host
+    if ($LASTEXITCODE -eq 5) {
+        [Console]::Error.WriteLine("install.ps1: warning: system1 is installed and its server works, but no engine answers yet; start it as the fix above says ('$installed doctor' checks everything)")
+        return 0
+    }
     if ($LASTEXITCODE -ne 0) {
         [Console]::Error.WriteLine("install.ps1: system1 is installed, but its server check failed: run '$installed doctor' for the cause and the fix")
         return 1
@@ -44,7 +54,11 @@ if (-not $method) {
 }
 
 if ($method -eq 'build') {
-    Write-Host "building system1 in $root (cargo build --release --locked)"
+    if (-not $env:CARGO_TARGET_DIR) {
+        $installDir = if ($env:SYSTEM1_INSTALL_DIR) { $env:SYSTEM1_INSTALL_DIR } else { Join-Path $HOME '.system1-gateway' }
+        $env:CARGO_TARGET_DIR = Join-Path $installDir 'build'
+    }
+    Write-Host "building system1 from $root into $($env:CARGO_TARGET_DIR) (cargo build --release --locked)"
     Push-Location $root
     try {
         & cargo build --release --locked

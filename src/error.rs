@@ -14,6 +14,8 @@ pub mod exit {
     pub const CONFIG: i32 = 3;
     /// `system1 decide`: the engine abstained (no decision, not an error).
     pub const ABSTAINED: i32 = 4;
+    /// `system1 smoke`: the server works, but no engine of the chain answers (stopped, not broken).
+    pub const ENGINE_DOWN: i32 = 5;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

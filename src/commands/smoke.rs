@@ -13,10 +13,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::checks;
 use crate::error::{Result, exit};
 use crate::gateway::TOOLS;
 use crate::install::claude;
-use crate::paths;
+use crate::{paths, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -57,15 +58,22 @@ pub fn run(args: Args) -> Result<i32> {
         Err(e) => {
             outln!("FAIL       cannot start {}: {e}", bin.display())?;
             if !bin.exists() {
-                outln!("fix:       install it with /system1:setup (or `system1 install`), or pass --bin")?;
+                outln!("fix:       install it with /system1:setup (or `{}`), or pass --bin", text::command("install"))?;
             }
             return Ok(exit::FAILURE);
         }
     };
-    let ok = steps(&mut server, &args, timeout);
+    let verdict = steps(&mut server, &args, timeout);
     let stderr = server.finish();
-    let ok = ok?;
-    if !ok {
+    let verdict = verdict?;
+    if let Verdict::EngineDown(fixes) = &verdict {
+        for fix in fixes {
+            outln!("fix:       {fix}")?;
+        }
+        outln!("smoke: the server works, but no engine answers (exit {})", exit::ENGINE_DOWN)?;
+        return Ok(exit::ENGINE_DOWN);
+    }
+    if verdict == Verdict::Failed {
         let tail: Vec<&str> = stderr.lines().rev().take(10).collect();
         if !tail.is_empty() {
             outln!("server stderr (last lines):")?;
@@ -73,16 +81,26 @@ pub fn run(args: Args) -> Result<i32> {
                 outln!("  {line}")?;
             }
         }
-        outln!("smoke: FAILED (run `system1 doctor` for fixes)")?;
+        outln!("smoke: FAILED (run `{}` for fixes)", text::command("doctor"))?;
         return Ok(exit::FAILURE);
     }
     outln!("smoke: ok")?;
     Ok(exit::OK)
 }
 
-/// Runs each step in order; false at the first one that fails (after printing why), an error when
+/// How the checks went.
+#[derive(PartialEq)]
+enum Verdict {
+    Ok,
+    /// The server works, but no engine of the chain answers health: stopped, not broken. With the
+    /// fix for each engine that is down.
+    EngineDown(Vec<String>),
+    Failed,
+}
+
+/// Runs each step in order and stops at the first that fails (after printing why); an error when
 /// the report cannot be printed.
-fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<bool> {
+fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict> {
     let started = Instant::now();
     let init = server.request(
         "initialize",
@@ -140,13 +158,28 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<bool> {
         let errs: Vec<&str> = errs.iter().filter_map(Value::as_str).collect();
         health_line.push_str(&format!("; config errors: {}", errs.join("; ")));
     }
+    let config_ok = health["config_errors"].as_array().is_none_or(|e| e.is_empty());
     match status {
         "ok" => outln!("ok         system1_health: {health_line}")?,
         "degraded" | "paused" => outln!("warn       system1_health: {health_line}")?,
+        "down" if config_ok => {
+            outln!("warn       system1_health: {health_line}")?;
+            let fixes = health["providers"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|p| p["ok"].as_bool() != Some(true))
+                .map(|p| {
+                    let name = p["name"].as_str().unwrap_or("?");
+                    format!("{name}: {}", checks::engine_fix(name, p["detail"].as_str().unwrap_or("")))
+                })
+                .collect();
+            return Ok(Verdict::EngineDown(fixes));
+        }
         _ => return fail("system1_health", &health_line),
     }
 
-    let Some(question) = &args.question else { return Ok(true) };
+    let Some(question) = &args.question else { return Ok(Verdict::Ok) };
     let mut req = json!({"question": question});
     if !args.options.is_empty() {
         req["options"] = json!(args.options);
@@ -173,12 +206,12 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<bool> {
             return fail("system1_decide", &format!("error {code}: {msg}"));
         }
     }
-    Ok(true)
+    Ok(Verdict::Ok)
 }
 
-fn fail(step: &str, why: &str) -> Result<bool> {
+fn fail(step: &str, why: &str) -> Result<Verdict> {
     outln!("FAIL       {step}: {why}")?;
-    Ok(false)
+    Ok(Verdict::Failed)
 }
 
 /// The server under test: its stdin, its stdout lines, and its stderr collected in the background.
@@ -192,8 +225,13 @@ struct Server {
 
 impl Server {
     fn spawn(bin: &std::path::Path) -> std::io::Result<Server> {
-        let mut child =
-            Command::new(bin).arg("mcp").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn()?;
+        let mut child = Command::new(bin)
+            .arg("mcp")
+            .env(crate::gateway::CHECK_RUN_ENV, "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()?;
         let (tx, lines) = channel();
         if let Some(out) = child.stdout.take() {
             std::thread::spawn(move || {

@@ -62,8 +62,11 @@ impl Gateway {
             ),
         );
         // A request that failed validation was never a decision: counting it would let a caller's
-        // mistakes look like an engine failing (doctor warns when most decisions fail).
-        if resp.error.as_ref().map(|e| e.code) != Some(ErrorCode::InvalidRequest) {
+        // mistakes look like an engine failing (doctor warns when most decisions fail). Nor is a
+        // smoke check's.
+        if resp.error.as_ref().map(|e| e.code) != Some(ErrorCode::InvalidRequest)
+            && std::env::var_os(super::CHECK_RUN_ENV).is_none()
+        {
             state::record_decision(resp.status.as_str(), resp.provider.as_deref(), resp.latency_ms);
         }
         resp

@@ -42,6 +42,10 @@ pub use stability::Stability;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const TOOLS: [&str; 3] = ["system1_decide", "system1_health", "system1_capabilities"];
+/// Set in the environment of a server that `system1 smoke` starts: its decisions are checks, not
+/// uses, so they are not tallied (doctor's own test decision is not either).
+pub const CHECK_RUN_ENV: &str = "SYSTEM1_CHECK_RUN";
+
 pub const PAUSED_RATIONALE: &str = "System-1 is paused (/system1:toggle off), so it makes no decisions: reason it through yourself. Resume with /system1:toggle on.";
 
 /// One question's answer, checked and calibrated.

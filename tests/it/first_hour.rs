@@ -234,3 +234,92 @@ fn config_values_must_have_their_type_and_show_says_which_are_invalid() {
     assert_eq!(text.lines().filter(|l| l.starts_with("providers.mock.answer ")).count(), 1, "{text}");
     assert!(text.lines().any(|l| l.starts_with("providers.laya.model = \"english\"")), "{text}");
 }
+
+/// This checkout's plugin files as a fresh clone has them: tracked and new files, none that
+/// .gitignore names (no target/, no .test-deps/).
+#[cfg(unix)]
+fn fresh_clone(to: &Path) {
+    let out = Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .current_dir(ROOT)
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "{}", stderr(&out));
+    for name in out.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let name = String::from_utf8_lossy(name).to_string();
+        let from = Path::new(ROOT).join(&name);
+        if !from.is_file() {
+            continue;
+        }
+        let dest = to.join(&name);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &dest).unwrap();
+    }
+}
+
+/// With the real Claude Code, each version: the plugin installed from a clone (as README says,
+/// after `scripts/install.sh`, which builds outside it) copies the clone's files and no build
+/// output into the plugin cache, and the plugin's `bin/system1` is on the Bash tool's PATH, so
+/// `system1 --version`, pre-approved by that name, runs the installed binary.
+#[cfg(unix)]
+#[test]
+fn claude_code_copies_no_build_output_and_puts_the_plugins_system1_on_path() {
+    use crate::support::claude_cli;
+    use crate::support::fake_anthropic::{Block, FakeAnthropic, tool_result};
+    for version in claude_cli::VERSIONS {
+        let Some(claude) = claude_cli::find(&format!("first_hour {version}"), version) else { continue };
+        let env = TestEnv::new();
+        let clone = env.root.join("clone");
+        fresh_clone(&clone);
+        // What Claude Code does with what it finds there: a target/ would be copied (hence
+        // install.sh builds elsewhere; docs/install.md says what remains).
+        crate::support::write(&clone.join("target/release/marker"), "build output\n");
+        let api = FakeAnthropic::start();
+        let project = env.root.join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        let claude_cmd = |args: &[&str]| {
+            let mut cmd = Command::new(&claude);
+            cmd.args(args).current_dir(&project);
+            claude_cli::offline(&mut cmd, &env, &api.base_url());
+            claude_cli::run_within(cmd, std::time::Duration::from_secs(120))
+        };
+        let ok = |what: &str, out: &std::process::Output| {
+            assert!(out.status.success(), "{version} {what}: {}{}", stdout(out), stderr(out));
+        };
+        ok("marketplace add", &claude_cmd(&["plugin", "marketplace", "add", clone.to_str().unwrap()]));
+        ok("plugin install", &claude_cmd(&["plugin", "install", "system1@system1-gateway"]));
+        let cache = env.claude_dir.join(format!("plugins/cache/system1-gateway/system1/{}", env!("CARGO_PKG_VERSION")));
+        assert!(cache.join("bin/system1").is_file(), "{version}: {}", cache.display());
+        assert!(
+            cache.join("target/release/marker").is_file(),
+            "{version}: Claude Code no longer copies target/: update docs/install.md"
+        );
+        std::fs::remove_dir_all(clone.join("target")).unwrap();
+        ok("plugin uninstall", &claude_cmd(&["plugin", "uninstall", "system1@system1-gateway"]));
+        ok("plugin install again", &claude_cmd(&["plugin", "install", "system1@system1-gateway"]));
+        assert!(!cache.join("target").exists(), "{version}: build output in the plugin cache");
+
+        crate::support::copy_executable(Path::new(crate::support::BIN), &env.install_dir.join("bin/system1"));
+        const ID: &str = "toolu_first_hour_bash";
+        api.script(|req| {
+            if tool_result(req, ID).is_some() {
+                return vec![Block::text("FIRST-HOUR-DONE")];
+            }
+            let input = json!({"command": "system1 --version", "description": "system1 version"});
+            vec![Block::ToolUse { id: ID.into(), name: "Bash".into(), input }]
+        });
+        let out = claude_cmd(&[
+            "-p",
+            "FIRST-HOUR: which system1?",
+            "--allowedTools",
+            "Bash(system1 --version)",
+            "--no-session-persistence",
+        ]);
+        ok("claude -p", &out);
+        let requests = api.requests();
+        let result =
+            requests.iter().find_map(|r| tool_result(r, ID)).unwrap_or_else(|| panic!("{version}: no Bash result"));
+        let shown = result.to_string();
+        assert!(shown.contains(&format!("system1 {}", env!("CARGO_PKG_VERSION"))), "{version}: {shown}");
+    }
+}

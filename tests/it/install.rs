@@ -586,6 +586,33 @@ fn install_says_how_to_run_the_binary_it_left_off_path() {
 }
 
 #[test]
+fn install_sh_builds_outside_the_clone_and_succeeds_with_the_engine_stopped() {
+    // A clone with no target/: where install.sh has cargo put the build is what Claude Code copies
+    // into its plugin cache when the plugin is installed from this folder.
+    let mut s = Scratch::new(true);
+    let clone = s.env.root.join("clone");
+    std::fs::create_dir_all(clone.join("scripts")).unwrap();
+    std::fs::copy(install_sh(), clone.join("scripts/install.sh")).unwrap();
+    script(&s.fakes, "cargo", FAKE_CARGO);
+    s.env.set_env("FAKE_SYSTEM1", BIN);
+    s.env.set_env("SYSTEM1_STATIC", "0");
+    // An upgrade with the engine stopped: the user's config selects a mock that is down.
+    s.env.write_config("[gateway]\nprovider = \"mock\"\n[providers.mock]\ndown = true\n");
+    let out = s.run(Path::new("sh"), &[clone.join("scripts/install.sh").to_str().unwrap()]);
+    ok(&out);
+    assert!(!clone.join("target").exists(), "the build went into the clone");
+    let build = s.env.install_dir.join("build/release/system1");
+    assert!(same_bytes(&s.bin(), &build), "the build, from {}, installed", build.display());
+    assert!(stdout(&out).contains(&format!("into {}", s.env.install_dir.join("build").display())), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("warning: system1 is installed and its server works, but no engine answers"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stdout(&out).contains("fix:       mock: "), "the engine's fix is printed: {}", stdout(&out));
+}
+
+#[test]
 fn uninstall_tells_what_it_kept_and_how_to_delete_it_without_the_binary() {
     let s = Scratch::new(true);
     ok(&s.env.run(&["install"], ""));

@@ -37,9 +37,11 @@ exit 64
 /// `$CARGO_TARGET_DIR/release/system1`, or `$CARGO_TARGET_DIR/<target>/release/system1` with `--target`.
 pub const FAKE_CARGO: &str = r#"#!/bin/sh
 printf '%s|%s|%s\n' "$PWD" "$*" "${CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS:-}" >> "$FAKE_LOG_DIR/cargo.log"
-out="$CARGO_TARGET_DIR/release"
+# Where cargo puts it: $CARGO_TARGET_DIR, else target/ in the current folder.
+target=${CARGO_TARGET_DIR:-target}
+out="$target/release"
 while [ $# -gt 0 ]; do
-  if [ "$1" = --target ]; then out="$CARGO_TARGET_DIR/$2/release"; fi
+  if [ "$1" = --target ]; then out="$target/$2/release"; fi
   shift
 done
 mkdir -p "$out" && cp "$FAKE_SYSTEM1" "$out/system1"
