@@ -17,6 +17,12 @@ use crate::routing::{Mode, enforce, log};
 pub fn before(loaded: &Loaded, raw: &str, payload: &Value) -> HookResult {
     let Some(spawn) = Spawn::from_hook(raw, payload) else { return Ok(None) };
     let run = agent::run(loaded, &spawn, Mode::Hook);
+    // Logged, as the hook's stderr is not shown: a broken config, or no answer from the engine.
+    if let Some(why) = run.gate.as_deref().filter(|g| g.starts_with("config error")) {
+        logging::warn("hook", &format!("agent: the spawn passes as it is: {why}"));
+    } else if let Some(Err(why)) = run.routed.as_ref().map(|r| &r.asked.features) {
+        logging::warn("hook", &format!("agent: the spawn passes as it is, the engine gave no answer: {why}"));
+    }
     if let Some(entry) = agent::entry(&spawn, &run)
         && let Err(e) = log::append(&entry)
     {

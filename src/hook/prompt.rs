@@ -14,6 +14,7 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
     let Some(prompt) = payload.get("prompt").and_then(Value::as_str) else { return Ok(None) };
     let input = Input::from_payload(payload, prompt);
     let run = routing::run_prompt(loaded, &input, Mode::Hook);
+    log_failures(&run);
     for entry in routing::entries(&input, &run) {
         // A log that cannot be written must not cost the user the hint.
         if let Err(e) = routing::log::append(&entry) {
@@ -21,4 +22,23 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
         }
     }
     Ok(run.context().map(|text| additional_context("UserPromptSubmit", &text).to_string()))
+}
+
+/// The hook's own failures go to `log_file` (its stderr is not shown), so that a hook that stays
+/// silent can be told from one that had nothing sure to say: a broken config, or an engine that
+/// failed or timed out (the gateway's line before this one, under the same request id, says how).
+/// A prompt below the threshold is no failure.
+fn log_failures(run: &routing::Run) {
+    if let Err(why) = &run.routing_hint
+        && why.starts_with("config error")
+    {
+        logging::warn("hook", &format!("prompt: no hint: {why}"));
+        return;
+    }
+    if let Some(Err(why)) = run.routing.as_ref().map(|r| &r.asked.features) {
+        logging::warn("hook", &format!("prompt: no routing hint, the engine gave no answer: {why}"));
+    }
+    if let Some(routing::skills::Pick::Failed(why)) = run.picked.as_ref().map(|p| &p.pick) {
+        logging::warn("hook", &format!("prompt: no skill hint, the engine gave no answer: {why}"));
+    }
 }

@@ -323,3 +323,30 @@ fn claude_code_copies_no_build_output_and_puts_the_plugins_system1_on_path() {
         assert!(shown.contains(&format!("system1 {}", env!("CARGO_PKG_VERSION"))), "{version}: {shown}");
     }
 }
+
+#[test]
+fn the_hooks_own_failures_reach_log_file() {
+    let env = TestEnv::new();
+    let log = env.root.join("system1.log");
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\nlog_file = {:?}\n[routing]\nenabled = true\nhint = true\nlog_dirs = [{:?}]\n\
+         [providers.mock]\nfail = \"error\"\n",
+        log.display().to_string(),
+        env.root.display().to_string()
+    ));
+    let payload = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": env.root, "prompt_id": "p1",
+        "hook_event_name": "UserPromptSubmit", "prompt": TASK});
+    let out = env.run(&["hook", "prompt"], &payload.to_string());
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "", "silent to the user");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains("prompt: no routing hint, the engine gave no answer"), "{text}");
+
+    let spawn = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": env.root,
+        "hook_event_name": "PreToolUse", "tool_name": "Agent", "tool_use_id": "t1",
+        "tool_input": {"description": "d", "prompt": TASK, "subagent_type": "general-purpose"}});
+    let out = env.run(&["hook", "agent"], &spawn.to_string());
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains("agent: the spawn passes as it is, the engine gave no answer"), "{text}");
+}
