@@ -75,8 +75,10 @@ pub fn run(args: Args) -> Result<i32> {
 
     let mut scope_json = BTreeMap::new();
     scope_json.insert("dir".to_string(), json!(scope.projects_dir().display().to_string()));
-    scope_json.insert("since".to_string(), json!(since.map(|t| t.to_rfc3339())));
-    scope_json.insert("until".to_string(), json!(until.map(|t| t.to_rfc3339())));
+    let rfc3339 = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    scope_json.insert("since".to_string(), json!(since.map(rfc3339)));
+    scope_json.insert("until".to_string(), json!(until.map(rfc3339)));
+    scope_json.insert("days".to_string(), json!(args.days));
     scope_json.insert("project".to_string(), json!(args.project));
     let report = Report::build(&agg, &prices, &stats, seconds, scope_json);
 

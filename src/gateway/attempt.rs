@@ -166,6 +166,10 @@ impl Gateway {
         let mut per: Vec<Given> = tracks.iter().map(|_| Given::default()).collect();
         let round_of = |q: usize| tracks.get(q).map(|t| t.rounds.len() + 1).unwrap_or(1);
         let asked_get = |k: &usize| asked.get(*k);
+        // A lone question's key is internal (`decision`): only among several does it say which.
+        let several = request.questions.len() > 1;
+        let question =
+            |q: usize| if several { format!("question {:?}", request.questions[q].key) } else { String::new() };
         for slot in &pass.slots {
             match slot {
                 Slot::Group { q, members, asked: None } => {
@@ -175,8 +179,7 @@ impl Gateway {
                 Slot::Group { q, members, asked: Some(k) } => {
                     let g = &mut per[*q];
                     g.groups += 1;
-                    let where_ =
-                        format!("question {:?}, round {} group {}", request.questions[*q].key, round_of(*q), g.groups);
+                    let where_ = place(&[question(*q), format!("round {} group {}", round_of(*q), g.groups)]);
                     let (answer, note) = checked(&asked[*k], take(*k), &where_, check::check_one)?;
                     notes.extend(note);
                     match answer {
@@ -189,7 +192,7 @@ impl Gateway {
                     }
                 }
                 Slot::Final { q, asked: k } => {
-                    let where_ = format!("question {:?}", request.questions[*q].key);
+                    let where_ = question(*q);
                     let (answer, note) = checked(&asked[*k], take(*k), &where_, check::check_one)?;
                     notes.extend(note);
                     per[*q].last = Some(answer);
@@ -201,7 +204,7 @@ impl Gateway {
                         _ => None,
                     });
                     let Some(original) = original else { continue };
-                    let where_ = format!("question {:?}, options {}", request.questions[*q].key, variant.name);
+                    let where_ = place(&[question(*q), format!("options {}", variant.name)]);
                     let (answer, note) =
                         checked(&asked[*k], take(*k), &where_, |a, e| check::check_variant(a, original, e))?;
                     notes.extend(note);
@@ -284,8 +287,14 @@ fn checked(
     where_: &str,
     check: impl FnOnce(&Question, EngineAnswer) -> Result<(Answer, Option<String>), String>,
 ) -> Result<(Answer, Option<String>), Failure> {
-    let given = given.ok_or_else(|| Failure::Malformed(format!("{where_}: no answer")))?;
-    check(asked, given).map_err(|e| Failure::Malformed(format!("{where_}: {e}")))
+    let at = |what: String| if where_.is_empty() { what } else { format!("{where_}: {what}") };
+    let given = given.ok_or_else(|| Failure::Malformed(at("no answer".to_string())))?;
+    check(asked, given).map_err(|e| Failure::Malformed(at(e)))
+}
+
+/// The parts of a place in a request that are not empty, joined by commas.
+fn place(parts: &[String]) -> String {
+    parts.iter().filter(|p| !p.is_empty()).cloned().collect::<Vec<_>>().join(", ")
 }
 
 /// The timeout of an attempt that took more than one engine request.
@@ -467,9 +476,8 @@ mod tests {
         let out = run(&p, &choice(40), &[]);
         assert_eq!(
             out.0.map(|_| ()),
-            Err(Failure::Malformed(
-                "question \"decision\", round 1 group 2: decision \"zz\" is not one of the options".into()
-            ))
+            // A lone question is not named by its internal key.
+            Err(Failure::Malformed("round 1 group 2: decision \"zz\" is not one of the options".into()))
         );
     }
 

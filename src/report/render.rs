@@ -76,29 +76,53 @@ fn token_cells(t: &TokenTotals) -> String {
     )
 }
 
+/// An RFC 3339 moment for the header: the date alone at midnight UTC, else to the minute.
+fn moment(rfc3339: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(t) => {
+            let t = t.with_timezone(&chrono::Utc);
+            if t.format("%H:%M:%S").to_string() == "00:00:00" {
+                t.format("%Y-%m-%d").to_string()
+            } else {
+                t.format("%Y-%m-%d %H:%M UTC").to_string()
+            }
+        }
+        Err(_) => rfc3339.to_string(),
+    }
+}
+
 pub fn table(r: &Report) -> String {
     let mut out = String::new();
-    let period = match (r.scope.get("since").and_then(|v| v.as_str()), r.scope.get("until").and_then(|v| v.as_str())) {
+    let when = |key: &str| r.scope.get(key).and_then(|v| v.as_str()).map(moment);
+    let mut period = match (when("since"), when("until")) {
         (None, None) => "all history".to_string(),
         (Some(s), None) => format!("since {s}"),
         (None, Some(u)) => format!("until {u}"),
         (Some(s), Some(u)) => format!("{s} to {u}"),
     };
-    let _ = writeln!(out, "System-1 usage report: {period}, {} sessions", r.totals.sessions);
+    if let Some(days) = r.scope.get("days").and_then(|v| v.as_u64()) {
+        period = format!("the last {} ({period})", text::count(days, "day"));
+    }
+    if let Some(project) = r.scope.get("project").and_then(|v| v.as_str()) {
+        period.push_str(&format!(", projects matching {project:?}"));
+    }
+    let _ = writeln!(out, "System-1 usage report: {period}, {}", text::count(r.totals.sessions, "session"));
     let rd = &r.read;
     let _ = write!(
         out,
-        "read {} in {} files ({} subagent) in {:.1} s",
+        "read {} in {} ({} subagent) in {:.1} s",
         bytes(rd.bytes),
-        rd.files,
+        text::count(rd.files, "file"),
         rd.subagent_files,
         rd.seconds
     );
     if rd.malformed_lines + rd.truncated_files + rd.unreadable_files > 0 {
         let _ = write!(
             out,
-            "; skipped {} malformed lines, {} truncated files, {} unreadable files",
-            rd.malformed_lines, rd.truncated_files, rd.unreadable_files
+            "; skipped {}, {}, {}",
+            text::count(rd.malformed_lines, "malformed line"),
+            text::count(rd.truncated_files, "truncated file"),
+            text::count(rd.unreadable_files, "unreadable file")
         );
     }
     let _ = writeln!(out, "\n");
@@ -106,14 +130,14 @@ pub fn table(r: &Report) -> String {
     let reach = &r.reach;
     let _ = writeln!(
         out,
-        "Reach       {} of prompts got a routing hint ({} of {}); {} of those long enough for one ({} of {}); {} skill hints",
+        "Reach       {} of prompts got a routing hint ({} of {}); {} of those long enough for one ({} of {}); {}",
         pct(reach.share),
         reach.hinted_prompts,
         reach.prompts,
         pct(reach.share_of_long),
         reach.hinted_long_prompts,
         reach.long_prompts,
-        reach.skill_hints
+        text::count(reach.skill_hints, "skill hint")
     );
     let a = &r.adherence;
     let _ = writeln!(
@@ -146,9 +170,9 @@ pub fn table(r: &Report) -> String {
         Some(v) => {
             let _ = writeln!(
                 out,
-                "  realised   {:>10}   {} spawns that followed a hint, against the usual mix ({}: {})",
+                "  realised   {:>10}   {} that followed a hint, against the usual mix ({}: {})",
                 signed_money(v),
-                s.followed_spawns_priced,
+                text::count(s.followed_spawns_priced, "spawn"),
                 s.baseline,
                 mix
             );
@@ -159,9 +183,9 @@ pub fn table(r: &Report) -> String {
     }
     let _ = writeln!(
         out,
-        "  missed     {:>10}   {} spawns upgraded past a hint",
+        "  missed     {:>10}   {} upgraded past a hint",
         money(s.missed_usd),
-        s.upgraded_spawns_priced
+        text::count(s.upgraded_spawns_priced, "spawn")
     );
     let _ = writeln!(
         out,

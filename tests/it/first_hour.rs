@@ -15,96 +15,6 @@ const SESSION_START: &str = r#"{"session_id":"s1","transcript_path":"/tmp/t.json
 /// Ten words and more, so the prompt hook asks the engine.
 const TASK: &str = "Read src/main.rs and explain how the command line arguments are parsed and dispatched";
 
-/// The `Bash(...)` patterns of a skill's `allowed-tools`.
-fn allowed(skill: &str) -> Vec<String> {
-    let text = std::fs::read_to_string(Path::new(ROOT).join("skills").join(skill).join("SKILL.md")).unwrap();
-    let line = text.lines().find(|l| l.starts_with("allowed-tools:")).unwrap_or_default();
-    line.split("Bash(").skip(1).map(|p| p.split(')').next().unwrap_or_default().to_string()).collect()
-}
-
-/// Whether a pattern pre-approves `command`, as Claude Code reads one: a trailing `*` is a prefix.
-fn approves(pattern: &str, command: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => command.starts_with(prefix),
-        None => command == pattern,
-    }
-}
-
-#[test]
-fn skills_pre_approve_only_commands_that_write_nothing() {
-    let writes = [
-        "system1 install",
-        "system1 uninstall",
-        "system1 uninstall --purge",
-        "system1 calibrate fit --apply",
-        "system1 calibrate label --id x --tier haiku",
-        "system1 outcomes --apply",
-        "system1 toggle on",
-        "system1 toggle off",
-        "system1 engine install local",
-        "system1 engine start laya",
-        "system1 engine stop laya",
-        "system1 engine autostart on laya",
-        "system1 config edit",
-        "system1 report --svg /tmp/x.svg",
-        "system1 calibrate fit --plot /tmp/x.svg",
-    ];
-    let reads = [
-        ("doctor", "system1 doctor"),
-        ("report", "system1 report"),
-        ("toggle", "system1 toggle status"),
-        ("calibrate", "system1 calibrate pending"),
-        ("setup", "system1 --version"),
-        ("choose-model", "system1 engine probe"),
-    ];
-    for skill in ["calibrate", "choose-model", "doctor", "report", "setup", "toggle"] {
-        let patterns = allowed(skill);
-        assert!(!patterns.is_empty(), "{skill}");
-        for p in &patterns {
-            // Bare `system1`: the plugin's bin/system1 is on the Bash tool's PATH, wherever the binary is installed.
-            assert!(p.starts_with("system1 "), "{skill}: {p}");
-            for w in writes {
-                assert!(!approves(p, w), "{skill} pre-approves `{w}` ({p})");
-            }
-        }
-    }
-    for (skill, command) in reads {
-        assert!(allowed(skill).iter().any(|p| approves(p, command)), "{skill} does not pre-approve `{command}`");
-    }
-}
-
-#[cfg(unix)]
-#[test]
-fn the_plugins_system1_runs_the_installed_binary_or_says_how_to_install_it() {
-    let wrapper = Path::new(ROOT).join("bin/system1");
-    let env = TestEnv::new();
-    let run = |install_dir: &Path| {
-        Command::new(&wrapper)
-            .arg("--version")
-            .env("HOME", &env.home)
-            .env("SYSTEM1_INSTALL_DIR", install_dir)
-            .output()
-            .expect("run bin/system1")
-    };
-    let out = run(&env.install_dir);
-    assert_eq!(out.status.code(), Some(127));
-    assert!(stderr(&out).contains("run /system1:setup"), "{}", stderr(&out));
-    crate::support::copy_executable(Path::new(crate::support::BIN), &env.install_dir.join("bin/system1"));
-    let out = run(&env.install_dir);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains(env!("CARGO_PKG_VERSION")), "{}", stdout(&out));
-    // Without SYSTEM1_INSTALL_DIR, the default under HOME.
-    let default = env.home.join(".system1-gateway/bin/system1");
-    crate::support::copy_executable(Path::new(crate::support::BIN), &default);
-    let out = Command::new(&wrapper)
-        .arg("--version")
-        .env("HOME", &env.home)
-        .env_remove("SYSTEM1_INSTALL_DIR")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-}
-
 /// A scratch install with no engine anywhere: `system1 install` writes the placeholder config
 /// (the mock, abstaining).
 fn installed_without_engine() -> TestEnv {
@@ -235,6 +145,147 @@ fn config_values_must_have_their_type_and_show_says_which_are_invalid() {
     assert!(text.lines().any(|l| l.starts_with("providers.laya.model = \"english\"")), "{text}");
 }
 
+#[test]
+fn the_hooks_own_failures_reach_log_file() {
+    let env = TestEnv::new();
+    let log = env.root.join("system1.log");
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\nlog_file = {:?}\n[routing]\nenabled = true\nhint = true\nlog_dirs = [{:?}]\n\
+         [providers.mock]\nfail = \"error\"\n",
+        log.display().to_string(),
+        env.root.display().to_string()
+    ));
+    let payload = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": env.root, "prompt_id": "p1",
+        "hook_event_name": "UserPromptSubmit", "prompt": TASK});
+    let out = env.run(&["hook", "prompt"], &payload.to_string());
+    assert!(out.status.success());
+    assert_eq!(stdout(&out).trim(), "", "silent to the user");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains("prompt: no routing hint, the engine gave no answer"), "{text}");
+
+    let spawn = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": env.root,
+        "hook_event_name": "PreToolUse", "tool_name": "Agent", "tool_use_id": "t1",
+        "tool_input": {"description": "d", "prompt": TASK, "subagent_type": "general-purpose"}});
+    let out = env.run(&["hook", "agent"], &spawn.to_string());
+    assert!(out.status.success());
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(text.contains("agent: the spawn passes as it is, the engine gave no answer"), "{text}");
+}
+
+#[test]
+fn small_things_are_said_right() {
+    // No internal question key in a lone question's error.
+    let env = TestEnv::with_mock("[providers.mock]\nfail = \"malformed\"\n");
+    let out = env.run(&["decide", "-q", "Ship it?"], "");
+    assert!(!stderr(&out).contains("question \"decision\""), "{}", stderr(&out));
+
+    // `engine start` names its argument and what it takes.
+    let help = stdout(&env.run(&["engine", "start", "--help"], ""));
+    assert!(help.contains("<NAME>") && help.contains("laya or von"), "{help}");
+
+    // smoke's decisions are checks, not uses: doctor's tally does not count them.
+    let env = TestEnv::with_mock("");
+    std::fs::create_dir_all(&env.install_dir).unwrap();
+    for _ in 0..3 {
+        env.run(&["smoke", "--bin", crate::support::BIN, "-q", "Ship?"], "");
+    }
+    let text = stdout(&env.run(&["doctor"], ""));
+    assert!(text.contains("ok    no decisions in the last 7 days"), "{text}");
+    env.run(&["decide", "-q", "Ship?"], "");
+    let text = stdout(&env.run(&["doctor"], ""));
+    assert!(text.contains("1 decision in the last"), "one, and singular: {text}");
+}
+
+/// The `Bash(...)` patterns of a skill's `allowed-tools`.
+fn allowed(skill: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(Path::new(ROOT).join("skills").join(skill).join("SKILL.md")).unwrap();
+    let line = text.lines().find(|l| l.starts_with("allowed-tools:")).unwrap_or_default();
+    line.split("Bash(").skip(1).map(|p| p.split(')').next().unwrap_or_default().to_string()).collect()
+}
+
+/// Whether a pattern pre-approves `command`, as Claude Code reads one: a trailing `*` is a prefix.
+fn approves(pattern: &str, command: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => command.starts_with(prefix),
+        None => command == pattern,
+    }
+}
+
+#[test]
+fn skills_pre_approve_only_commands_that_write_nothing() {
+    let writes = [
+        "system1 install",
+        "system1 uninstall",
+        "system1 uninstall --purge",
+        "system1 calibrate fit --apply",
+        "system1 calibrate label --id x --tier haiku",
+        "system1 outcomes --apply",
+        "system1 toggle on",
+        "system1 toggle off",
+        "system1 engine install local",
+        "system1 engine start laya",
+        "system1 engine stop laya",
+        "system1 engine autostart on laya",
+        "system1 config edit",
+        "system1 report --svg /tmp/x.svg",
+        "system1 calibrate fit --plot /tmp/x.svg",
+    ];
+    let reads = [
+        ("doctor", "system1 doctor"),
+        ("report", "system1 report"),
+        ("toggle", "system1 toggle status"),
+        ("calibrate", "system1 calibrate pending"),
+        ("setup", "system1 --version"),
+        ("choose-model", "system1 engine probe"),
+    ];
+    for skill in ["calibrate", "choose-model", "doctor", "report", "setup", "toggle"] {
+        let patterns = allowed(skill);
+        assert!(!patterns.is_empty(), "{skill}");
+        for p in &patterns {
+            // Bare `system1`: the plugin's bin/system1 is on the Bash tool's PATH, wherever the binary is installed.
+            assert!(p.starts_with("system1 "), "{skill}: {p}");
+            for w in writes {
+                assert!(!approves(p, w), "{skill} pre-approves `{w}` ({p})");
+            }
+        }
+    }
+    for (skill, command) in reads {
+        assert!(allowed(skill).iter().any(|p| approves(p, command)), "{skill} does not pre-approve `{command}`");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn the_plugins_system1_runs_the_installed_binary_or_says_how_to_install_it() {
+    let wrapper = Path::new(ROOT).join("bin/system1");
+    let env = TestEnv::new();
+    let run = |install_dir: &Path| {
+        Command::new(&wrapper)
+            .arg("--version")
+            .env("HOME", &env.home)
+            .env("SYSTEM1_INSTALL_DIR", install_dir)
+            .output()
+            .expect("run bin/system1")
+    };
+    let out = run(&env.install_dir);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(stderr(&out).contains("run /system1:setup"), "{}", stderr(&out));
+    crate::support::copy_executable(Path::new(crate::support::BIN), &env.install_dir.join("bin/system1"));
+    let out = run(&env.install_dir);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains(env!("CARGO_PKG_VERSION")), "{}", stdout(&out));
+    // Without SYSTEM1_INSTALL_DIR, the default under HOME.
+    let default = env.home.join(".system1-gateway/bin/system1");
+    crate::support::copy_executable(Path::new(crate::support::BIN), &default);
+    let out = Command::new(&wrapper)
+        .arg("--version")
+        .env("HOME", &env.home)
+        .env_remove("SYSTEM1_INSTALL_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
 /// This checkout's plugin files as a fresh clone has them: tracked and new files, none that
 /// .gitignore names (no target/, no .test-deps/).
 #[cfg(unix)]
@@ -322,31 +373,4 @@ fn claude_code_copies_no_build_output_and_puts_the_plugins_system1_on_path() {
         let shown = result.to_string();
         assert!(shown.contains(&format!("system1 {}", env!("CARGO_PKG_VERSION"))), "{version}: {shown}");
     }
-}
-
-#[test]
-fn the_hooks_own_failures_reach_log_file() {
-    let env = TestEnv::new();
-    let log = env.root.join("system1.log");
-    env.write_config(&format!(
-        "[gateway]\nprovider = \"mock\"\nlog_file = {:?}\n[routing]\nenabled = true\nhint = true\nlog_dirs = [{:?}]\n\
-         [providers.mock]\nfail = \"error\"\n",
-        log.display().to_string(),
-        env.root.display().to_string()
-    ));
-    let payload = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": env.root, "prompt_id": "p1",
-        "hook_event_name": "UserPromptSubmit", "prompt": TASK});
-    let out = env.run(&["hook", "prompt"], &payload.to_string());
-    assert!(out.status.success());
-    assert_eq!(stdout(&out).trim(), "", "silent to the user");
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(text.contains("prompt: no routing hint, the engine gave no answer"), "{text}");
-
-    let spawn = json!({"session_id": "s", "transcript_path": "/dev/null", "cwd": env.root,
-        "hook_event_name": "PreToolUse", "tool_name": "Agent", "tool_use_id": "t1",
-        "tool_input": {"description": "d", "prompt": TASK, "subagent_type": "general-purpose"}});
-    let out = env.run(&["hook", "agent"], &spawn.to_string());
-    assert!(out.status.success());
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(text.contains("agent: the spawn passes as it is, the engine gave no answer"), "{text}");
 }
