@@ -11,6 +11,7 @@ use serde_json::json;
 use crate::error::{Context, Error, Result};
 use crate::report::collect::Collector;
 use crate::report::prices::Prices;
+use crate::report::spawns::SpawnLog;
 use crate::report::{Aggregator, Report, render, svg};
 use crate::text::Meter;
 use crate::transcripts::{self, Scope};
@@ -42,6 +43,10 @@ pub struct Args {
     /// Use this price file instead of the built-in scripts/prices.json.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
+    /// The routing log the spawn section reads (default: the one the hooks write,
+    /// ~/.system1-gateway/logs/routing.jsonl).
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
     /// Reader threads (default: one per available core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
@@ -80,7 +85,8 @@ pub fn run(args: Args) -> Result<i32> {
     scope_json.insert("until".to_string(), json!(until.map(rfc3339)));
     scope_json.insert("days".to_string(), json!(args.days));
     scope_json.insert("project".to_string(), json!(args.project));
-    let report = Report::build(&agg, &prices, &stats, seconds, scope_json);
+    let log = SpawnLog::read(&args.log.clone().unwrap_or_else(crate::paths::routing_log), &scope);
+    let report = Report::build(&agg, &prices, &stats, seconds, scope_json, &log);
 
     if let Some(path) = &args.svg {
         std::fs::write(path, svg::render(&report)).context(|| format!("cannot write {}", path.display()))?;

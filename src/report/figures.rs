@@ -157,9 +157,9 @@ impl Tally {
 }
 
 /// What an agent's requests came to.
-struct Spent {
-    tokens: Tokens,
-    cost: Pico,
+pub(super) struct Spent {
+    pub(super) tokens: Tokens,
+    pub(super) cost: Pico,
 }
 
 /// What one pass over the deduplicated requests gathers (requests without tokens are skipped).
@@ -229,7 +229,7 @@ impl Usage {
 
     /// An agent's tokens (all models summed) and actual cost; `None` when one of its models is
     /// unpriced. No agent (a spawn whose run was not found) spent nothing.
-    fn spent(&self, agent: Option<u32>, models: &Models) -> Option<Spent> {
+    pub(super) fn spent(&self, agent: Option<u32>, models: &Models) -> Option<Spent> {
         let Some(requests) = agent.and_then(|a| self.by_agent.get(&a)) else {
             return Some(Spent { tokens: Tokens::default(), cost: 0 });
         };
@@ -296,12 +296,7 @@ pub(super) struct Spawns {
 
 impl Spawns {
     pub(super) fn sort(agg: &Aggregator) -> Spawns {
-        let by_tool_use: HashMap<&str, u32> = agg
-            .agents
-            .iter()
-            .enumerate()
-            .filter_map(|(i, a)| a.tool_use_id.as_deref().map(|t| (t, i as u32)))
-            .collect();
+        let by_tool_use = agents_by_tool_use(agg);
         let mut out = Spawns {
             adherence: Adherence {
                 spawns: agg.spawns.len() as u64,
@@ -354,8 +349,13 @@ impl Spawns {
     }
 }
 
+/// Each subagent run by the tool use id that started it (from its `.meta.json`).
+pub(super) fn agents_by_tool_use(agg: &Aggregator) -> HashMap<&str, u32> {
+    agg.agents.iter().enumerate().filter_map(|(i, a)| a.tool_use_id.as_deref().map(|t| (t, i as u32))).collect()
+}
+
 /// The subagent run a spawn started: by the agent id its result named, else by its tool use id.
-fn spawn_agent(agg: &Aggregator, by_tool_use: &HashMap<&str, u32>, s: &SpawnRec) -> Option<u32> {
+pub(super) fn spawn_agent(agg: &Aggregator, by_tool_use: &HashMap<&str, u32>, s: &SpawnRec) -> Option<u32> {
     s.agent_id
         .as_deref()
         .and_then(|id| agg.agent_index.get(id).copied())
@@ -364,7 +364,7 @@ fn spawn_agent(agg: &Aggregator, by_tool_use: &HashMap<&str, u32>, s: &SpawnRec)
 
 /// The tier a spawn ran on: the resolved model, else the subagent's own first model, else the
 /// requested `model`, else the parent's.
-fn spawn_tier(agg: &Aggregator, s: &SpawnRec, agent: Option<u32>) -> Option<Tier> {
+pub(super) fn spawn_tier(agg: &Aggregator, s: &SpawnRec, agent: Option<u32>) -> Option<Tier> {
     s.resolved
         .as_deref()
         .and_then(Tier::of)
@@ -397,14 +397,17 @@ pub(super) fn tier_rows(models: &Models, usage: &Usage, spawns: &Spawns) -> Vec<
         .collect()
 }
 
+/// What each subagent run's requests would have cost on each tier, by its index in the aggregator.
+pub(super) type Repriced = HashMap<u32, PerTier<Pico>>;
+
 /// The usual tier mix a followed hint is measured against, and the price entry each tier is
 /// repriced at.
-struct Baseline {
+pub(super) struct Baseline {
     /// `unhinted spawns`, `main thread`, or `none`.
     name: &'static str,
     counts: PerTier<u64>,
     total: u64,
-    entries: PerTier<Option<EntryId>>,
+    pub(super) entries: PerTier<Option<EntryId>>,
     /// The model each tier is priced at, by tier name.
     models: BTreeMap<String, String>,
 }
@@ -412,7 +415,7 @@ struct Baseline {
 impl Baseline {
     /// The tiers of spawns without a hint, else of main-thread requests. Each tier is repriced at
     /// its most used priced model (ties to the first name), else at the price file's default.
-    fn new(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Baseline {
+    pub(super) fn new(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Baseline {
         let main_by_tier = usage.main_by_tier(models);
         let (name, counts) = if spawns.unhinted_by_tier.iter().sum::<u64>() > 0 {
             ("unhinted spawns", spawns.unhinted_by_tier)
@@ -461,14 +464,14 @@ impl Baseline {
     }
 
     /// Whether every tier of the mix has a price, so that what the usual mix costs is known.
-    fn priced(&self) -> bool {
+    pub(super) fn priced(&self) -> bool {
         self.total > 0 && Tier::ALL.iter().all(|t| self.counts[t.index()] == 0 || self.entries[t.index()].is_some())
     }
 
     /// What an agent's requests would have cost on each tier: each request at that tier's price in
     /// force on its day, in its band. One more pass over the requests, subagents' only.
-    fn reprice(&self, agg: &Aggregator, prices: &Prices) -> HashMap<u32, PerTier<Pico>> {
-        let mut out: HashMap<u32, PerTier<Pico>> = HashMap::new();
+    pub(super) fn reprice(&self, agg: &Aggregator, prices: &Prices) -> Repriced {
+        let mut out = Repriced::new();
         for r in agg.records().filter(|r| r.agent != NO_AGENT) {
             let tokens = r.tokens();
             if tokens.total() == 0 {
@@ -485,16 +488,21 @@ impl Baseline {
     }
 
     /// What an agent's requests would have cost at the usual mix.
-    fn usual_cost(&self, repriced: &PerTier<Pico>) -> f64 {
+    pub(super) fn usual_cost(&self, repriced: &PerTier<Pico>) -> f64 {
         Tier::ALL.iter().filter(|t| self.counts[t.index()] > 0).map(|t| self.share(*t) * usd(repriced[t.index()])).sum()
     }
 }
 
 /// Realised savings of followed hints, missed savings of upgrades past a hint, the hints' own
 /// overhead, and the net.
-pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Savings {
-    let baseline = Baseline::new(agg, prices, models, usage, spawns);
-    let repriced = baseline.reprice(agg, prices);
+pub(super) fn savings(
+    agg: &Aggregator,
+    baseline: &Baseline,
+    repriced: &Repriced,
+    models: &Models,
+    usage: &Usage,
+    spawns: &Spawns,
+) -> Savings {
     let none: PerTier<Pico> = [0; Tier::COUNT];
     let hint_overhead = usage.hint_overhead(models);
     let priced = baseline.priced();
@@ -526,7 +534,7 @@ pub(super) fn savings(agg: &Aggregator, prices: &Prices, models: &Models, usage:
     Savings {
         baseline: baseline.name.to_string(),
         mix: baseline.mix(),
-        tier_models: baseline.models,
+        tier_models: baseline.models.clone(),
         realised_usd,
         followed_spawns_priced: followed_priced,
         missed_usd: missed,

@@ -19,11 +19,15 @@
 //! - hint overhead: hint tokens (characters / 4) at the 5-minute cache-write price of the request that
 //!   first carried them, plus at the cache-read price on every later main-thread request;
 //! - net: realised savings minus the hint overhead.
+//!
+//! The spawn section ([`spawns`]) reads the routing log instead: record-only against enforced spawns,
+//! the rule's tier against the tier that ran, outcomes, and what the model rewrites did and saved.
 
 pub mod collect;
 mod figures;
 pub mod prices;
 pub mod render;
+pub mod spawns;
 pub mod svg;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -34,8 +38,9 @@ use crate::text;
 use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
-use figures::{Models, Spawns, Usage};
+use figures::{Baseline, Models, Spawns, Usage};
 use prices::{Day, PriceFile, Prices};
+use spawns::{SpawnLog, SpawnSection};
 
 const NO_AGENT: u32 = u32::MAX;
 
@@ -384,6 +389,8 @@ pub struct Report {
     pub adherence: Adherence,
     pub subagents_by_tier: Vec<TierRow>,
     pub savings: Savings,
+    /// The spawns of the routing log: record-only against enforced, and what the rewrites did.
+    pub spawns: SpawnSection,
     pub calibrate: Calibrate,
 }
 
@@ -421,20 +428,25 @@ impl PriceNote {
 }
 
 impl Report {
-    /// Prices the merged facts and computes every figure (see [`figures`]).
+    /// Prices the merged facts and computes every figure (see [`figures`]), and the spawn section
+    /// from the routing log (see [`spawns`]).
     pub fn build(
         agg: &Aggregator,
         prices: &Prices,
         stats: &Stats,
         seconds: f64,
         scope: BTreeMap<String, serde_json::Value>,
+        log: &SpawnLog,
     ) -> Report {
         let models = Models::new(agg, prices);
         let usage = Usage::tally(agg, &models, prices);
         let spawns = Spawns::sort(agg);
         let reach = figures::reach(agg);
-        let savings = figures::savings(agg, prices, &models, &usage, &spawns);
-        let calibrate = advise(&reach, &spawns.adherence, &savings);
+        let baseline = Baseline::new(agg, prices, &models, &usage, &spawns);
+        let repriced = baseline.reprice(agg, prices);
+        let savings = figures::savings(agg, &baseline, &repriced, &models, &usage, &spawns);
+        let logged = spawns::section(log, agg, &models, &usage, &baseline, &repriced);
+        let calibrate = advise(&reach, &spawns.adherence, &savings, &logged);
         let model_rows = figures::model_rows(agg, &models, &usage);
         let unknown_models = model_rows.iter().filter(|m| m.priced_as.is_none()).map(|m| m.model.clone()).collect();
         Report {
@@ -454,13 +466,14 @@ impl Report {
             subagents_by_tier: figures::tier_rows(&models, &usage, &spawns),
             adherence: spawns.adherence,
             savings,
+            spawns: logged,
             calibrate,
         }
     }
 }
 
 /// What the figures suggest, and what to ask `/system1:calibrate` to look at.
-fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate {
+fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings, logged: &SpawnSection) -> Calibrate {
     let mut findings = Vec::new();
     let mut focus = Vec::new();
     let pct = |x: f64| text::pct(x, 0);
@@ -504,6 +517,14 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings) -> Calibrate 
     }
     if let Some(net) = savings.net_usd.filter(|n| *n < 0.0) {
         findings.push(format!("the hints cost ${:.2} more than they saved", -net));
+    }
+    let rw = &logged.rewrites;
+    if rw.not_taken > 0 {
+        // Not a calibration matter: the Claude Code version ignored the hook's rewrite.
+        findings.push(format!(
+            "{} of {} checked model rewrites did not take effect (see `system1 doctor`)",
+            rw.not_taken, rw.checked
+        ));
     }
     let suggested = !focus.is_empty();
     let instructions = if suggested {
@@ -612,7 +633,7 @@ mod tests {
             for (info, facts) in files {
                 agg.add(&info, facts);
             }
-            let report = Report::build(&agg, &prices, &Stats::default(), 0.0, BTreeMap::new());
+            let report = Report::build(&agg, &prices, &Stats::default(), 0.0, BTreeMap::new(), &SpawnLog::default());
             assert!(report.savings.realised_usd.is_some_and(|r| r != 0.0), "the savings are priced");
             serde_json::to_string(&report).unwrap()
         };
@@ -665,28 +686,28 @@ mod tests {
 
     #[test]
     fn the_calibrate_offer_follows_the_findings() {
-        let quiet = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)));
+        let quiet = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)), &SpawnSection::default());
         assert!(!quiet.suggested);
         assert!(quiet.findings.is_empty());
-        let empty = advise(&reach(0, 0, 0), &adherence(0, 0, 0), &savings(None));
+        let empty = advise(&reach(0, 0, 0), &adherence(0, 0, 0), &savings(None), &SpawnSection::default());
         assert!(!empty.suggested);
         assert!(empty.findings[0].contains("no prompts"));
 
-        let never = advise(&reach(10, 0, 0), &adherence(0, 0, 0), &savings(None));
+        let never = advise(&reach(10, 0, 0), &adherence(0, 0, 0), &savings(None), &SpawnSection::default());
         assert!(never.suggested);
         assert!(never.instructions.contains(&text::command("doctor")));
 
-        let low = advise(&reach(10, 2, 2), &adherence(1, 0, 0), &savings(Some(1.0)));
+        let low = advise(&reach(10, 2, 2), &adherence(1, 0, 0), &savings(Some(1.0)), &SpawnSection::default());
         assert!(low.findings[0].contains("20%"));
         assert!(low.instructions.contains("min_confidence"));
 
-        let ignored = advise(&reach(10, 8, 8), &adherence(2, 6, 0), &savings(Some(-0.5)));
+        let ignored = advise(&reach(10, 8, 8), &adherence(2, 6, 0), &savings(Some(-0.5)), &SpawnSection::default());
         assert!(ignored.findings.iter().any(|f| f.contains("followed 25%")));
         assert!(ignored.findings.iter().any(|f| f.contains("6 of 8 hinted spawns were upgraded")));
         assert!(ignored.findings.iter().any(|f| f.contains("$0.50 more than they saved")));
         assert!(ignored.instructions.contains("hints too low"));
 
-        let high = advise(&reach(10, 8, 8), &adherence(5, 0, 3), &savings(Some(1.0)));
+        let high = advise(&reach(10, 8, 8), &adherence(5, 0, 3), &savings(Some(1.0)), &SpawnSection::default());
         assert!(high.instructions.contains("hints too high"));
     }
 }

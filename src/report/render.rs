@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use super::spawns::{Group, SpawnSection, cells_text};
 use super::{Part, Report, TokenTotals};
 use crate::text;
 
@@ -88,6 +89,72 @@ fn moment(rfc3339: &str) -> String {
             }
         }
         Err(_) => rfc3339.to_string(),
+    }
+}
+
+fn group_line(out: &mut String, name: &str, g: &Group) {
+    let outcomes = if g.labelled > 0 {
+        format!("{} of {} succeeded", g.succeeded, g.labelled)
+    } else {
+        "none labelled".to_string()
+    };
+    let _ = writeln!(
+        out,
+        "  {name:<22} {:>6} {:>9} {:>5} {:>6} {:>6}   {outcomes}",
+        g.spawns,
+        format!("{} of {}", g.on_rule_tier, g.compared),
+        pct(g.agreement),
+        g.above_rule_tier,
+        g.below_rule_tier,
+    );
+}
+
+/// The routing log's spawns: record-only against enforced, and what the rewrites did.
+fn spawn_section(out: &mut String, s: &SpawnSection) {
+    if let Some(e) = &s.read_error {
+        let _ = writeln!(out, "\nSpawns in the routing log: cannot read {}: {e}", s.log);
+        return;
+    }
+    if s.spawns == 0 {
+        let _ = writeln!(
+            out,
+            "\nSpawns in the routing log: none logged (the agent hook logs spawns in [routing] log_dirs repos)"
+        );
+        return;
+    }
+    let _ = writeln!(out, "\nSpawns in the routing log  spawns  on rule's tier  above  below   outcomes");
+    group_line(out, "record only", &s.record_only);
+    group_line(out, "enforced", &s.enforced);
+    group_line(out, "  rewritten", &s.rewritten);
+    for (name, g) in [("record only", &s.record_only), ("enforced", &s.enforced)] {
+        if !g.rule_vs_ran.is_empty() {
+            let _ = writeln!(out, "  rule's tier→ran, {name}: {}", cells_text(&g.rule_vs_ran));
+        }
+    }
+    let rw = &s.rewrites;
+    if rw.made > 0 {
+        let _ = writeln!(
+            out,
+            "  rewrites   {}: {} filled, {} raised, {} lowered; {} of {} checked did not take effect ({})",
+            rw.made,
+            rw.filled,
+            rw.raised,
+            rw.lowered,
+            rw.not_taken,
+            rw.checked,
+            pct(rw.not_taken_share)
+        );
+        let e = &s.enforced_savings;
+        let _ = writeln!(
+            out,
+            "  enforced {:>10}   {} that took effect, against the tier each call named (else the usual mix){}",
+            signed_money(e.usd),
+            text::count(e.spawns_priced, "rewrite"),
+            if e.not_priced > 0 { format!("; {} not priced", e.not_priced) } else { String::new() }
+        );
+    }
+    if s.skipped_lines > 0 {
+        let _ = writeln!(out, "  skipped {} of the log: not an entry", text::count(s.skipped_lines, "line"));
     }
 }
 
@@ -198,6 +265,8 @@ pub fn table(r: &Report) -> String {
         "  net        {:>10}   realised minus overhead",
         s.net_usd.map(signed_money).unwrap_or_else(|| "n/a".to_string())
     );
+
+    spawn_section(&mut out, &r.spawns);
 
     let _ = writeln!(out, "\nAll usage                 requests    tokens       cost");
     part_line(&mut out, "main threads", &r.totals.main);

@@ -7,11 +7,12 @@ use std::fmt::Write;
 
 use super::Report;
 use super::render::{money, pct, tokens};
+use super::spawns::SpawnSection;
 use crate::text::xml_escape;
 use crate::tier::Tier;
 
 const W: f64 = 880.0;
-const H: f64 = 500.0;
+const H: f64 = 640.0;
 const INK: &str = "#1d2330";
 const MUTED: &str = "#6b7280";
 const GRID: &str = "#e5e7eb";
@@ -38,6 +39,54 @@ fn text(out: &mut String, (x, y): (f64, f64), size: f64, fill: &str, anchor: &st
 
 fn signed(x: f64) -> String {
     if x > 0.0 { format!("+{}", money(x)) } else { money(x) }
+}
+
+/// The routing log's spawns: how often record-only and enforced spawns ran on the rule's tier
+/// (bars, left), and what the rewrites did (right).
+fn spawn_band(o: &mut String, s: &SpawnSection, y: f64) {
+    text(o, (32.0, y), 15.0, INK, "start", 700, "Spawns in the routing log");
+    if s.read_error.is_some() || s.spawns == 0 {
+        let why = if s.read_error.is_some() { "the routing log could not be read" } else { "none logged" };
+        text(o, (32.0, y + 24.0), 12.0, MUTED, "start", 400, why);
+        return;
+    }
+    let bar_w = 200.0;
+    for (i, (name, g)) in [("record only", &s.record_only), ("enforced", &s.enforced)].iter().enumerate() {
+        let by = y + 16.0 + i as f64 * 44.0;
+        text(o, (32.0, by + 17.0), 13.0, INK, "start", 600, name);
+        let _ = writeln!(
+            o,
+            r##"<rect x="124" y="{by:.1}" width="{bar_w}" height="24" rx="5" fill="{GRID}" opacity="0.5"/>"##
+        );
+        let w = g.agreement.map_or(0.0, |a| (a * bar_w).max(2.0));
+        let _ = writeln!(o, r##"<rect x="124" y="{by:.1}" width="{w:.1}" height="24" rx="5" fill="{NET}"/>"##);
+        text(
+            o,
+            (124.0 + bar_w + 10.0, by + 17.0),
+            12.0,
+            INK,
+            "start",
+            600,
+            &format!("{} on the rule's tier ({} of {})", pct(g.agreement), g.on_rule_tier, g.compared),
+        );
+    }
+    let rw = &s.rewrites;
+    let e = &s.enforced_savings;
+    let lines = [
+        format!(
+            "{} ({} filled, {} raised, {} lowered)",
+            crate::text::count(rw.made, "rewrite"),
+            rw.filled,
+            rw.raised,
+            rw.lowered
+        ),
+        format!("{} of {} checked did not take effect ({})", rw.not_taken, rw.checked, pct(rw.not_taken_share)),
+        format!("enforced savings {} ({} priced)", signed(e.usd), e.spawns_priced),
+    ];
+    for (i, line) in lines.iter().enumerate() {
+        let colour = if i == 1 && rw.not_taken > 0 { BAD } else { INK };
+        text(o, (560.0, y + 33.0 + i as f64 * 22.0), 12.5, colour, "start", 600, line);
+    }
 }
 
 pub fn render(r: &Report) -> String {
@@ -210,6 +259,8 @@ pub fn render(r: &Report) -> String {
             &format!("usual mix ({}): {}", s.baseline, mix),
         );
     }
+
+    spawn_band(&mut o, &r.spawns, 492.0);
 
     text(
         &mut o,

@@ -77,7 +77,8 @@ impl Scope {
         if self.threads > 0 { self.threads } else { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) }
     }
 
-    fn project_matches(&self, name: &str) -> bool {
+    /// Whether the project directory `name` (an encoded cwd) is in scope.
+    pub fn project_matches(&self, name: &str) -> bool {
         match &self.project {
             None => true,
             Some(p) => {

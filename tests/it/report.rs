@@ -520,3 +520,207 @@ fn a_price_override_reprices_everything() {
     close(&r["totals"]["all"]["cost_usd"], 23326.0 / 1e6);
     assert_eq!(r["prices"]["as_of"], "test");
 }
+
+/// A routing log beside the fixture history: the agent hook's entries for its spawns tu1 to tu5 and
+/// two spawns the transcripts do not hold (tu6, tu7), the PostToolUse hook's spawn entries, and
+/// lines the section must pass over.
+fn routing_log(path: &Path) {
+    let (w1, other) = ("/home/u/w1", "/home/u/other");
+    let (t_ab, t_c) = ("2026-11-10T12:00:01.000Z", "2026-11-20T12:00:01.000Z");
+    let agent = |session: &str, id: &str, cwd: &str, time: &str, extra: Value| {
+        let mut v = json!({"id": format!("e-{id}"), "time": time, "source": "agent", "session_id": session,
+            "repo": cwd, "cwd": cwd, "prompt": "SECRET-SUBAGENT-PROMPT", "tool_use_id": id});
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        v.to_string()
+    };
+    let ran = |session: &str, id: &str, resolved: &str, tier: &str, took: Option<bool>| {
+        let mut v = json!({"source": "spawn", "session_id": session, "tool_use_id": id,
+            "resolved_model": resolved, "ran_tier": tier});
+        if let Some(t) = took {
+            v["took_effect"] = json!(t);
+        }
+        v.to_string()
+    };
+    let lines = [
+        // Record only: tu1 (rule haiku, ran haiku), tu3 from before enforcement (rule sonnet, ran opus).
+        agent(
+            "sA",
+            "tu1",
+            w1,
+            t_ab,
+            json!({"enforce": "off", "chosen": "haiku", "tier_before": "haiku",
+            "rule_tier": "haiku", "decision": "haiku", "outcome": "succeeded"}),
+        ),
+        agent(
+            "sA",
+            "tu3",
+            w1,
+            t_ab,
+            json!({"chosen": "opus", "rule_tier": "sonnet", "decision": "sonnet", "outcome": "failed"}),
+        ),
+        // fill: tu2 named no model, set to opus, ran on opus.
+        agent("sA", "tu2", w1, t_ab, json!({"enforce": "fill", "rule_tier": "opus", "tier_after": "opus"})),
+        ran("sA", "tu2", "claude-opus-4-8[1m]", "opus", Some(true)),
+        // set: tu4 named sonnet, lowered to haiku; no spawn entry, the transcript says haiku.
+        agent(
+            "sB",
+            "tu4",
+            w1,
+            t_ab,
+            json!({"enforce": "set", "chosen": "sonnet", "tier_before": "sonnet",
+            "rule_tier": "haiku", "tier_after": "haiku", "outcome": "succeeded"}),
+        ),
+        // raise: tu5 named sonnet, raised to opus, ran on sonnet anyway.
+        agent(
+            "sC",
+            "tu5",
+            other,
+            t_c,
+            json!({"enforce": "raise", "chosen": "sonnet", "tier_before": "sonnet",
+            "rule_tier": "opus", "tier_after": "opus"}),
+        ),
+        ran("sC", "tu5", "claude-sonnet-4-5-20250929", "sonnet", Some(false)),
+        // raise, left alone: tu6 named opus above the rule's sonnet; nothing says what ran.
+        agent(
+            "sC",
+            "tu6",
+            other,
+            t_c,
+            json!({"enforce": "raise", "chosen": "opus", "tier_before": "opus",
+            "rule_tier": "sonnet", "kept": "above_rule"}),
+        ),
+        // raise: tu7 haiku to sonnet, took effect, but no subagent file to price.
+        agent(
+            "sA",
+            "tu7",
+            w1,
+            t_ab,
+            json!({"enforce": "raise", "chosen": "haiku", "tier_before": "haiku",
+            "rule_tier": "sonnet", "tier_after": "sonnet"}),
+        ),
+        ran("sA", "tu7", "claude-sonnet-5", "sonnet", Some(true)),
+        // Passed over: a prompt entry, another session's spawn entry for tu1, a torn line.
+        json!({"source": "prompt", "session_id": "sA", "cwd": w1, "rule_tier": "opus"}).to_string(),
+        ran("elsewhere", "tu1", "claude-opus-4-8", "opus", None),
+        r#"{"source": "agent", "tool_use"#.to_string(),
+    ];
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn the_spawn_section_matches_the_hand_computed_value() {
+    let env = TestEnv::new();
+    fixtures(&env.claude_dir);
+    routing_log(&env.install_dir.join("logs/routing.jsonl"));
+    let r = report_json(&env, &[]);
+    let s = &r["spawns"];
+    assert_eq!(s["spawns"], 7);
+    assert_eq!(s["skipped_lines"], 1);
+    assert!(s["read_error"].is_null());
+
+    // Record only: tu1 on its rule's tier, tu3 above it; one success, one failure.
+    let g = &s["record_only"];
+    assert_eq!((g["spawns"].as_u64(), g["compared"].as_u64(), g["on_rule_tier"].as_u64()), (Some(2), Some(2), Some(1)));
+    assert_eq!((g["above_rule_tier"].as_u64(), g["below_rule_tier"].as_u64()), (Some(1), Some(0)));
+    close(&g["agreement"], 0.5);
+    assert_eq!((g["labelled"].as_u64(), g["succeeded"].as_u64(), g["failed"].as_u64()), (Some(2), Some(1), Some(1)));
+    close(&g["success"], 0.5);
+    assert_eq!(
+        g["rule_vs_ran"],
+        json!([{"rule_tier": "haiku", "ran_tier": "haiku", "spawns": 1}, {"rule_tier": "sonnet", "ran_tier": "opus", "spawns": 1}])
+    );
+
+    // Enforced: tu2, tu4, tu7 on the rule's tier, tu5 below it, tu6 unknown; tu4 succeeded.
+    let g = &s["enforced"];
+    assert_eq!((g["spawns"].as_u64(), g["compared"].as_u64(), g["on_rule_tier"].as_u64()), (Some(5), Some(4), Some(3)));
+    assert_eq!((g["above_rule_tier"].as_u64(), g["below_rule_tier"].as_u64()), (Some(0), Some(1)));
+    close(&g["agreement"], 0.75);
+    assert_eq!((g["labelled"].as_u64(), g["succeeded"].as_u64()), (Some(1), Some(1)));
+    let cells: Vec<String> = g["rule_vs_ran"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| format!("{}>{} {}", c["rule_tier"].as_str().unwrap(), c["ran_tier"].as_str().unwrap(), c["spawns"]))
+        .collect();
+    assert_eq!(cells, ["haiku>haiku 1", "sonnet>sonnet 1", "sonnet>unknown 1", "opus>sonnet 1", "opus>opus 1"]);
+    let g = &s["rewritten"];
+    assert_eq!((g["spawns"].as_u64(), g["compared"].as_u64(), g["on_rule_tier"].as_u64()), (Some(4), Some(4), Some(3)));
+
+    // Rewrites: tu2 filled, tu5 and tu7 raised, tu4 lowered; tu5 did not take effect.
+    let rw = &s["rewrites"];
+    assert_eq!(
+        [
+            &rw["made"],
+            &rw["filled"],
+            &rw["raised"],
+            &rw["lowered"],
+            &rw["checked"],
+            &rw["took_effect"],
+            &rw["not_taken"]
+        ],
+        [4, 1, 2, 1, 4, 3, 1].map(|n| json!(n)).each_ref()
+    );
+    close(&rw["not_taken_share"], 0.25);
+
+    // Enforced savings, in millionths of a dollar. tu2 (fill) against the usual mix, half opus and
+    // half sonnet (the unhinted spawns tu2 and tu5): its 3000 on opus is 1800 on sonnet, so
+    // (3000 + 1800) / 2 - 3000 = -600. tu4 (set, sonnet to haiku): 2250 on sonnet - 750 = +1500.
+    // tu7 has no subagent file (not priced); tu5 did not take effect (nothing to price).
+    let e = &s["enforced_savings"];
+    close(&e["usd"], 0.0009);
+    close(&e["filled_usd"], -0.0006);
+    close(&e["lowered_usd"], 0.0015);
+    close(&e["raised_usd"], 0.0);
+    assert_eq!((e["spawns_priced"].as_u64(), e["not_priced"].as_u64()), (Some(2), Some(1)));
+    let findings = r["calibrate"]["findings"].as_array().unwrap();
+    assert!(
+        findings.iter().any(|f| f == "1 of 4 checked model rewrites did not take effect (see `system1 doctor`)"),
+        "{findings:?}"
+    );
+
+    // The report's scope narrows the log too: by time, and by project (the entry's cwd).
+    let late = report_json(&env, &["--since", "2026-11-15"]);
+    assert_eq!(late["spawns"]["spawns"], 2, "tu5 and tu6");
+    assert_eq!(late["spawns"]["rewrites"]["made"], 1);
+    assert_eq!(report_json(&env, &["--project", "/home/u/w1"])["spawns"]["spawns"], 5);
+    assert_eq!(report_json(&env, &["--project", "other"])["spawns"]["enforced"]["spawns"], 2);
+
+    // The table and the chart say the same; --log reads another file.
+    let moved = env.root.join("copy.jsonl");
+    std::fs::copy(env.install_dir.join("logs/routing.jsonl"), &moved).unwrap();
+    std::fs::remove_file(env.install_dir.join("logs/routing.jsonl")).unwrap();
+    let svg = env.root.join("spawns.svg");
+    let out = env.run(&["report", "--log", moved.to_str().unwrap(), "--svg", svg.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    let text = stdout(&out);
+    for line in [
+        "  record only                 2    1 of 2   50%      1      0   1 of 2 succeeded",
+        "  enforced                    5    3 of 4   75%      0      1   1 of 1 succeeded",
+        "    rewritten                 4    3 of 4   75%      0      1   1 of 1 succeeded",
+        "  rule's tier→ran, record only: haiku→haiku 1, sonnet→opus 1",
+        "  rewrites   4: 1 filled, 2 raised, 1 lowered; 1 of 4 checked did not take effect (25%)",
+        "  enforced   +$0.0009   2 rewrites that took effect, against the tier each call named (else the usual mix); 1 not priced",
+        "Finding: 1 of 4 checked model rewrites did not take effect (see `system1 doctor`).",
+    ] {
+        assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
+    }
+    assert!(!text.contains("SECRET"));
+    let svg = std::fs::read_to_string(svg).unwrap();
+    for part in [
+        "Spawns in the routing log",
+        "50% on the rule's tier (1 of 2)",
+        "75% on the rule's tier (3 of 4)",
+        "4 rewrites (1 filled, 2 raised, 1 lowered)",
+        "1 of 4 checked did not take effect (25%)",
+        "enforced savings +$0.0009 (2 priced)",
+    ] {
+        assert!(svg.contains(part), "missing {part:?} in the SVG");
+    }
+    assert!(!svg.contains("SECRET"));
+
+    // No log at all: the section says none, and the rest of the report stands.
+    let r = report_json(&env, &[]);
+    assert_eq!(r["spawns"]["spawns"], 0);
+    assert!(r["spawns"]["read_error"].is_null());
+}
