@@ -10,6 +10,6 @@ pub struct Args {}
 pub fn run(_args: Args) -> Result<i32> {
     let gateway = Gateway::from_env();
     let g = &gateway.loaded.config.gateway;
-    logging::init(&g.log_level, &g.log_file, true);
+    logging::init_server(&g.log_level, &g.log_file);
     Ok(mcp::serve(gateway))
 }

@@ -4,7 +4,8 @@
 //! tool call runs on its own thread (a 2025-03-26 batch holding one runs on its own thread too,
 //! its members side by side), so a decision waiting on a slow engine holds up neither `ping`, nor
 //! health, nor another decision. Replies are written whole, one line each, under one
-//! lock; stdout carries nothing else. End of input ends the process within a short grace period.
+//! lock; stdout carries nothing else. End of input ends the process once every call still running
+//! is answered (each within its time budget), at once when none is.
 //!
 //! Two protocol eras share the loop. The handshake era (2024-11-05 to 2025-11-25) starts with
 //! `initialize`, which fixes the version for the connection. The stateless era (2026-07-28) has no
@@ -26,6 +27,7 @@ pub mod tools;
 use std::collections::HashMap;
 use std::io::{BufReader, Write};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value, json};
 
@@ -36,23 +38,48 @@ use rpc::{
     error, read_envelope, read_line, result, valid_id,
 };
 
-/// After end of input, replies still being worked on get this long to be written (a script may pipe
-/// its requests in and close stdin). Shorter than the 2 s the SDK clients wait before SIGTERM.
-const EOF_GRACE: std::time::Duration = std::time::Duration::from_millis(1000);
+/// Beyond its own time budget, a call still running at end of input gets this long for its reply
+/// to be written (the timeouts are the engine's; the gateway's own work comes on top).
+const REPLY_MARGIN: Duration = Duration::from_millis(250);
+
+/// A tool call (or a batch holding one) still running.
+struct InFlight {
+    /// The client cancelled it: its reply is dropped.
+    cancelled: bool,
+    /// By when it is answered, whatever its engines do: its time budget from its start. End of
+    /// input waits for it until then.
+    deadline: Instant,
+}
 
 struct Server {
     gateway: Arc<Gateway>,
     out: Mutex<std::io::Stdout>,
     /// The negotiated protocol version (the newest until `initialize` says otherwise).
     version: Mutex<Option<String>>,
-    /// Tool calls still running, by id, each with whether the client cancelled it (its reply is
-    /// then dropped). One map under one lock, so a cancellation can never outlive its call.
-    in_flight: Mutex<HashMap<String, bool>>,
+    /// Tool calls still running, by id. One map under one lock, so a cancellation can never
+    /// outlive its call.
+    in_flight: Mutex<HashMap<String, InFlight>>,
 }
 
 impl Server {
     fn version(&self) -> String {
         self.version.lock().map(|v| v.clone()).ok().flatten().unwrap_or_else(|| tools::PROTOCOL_VERSIONS[0].to_string())
+    }
+
+    /// Registers a call (or a batch) as running, with its deadline: `rounds` turns of the whole
+    /// provider chain, each provider within the timeout.
+    fn start(&self, key: &str, rounds: u32) {
+        let chain = self.gateway.chain().len().max(1) as u32;
+        let deadline = Instant::now() + self.gateway.timeout * chain * rounds.max(1) + REPLY_MARGIN;
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.insert(key.to_string(), InFlight { cancelled: false, deadline });
+        }
+    }
+
+    fn finish(&self, key: &str) {
+        if let Ok(mut f) = self.in_flight.lock() {
+            f.remove(key);
+        }
     }
 
     fn send(&self, msg: &Value) {
@@ -104,16 +131,21 @@ pub fn serve(gateway: Gateway) -> i32 {
         }
     }
     wait_for_replies(&server);
+    // The last log lines, unless stderr is stuck (then they were counted as dropped).
+    logging::flush(Duration::from_millis(200));
     0
 }
 
-/// Input is over. Replies still being worked on may be written for a short grace period; then the
-/// process exits, whatever is in flight.
+/// Input is over. Every call still running is answered: the process waits until each has sent its
+/// reply or is past its deadline (its timeouts could not hold), then exits. With nothing in flight
+/// it exits at once.
 fn wait_for_replies(server: &Server) {
-    let deadline =
-        std::time::Instant::now() + EOF_GRACE.min(server.gateway.timeout + std::time::Duration::from_millis(100));
-    while server.in_flight.lock().map(|f| !f.is_empty()).unwrap_or(false) && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(1));
+    let waiting = || {
+        let now = Instant::now();
+        server.in_flight.lock().map(|f| f.values().any(|c| c.deadline > now)).unwrap_or(false)
+    };
+    while waiting() {
+        std::thread::sleep(Duration::from_millis(1));
     }
     let _ = server.out.lock().map(|mut o| o.flush());
 }
@@ -167,23 +199,18 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
     static BATCHES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     // Not the text of any JSON id, so never taken for one by a cancellation.
     let key = format!("batch#{}", BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
-    if let Ok(mut f) = server.in_flight.lock() {
-        f.insert(key.clone(), false);
-    }
+    // Up to BATCH_RUNNERS members run at once; the others wait for a runner.
+    server.start(&key, items.len().div_ceil(BATCH_RUNNERS) as u32);
     let worker = Arc::clone(server);
     let worker_key = key.clone();
     let spawned = std::thread::Builder::new().name("batch".into()).spawn(move || {
         if let Some(reply) = batch_replies(&worker, items) {
             worker.send(&reply);
         }
-        if let Ok(mut f) = worker.in_flight.lock() {
-            f.remove(&worker_key);
-        }
+        worker.finish(&worker_key);
     });
     if let Err(e) = spawned {
-        if let Ok(mut f) = server.in_flight.lock() {
-            f.remove(&key);
-        }
+        server.finish(&key);
         logging::error("rpc", &format!("cannot start a thread for a batch: {e}"));
         server.send(&error(Value::Null, INTERNAL_ERROR, format!("the server is overloaded: {e}")));
     }
@@ -354,28 +381,22 @@ fn spawn_call(
     rid: &str,
     run: impl FnOnce(&Gateway) -> Option<Value> + Send + 'static,
 ) -> std::io::Result<()> {
-    if let Ok(mut f) = server.in_flight.lock() {
-        f.insert(key.clone(), false);
-    }
+    server.start(&key, 1);
     let worker = Arc::clone(server);
     let (worker_key, rid) = (key.clone(), rid.to_string());
     let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
         let (server, key) = (worker, worker_key);
         let reply = run(&server.gateway);
-        let cancelled = server.in_flight.lock().map(|f| f.get(&key) == Some(&true)).unwrap_or(false);
+        let cancelled = server.in_flight.lock().map(|f| f.get(&key).is_some_and(|c| c.cancelled)).unwrap_or(false);
         match reply {
             Some(r) if !cancelled => server.send(&r),
             _ => logging::info(&rid, "reply dropped: the request was cancelled"),
         }
         // Only now is the call over: end of input waits for this, so the reply is never cut off.
-        if let Ok(mut f) = server.in_flight.lock() {
-            f.remove(&key);
-        }
+        server.finish(&key);
     });
-    if spawned.is_err()
-        && let Ok(mut f) = server.in_flight.lock()
-    {
-        f.remove(&key);
+    if spawned.is_err() {
+        server.finish(&key);
     }
     spawned.map(|_| ())
 }
@@ -384,8 +405,8 @@ fn handle_notification(server: &Server, method: &str, params: &Value) {
     if method == "notifications/cancelled"
         && let Some(id) = params.get("requestId").filter(|v| valid_id(v))
         && let Ok(mut f) = server.in_flight.lock()
-        && let Some(cancelled) = f.get_mut(&id.to_string())
+        && let Some(call) = f.get_mut(&id.to_string())
     {
-        *cancelled = true;
+        call.cancelled = true;
     }
 }

@@ -84,3 +84,86 @@ fn a_batch_of_slow_decides_runs_side_by_side_and_holds_up_no_ping() {
         assert_eq!(text["status"], "decided", "{item}");
     }
 }
+
+/// A client that pipes the server's stderr and never reads it: once the pipe is full (64 KiB of
+/// log lines), tool calls must still be answered; the lines that could not be written are dropped,
+/// and their count is written when stderr moves again.
+#[test]
+fn a_full_stderr_pipe_does_not_stall_tool_calls() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    use std::process::Stdio;
+    let env = TestEnv::with_mock("log_level = \"DEBUG\"\n");
+    let mut child = env
+        .command(&["mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn system1 mcp");
+    let mut stdin = child.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(serde_json::from_str(&line).expect("stdout is JSON-RPC"));
+        }
+    });
+    // At DEBUG every question is logged whole: 80 of 7 KB are more than the pipe and the
+    // server's queue hold together.
+    let question = format!("Is this the one? {}", "word ".repeat(1400));
+    // Written from a thread of its own: a stalled server stops reading, and the test must then
+    // fail on its deadline, not block on a full stdin pipe.
+    let writer = std::thread::spawn(move || {
+        for id in 0..80 {
+            let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                              "params": {"name": "system1_decide", "arguments": {"question": question}}});
+            writeln!(stdin, "{call}").ok()?;
+        }
+        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": "last", "method": "ping"})).ok()?;
+        stdin.flush().ok()?;
+        Some(stdin)
+    });
+    let deadline = Instant::now() + CUT_OFF;
+    let mut answered = std::collections::HashSet::new();
+    while answered.len() < 81 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(msg) = rx.recv_timeout(left) else {
+            panic!("{} of 81 requests answered while nobody read stderr", answered.len());
+        };
+        answered.insert(msg["id"].to_string());
+    }
+    // Reading stderr now: the lines written, then the count of those dropped.
+    let mut err = child.stderr.take().unwrap();
+    drop(writer.join().unwrap());
+    let mut text = String::new();
+    let _ = err.read_to_string(&mut text);
+    let _ = child.wait();
+    assert!(
+        text.contains("log lines dropped: stderr was not being read"),
+        "{}",
+        &text[text.len().saturating_sub(500)..]
+    );
+}
+
+/// Input that ends while calls are running: each is answered when it finishes within its timeout,
+/// here 2 s after end of input (the server used to give replies 1 s, then exit without them).
+#[test]
+fn calls_in_flight_at_end_of_input_are_answered_within_their_timeout() {
+    let env = TestEnv::with_mock("timeout_s = 10\n[providers.mock]\ndelay_ms = 2000\n");
+    let mut input = String::new();
+    for id in 0..3 {
+        let call = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                          "params": {"name": "system1_decide", "arguments": {"question": "piped in?"}}});
+        input.push_str(&format!("{call}\n"));
+    }
+    let out = env.run_within(&["mcp"], &input, false, CUT_OFF).expect("the server exits after answering");
+    assert!(out.status.success(), "{out:?}");
+    let replies: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("stdout is JSON-RPC"))
+        .collect();
+    assert_eq!(replies.len(), 3, "{replies:?}");
+    for r in &replies {
+        assert_eq!(r["result"]["structuredContent"]["status"], "decided", "{r}");
+    }
+}
