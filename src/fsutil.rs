@@ -38,6 +38,7 @@ impl Staged {
     pub fn create(target: &Path, mode: u32) -> io::Result<Staged> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         paths::ensure_parent(target)?;
+        remove_stale_temps(target);
         let name = target.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_else(|| "file".into());
         let mut opts = OpenOptions::new();
         opts.write(true).create_new(true);
@@ -130,6 +131,74 @@ impl Drop for Staged {
             let _ = std::fs::remove_file(&self.tmp);
         }
     }
+}
+
+/// A temp file older than this is a leftover even when a process with its pid runs (pids are
+/// reused); a live rewrite writes its file as it goes.
+const STALE_AFTER: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes what killed writers left of `target`'s new versions: the [`Staged`] temp files
+/// (`.<name>.<pid>-<n>.tmp`, each a whole copy of the file: the routing log's hold the user's
+/// prompts) of processes that are gone, or that are older than an hour. Only regular files of
+/// ours; this process's own are left alone. Returns how many were removed.
+pub fn remove_stale_temps(target: &Path) -> usize {
+    let (Some(dir), Some(name)) = (target.parent(), target.file_name()) else { return 0 };
+    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+    let prefix = format!(".{}.", name.to_string_lossy());
+    let Ok(read) = std::fs::read_dir(dir) else { return 0 };
+    let mut removed = 0;
+    for item in read.flatten() {
+        let file_name = item.file_name();
+        let Some(pid) = file_name
+            .to_str()
+            .and_then(|n| n.strip_prefix(prefix.as_str()))
+            .and_then(|n| n.strip_suffix(".tmp"))
+            .and_then(|n| n.split_once('-'))
+            .filter(|(pid, n)| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty() && !pid.is_empty())
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() {
+            continue;
+        }
+        let Ok(meta) = item.path().symlink_metadata() else { continue };
+        if !meta.is_file() || !owned_by_us(&meta) {
+            continue;
+        }
+        let old = meta.modified().ok().and_then(|m| m.elapsed().ok()).is_some_and(|age| age > STALE_AFTER);
+        if (old || !process_alive(pid)) && std::fs::remove_file(item.path()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+#[cfg(unix)]
+fn owned_by_us(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    meta.uid() == euid()
+}
+
+#[cfg(not(unix))]
+fn owned_by_us(_meta: &std::fs::Metadata) -> bool {
+    true
+}
+
+/// Whether a process with this pid runs (one of another user counts: it may be writing).
+#[cfg(unix)]
+#[allow(unsafe_code, reason = "kill(2) with signal 0 is the one way to ask")]
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else { return false };
+    // SAFETY: signal 0 sends nothing; kill only checks that the process exists and may be signalled.
+    let rc = unsafe { libc::kill(pid, 0) };
+    rc == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Without a way to ask, every process counts as running: only age removes a leftover.
+#[cfg(not(unix))]
+fn process_alive(_pid: u32) -> bool {
+    true
 }
 
 /// Replaces `path` with `bytes` through a [`Staged`] file (mode 0o666 less the umask, as

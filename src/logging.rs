@@ -123,8 +123,16 @@ pub fn flush(limit: Duration) {
     }
 }
 
-fn open_log(path: &str, stderr: bool) -> Option<std::fs::File> {
-    let path = crate::paths::expand_tilde(path);
+fn open_log(setting: &str, stderr: bool) -> Option<std::fs::File> {
+    let path = match crate::paths::log_file(setting) {
+        Ok(p) => p,
+        Err(e) => {
+            if stderr {
+                let _ = writeln!(std::io::stderr(), "system1: log_file {e}; not logging to a file");
+            }
+            return None;
+        }
+    };
     let _ = crate::paths::ensure_parent(&path);
     // In place only, like system1's other files: never through a link planted under its name.
     match crate::fsutil::open_private(&path, std::fs::OpenOptions::new().create(true).append(true)) {
@@ -152,8 +160,9 @@ pub fn log(level: Level, request_id: &str, message: &str) {
         return;
     }
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
-    // One write per line, so concurrent requests never interleave within a line.
-    let line = format!("{now} {} [{request_id}] {}\n", level.name(), message.replace('\n', " "));
+    // One write per line, so concurrent requests never interleave within a line. A request id is
+    // the client's text: a newline in it (or in a message) must not start a forged line.
+    let line = format!("{now} {} [{}] {}\n", level.name(), escaped(request_id), escaped(&message.replace('\n', " ")));
     let logger = LOGGER.get();
     // The file's lock is held across both writes, so the file and stderr list lines in one order.
     let mut file = logger.and_then(|l| l.file.as_ref()).and_then(|f| f.lock().ok());
@@ -173,6 +182,23 @@ pub fn log(level: Level, request_id: &str, message: &str) {
     if let Some(f) = file.as_mut() {
         let _ = f.write_all(line.as_bytes());
     }
+}
+
+/// `text` with its control characters (newlines, carriage returns, escape sequences) written as
+/// `\u{..}`, so that it stays on its line and cannot drive a terminal.
+fn escaped(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 pub fn debug(rid: &str, msg: &str) {

@@ -103,6 +103,21 @@ pub fn claude_projects_dir() -> PathBuf {
     claude_dir().join("projects")
 }
 
+/// The file `log_file` names, or why it cannot be one: an absolute path (or one under `~/`) of a
+/// file of its own. A relative path would land in whichever project each process runs in, and
+/// a device or process file (`/dev/stdout`, `/proc/self/fd/1`) may be the MCP server's stdout,
+/// which must carry nothing but protocol.
+pub fn log_file(setting: &str) -> Result<PathBuf, String> {
+    let path = expand_tilde(setting.trim());
+    if !path.is_absolute() {
+        return Err(format!("must be an absolute path or start with ~/, got {setting:?}"));
+    }
+    if ["/dev", "/proc", "/sys"].iter().any(|d| path.starts_with(d)) {
+        return Err(format!("must be a file of its own, not a device or process file, got {setting:?}"));
+    }
+    Ok(path)
+}
+
 /// Expands a leading `~` to the home directory.
 pub fn expand_tilde(p: &str) -> PathBuf {
     if p == "~" {

@@ -1,6 +1,6 @@
 //! How system1 writes things for people, once for every module: a clipped string, XML escaping,
-//! a percentage, a number rounded to some decimals, a count with its noun, a progress meter on the
-//! terminal, and the system1 commands a message tells someone to run.
+//! a URL without its user info, a percentage, a number rounded to some decimals, a count with its
+//! noun, a progress meter on the terminal, and the system1 commands a message tells someone to run.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -22,6 +22,18 @@ pub fn ellipsis(s: &str, max_chars: usize) -> String {
 /// `s` safe inside XML text and double-quoted attribute values.
 pub fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A URL as it may be shown: a user name or password in it (`http://user:pw@host`) becomes
+/// `***`. Endpoint URLs are printed by `config show`, `doctor` and the health tool, whose answer
+/// goes into the model's context; anything that is not such a URL comes back as it was.
+pub fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_string() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://***{}", &rest[at..]),
+        None => url.to_string(),
+    }
 }
 
 /// A share as a percentage with `decimals` decimals: `pct(0.256, 0)` is `26%`.
@@ -160,6 +172,15 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn user_info_is_never_shown() {
+        assert_eq!(without_userinfo("http://me:hunter2@127.0.0.1:8765/x"), "http://***@127.0.0.1:8765/x");
+        assert_eq!(without_userinfo("https://token@engine.example"), "https://***@engine.example");
+        assert_eq!(without_userinfo("http://a:b@c@localhost"), "http://***@localhost");
+        assert_eq!(without_userinfo("http://127.0.0.1:8765/me@example"), "http://127.0.0.1:8765/me@example");
+        assert_eq!(without_userinfo("not a url"), "not a url");
+    }
 
     #[test]
     fn ellipsis_keeps_at_most_the_characters_asked() {

@@ -244,7 +244,7 @@ fn endpoint_of(gateway: &Gateway, name: &str) -> String {
         .get(name)
         .and_then(|p| p.table.get("endpoint"))
         .and_then(|v| v.as_str())
-        .map(|e| format!(" at {e}"))
+        .map(|e| format!(" at {}", crate::text::without_userinfo(e)))
         .unwrap_or_default()
 }
 

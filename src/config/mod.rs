@@ -433,7 +433,13 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
         s.error(format!("gateway.log_level must be DEBUG, INFO, WARNING or ERROR, got {log_level:?}"));
         s.mark_invalid("log_level", "must be DEBUG, INFO, WARNING or ERROR; INFO applies");
     }
-    let log_file = s.string("log_file", "");
+    let mut log_file = s.string("log_file", "");
+    if !log_file.trim().is_empty()
+        && let Err(e) = crate::paths::log_file(&log_file)
+    {
+        s.error(format!("gateway.log_file{} {e}", s.origin("log_file")));
+        log_file.clear();
+    }
     let tournament = s.bool("tournament", true);
     let stability = match s.string("stability", "off").trim().to_ascii_lowercase().as_str() {
         "off" => StabilityMode::Off,

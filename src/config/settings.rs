@@ -144,7 +144,8 @@ impl Settings {
                 default.to_string()
             }
         };
-        self.note(key, Value::String(v.clone()).to_string(), self.has(key));
+        // An endpoint's password is as secret as a key.
+        self.note(key, Value::String(crate::text::without_userinfo(&v)).to_string(), self.has(key));
         v
     }
 

@@ -24,6 +24,9 @@ use crate::{state, text};
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(300);
 
 pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
+    // A rewrite of the routing log killed midway leaves a whole hidden copy of it (the user's
+    // prompts); once a session is soon enough to take them away.
+    crate::fsutil::remove_stale_temps(&crate::paths::routing_log());
     // A compaction restarts the context mid-task; the user has seen these lines at startup already.
     if payload.get("source").and_then(Value::as_str) == Some("compact") {
         return Ok(None);

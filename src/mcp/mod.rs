@@ -293,12 +293,29 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
             return Some(result(request.id, value));
         }
         "ping" => json!({}),
-        "tools/list" => tools::list(modern.as_deref().unwrap_or(&server.version())),
+        "tools/list" => {
+            if let Some(why) = cursor_problem(&request.params) {
+                return Some(error(request.id, INVALID_PARAMS, why));
+            }
+            tools::list(modern.as_deref().unwrap_or(&server.version()))
+        }
         "tools/call" => return call_tool(server, request, modern, in_batch),
         other => return Some(error(request.id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
     };
     let value = if modern.is_some() { tools::modern_result(value, request.method == "tools/list") } else { value };
     Some(result(request.id, value))
+}
+
+/// What is wrong with a `tools/list` cursor, if anything. Every tool is on the one page, so no
+/// cursor was ever handed out: a string other than `""` names no page, and anything else is not
+/// a cursor at all.
+fn cursor_problem(params: &Map<String, Value>) -> Option<&'static str> {
+    match params.get("cursor") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) if c.is_empty() => None,
+        Some(Value::String(_)) => Some("params.cursor names no page: every tool is on the first page"),
+        Some(_) => Some("params.cursor must be a string"),
+    }
 }
 
 /// `initialize`: fixes the connection's protocol version, the client's when this server speaks it.

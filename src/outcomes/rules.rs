@@ -4,6 +4,7 @@
 //! or a later spawn redid the same task; otherwise it succeeded. Cases where the evidence is weak
 //! are proposed anyway but flagged doubtful, so that a person decides them.
 
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex::Regex;
@@ -123,66 +124,112 @@ fn says_retry(s: &Spawn) -> bool {
     RETRY.is_match(&s.description) || RETRY.is_match(&s.prompt)
 }
 
-/// Which later spawn redid this one, if any, and whether that is doubtful. `later` holds the spawns
-/// of the same project that started after it, in order.
-fn redone_by<'a>(s: &Spawn, later: &[&'a Spawn]) -> Option<(&'a Spawn, bool, &'static str)> {
-    let id = primary_task_id(s);
-    for &l in later {
-        if let Some(id) = &id
-            && primary_task_id(l).as_ref() == Some(id)
-        {
-            if says_retry(l) {
-                return Some((l, false, "the same task id plus a retry"));
-            }
-            if !l.subagent_type.is_empty() && l.subagent_type == s.subagent_type {
-                // Same role and task: usually a redo, but it may be the next stage of the same task.
-                return Some((l, true, "a same-role re-spawn of the same task id"));
-            }
-        }
-        // No task id to go by: the very same description, re-spawned with retry words.
-        if id.is_none() && !s.description.is_empty() && l.description == s.description && says_retry(l) {
-            return Some((l, true, "the same description re-spawned as a retry"));
-        }
-    }
-    None
-}
-
 /// How long after a spawn a redo is looked for: a plan's "Task 12" a week later is another task.
 pub const REDO_WINDOW_HOURS: i64 = 24;
 
-fn time_of(s: &Spawn) -> Option<chrono::DateTime<chrono::FixedOffset>> {
-    chrono::DateTime::parse_from_rfc3339(&s.timestamp).ok()
+/// A later spawn that redid one: which, whether that is doubtful, and by which rule.
+pub type Redo<'a> = (&'a Spawn, bool, &'static str);
+
+/// What the redo rules read of a spawn, worked out once.
+struct Facts {
+    time: chrono::DateTime<chrono::FixedOffset>,
+    task_id: Option<String>,
+    retry: bool,
 }
 
 /// Proposes an outcome for every spawn. `spawns` may come in any order; redos are looked for among
-/// the spawns of the same project that started after it, within [`REDO_WINDOW_HOURS`].
+/// the spawns of the same project that started after it, within [`REDO_WINDOW_HOURS`]. A spawn
+/// whose time cannot be read is not placed among the others: it neither redoes nor is redone.
+///
+/// The first later spawn that matches is the redo. Each candidate list (the spawns of one project
+/// with one task id, or with one description) is walked once from its end, keeping the nearest
+/// later spawn of each kind, so the work grows with the number of spawns, not with its square
+/// (20,000 spawns in one session took 40 s).
 pub fn propose(spawns: &[Spawn]) -> Vec<Proposal> {
-    let mut ordered: Vec<&Spawn> = spawns.iter().collect();
-    ordered.sort_by(|a, b| (&a.project, &a.timestamp).cmp(&(&b.project, &b.timestamp)));
-    let window = chrono::Duration::hours(REDO_WINDOW_HOURS);
-    ordered
+    let facts: Vec<Option<Facts>> = spawns
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let start = time_of(s);
-            let later: Vec<&Spawn> = ordered[i + 1..]
-                .iter()
-                .take_while(|l| {
-                    l.project == s.project
-                        && match (start, time_of(l)) {
-                            (Some(a), Some(b)) => b - a <= window,
-                            _ => true,
-                        }
-                })
-                .copied()
-                .collect();
-            propose_one(s, &later)
+        .map(|s| {
+            Some(Facts {
+                time: chrono::DateTime::parse_from_rfc3339(&s.timestamp).ok()?,
+                task_id: primary_task_id(s),
+                retry: says_retry(s),
+            })
         })
-        .collect()
+        .collect();
+    let mut timed: Vec<usize> = (0..spawns.len()).filter(|&i| facts[i].is_some()).collect();
+    let time = |i: usize| facts[i].as_ref().map(|f| f.time);
+    timed.sort_by(|&a, &b| (&spawns[a].project, time(a)).cmp(&(&spawns[b].project, time(b))));
+    // Each spawn's place in that order.
+    let mut rank = vec![usize::MAX; spawns.len()];
+    for (r, &i) in timed.iter().enumerate() {
+        rank[i] = r;
+    }
+    // The candidate lists, each in time order.
+    let mut by_task: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    let mut by_description: HashMap<(&str, &str), Vec<usize>> = HashMap::new();
+    for &i in &timed {
+        let (s, f) = (&spawns[i], facts[i].as_ref());
+        if let Some(id) = f.and_then(|f| f.task_id.as_deref()) {
+            by_task.entry((&s.project, id)).or_default().push(i);
+        }
+        if !s.description.is_empty() {
+            by_description.entry((&s.project, &s.description)).or_default().push(i);
+        }
+    }
+    let window = chrono::Duration::hours(REDO_WINDOW_HOURS);
+    let within = |s: usize, l: usize| matches!((time(s), time(l)), (Some(a), Some(b)) if b - a <= window);
+    let mut redos: Vec<Option<Redo<'_>>> = vec![None; spawns.len()];
+    // The same task id: the first later spawn that says it retries, or that has the same role.
+    for list in by_task.values() {
+        let mut next_retry: Option<usize> = None;
+        let mut next_of_role: HashMap<&str, usize> = HashMap::new();
+        for &i in list.iter().rev() {
+            let s = &spawns[i];
+            let same_role = Some(s.subagent_type.as_str()).filter(|t| !t.is_empty()).and_then(|t| next_of_role.get(t));
+            let first = match (next_retry, same_role.copied()) {
+                (Some(r), Some(t)) if rank[t] < rank[r] => Some((t, false)),
+                (Some(r), _) => Some((r, true)),
+                (None, Some(t)) => Some((t, false)),
+                (None, None) => None,
+            };
+            if let Some((l, retry)) = first.filter(|&(l, _)| within(i, l)) {
+                redos[i] = Some(if retry {
+                    (&spawns[l], false, "the same task id plus a retry")
+                } else {
+                    // Same role and task: usually a redo, but it may be the next stage of the same task.
+                    (&spawns[l], true, "a same-role re-spawn of the same task id")
+                });
+            }
+            if facts[i].as_ref().is_some_and(|f| f.retry) {
+                next_retry = Some(i);
+            }
+            if !s.subagent_type.is_empty() {
+                next_of_role.insert(&s.subagent_type, i);
+            }
+        }
+    }
+    // No task id to go by: the very same description, re-spawned with retry words.
+    for list in by_description.values() {
+        let mut next_retry: Option<usize> = None;
+        for &i in list.iter().rev() {
+            if facts[i].as_ref().is_some_and(|f| f.task_id.is_none())
+                && let Some(l) = next_retry.filter(|&l| within(i, l))
+            {
+                redos[i] = Some((&spawns[l], true, "the same description re-spawned as a retry"));
+            }
+            if facts[i].as_ref().is_some_and(|f| f.retry) {
+                next_retry = Some(i);
+            }
+        }
+    }
+    // In time order; the spawns without a time last, as they came.
+    let untimed = (0..spawns.len()).filter(|&i| facts[i].is_none());
+    timed.iter().copied().chain(untimed).map(|i| propose_one(&spawns[i], redos[i])).collect()
 }
 
-/// The rules for one spawn, in order of how sure each is.
-pub fn propose_one(s: &Spawn, later: &[&Spawn]) -> Proposal {
+/// The rules for one spawn, in order of how sure each is; `redo` is the later spawn that redid it,
+/// if [`propose`] found one.
+pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
     let (tier, tier_guessed) = tier(s);
     let mut p = Proposal {
         tool_use_id: s.tool_use_id.clone(),
@@ -203,7 +250,7 @@ pub fn propose_one(s: &Spawn, later: &[&Spawn]) -> Proposal {
         p.reason = "the subagent died on an API error".into();
     } else if BLOCKED.is_match(&s.report) {
         p.reason = "the report says the agent was blocked".into();
-    } else if let Some((l, doubtful, how)) = redone_by(s, later) {
+    } else if let Some((l, doubtful, how)) = redo {
         p.reason = format!("redone by {} ({how})", l.tool_use_id);
         if doubtful {
             p.doubtful = Some(format!("{how}: check that {} really redid it", l.tool_use_id));
@@ -245,6 +292,12 @@ mod tests {
         }
     }
 
+    /// The proposal for spawn `id` when `spawns` are proposed together.
+    fn outcome(spawns: &[&Spawn], id: &str) -> Proposal {
+        let all: Vec<Spawn> = spawns.iter().map(|s| (*s).clone()).collect();
+        propose(&all).into_iter().find(|p| p.tool_use_id == id).expect("a proposal for every spawn")
+    }
+
     #[test]
     fn tiers_from_model_ids() {
         let mut s = spawn("01", "x");
@@ -274,11 +327,11 @@ mod tests {
     fn blocked_means_the_agent_not_the_word() {
         let mut s = spawn("01", "x");
         s.report = "BLOCKED: the migration needs credentials I do not have".into();
-        assert_eq!(propose_one(&s, &[]).outcome, Outcome::Failed);
+        assert_eq!(propose_one(&s, None).outcome, Outcome::Failed);
         s.report = "I am blocked on a missing API key.".into();
-        assert_eq!(propose_one(&s, &[]).outcome, Outcome::Failed);
+        assert_eq!(propose_one(&s, None).outcome, Outcome::Failed);
         s.report = "Fixed: the firewall blocked port 22, so I opened it.".into();
-        let p = propose_one(&s, &[]);
+        let p = propose_one(&s, None);
         assert_eq!(p.outcome, Outcome::Succeeded);
         assert!(p.doubtful.as_deref().unwrap_or("").contains("blocked"), "{p:?}");
     }
@@ -288,18 +341,18 @@ mod tests {
         // Nothing names a model: not the run, not the request, not the parent.
         let mut s = spawn("01", "Check the links");
         s.resolved_model.clear();
-        let p = propose_one(&s, &[]);
+        let p = propose_one(&s, None);
         assert_eq!((p.outcome, p.tier), (Outcome::Succeeded, None));
         assert_eq!(p.doubtful.as_deref(), Some("nothing says which model ran"));
         // No task id, but the very same description comes back as a retry: a redo, doubtful.
         let first = spawn("01", "fix the flaky email test");
         let mut again = spawn("02", "fix the flaky email test");
         again.prompt = "Retry: the previous attempt did not make it pass".into();
-        let p = propose_one(&first, &[&again]);
+        let p = outcome(&[&first, &again], "01");
         assert_eq!(p.outcome, Outcome::Failed);
         assert!(p.doubtful.as_deref().unwrap_or("").contains("same description"), "{p:?}");
         // The same description without retry words is just the same kind of task again.
-        assert_eq!(propose_one(&first, &[&spawn("02", "fix the flaky email test")]).outcome, Outcome::Succeeded);
+        assert_eq!(outcome(&[&first, &spawn("02", "fix the flaky email test")], "01").outcome, Outcome::Succeeded);
     }
 
     #[test]
@@ -307,14 +360,14 @@ mod tests {
         let first = spawn("01", "W4-P3: implement the parser");
         let mut retry = spawn("02", "W4-P3 retry: implement the parser");
         retry.subagent_type = "coder".into();
-        let p = propose_one(&first, &[&retry]);
+        let p = outcome(&[&first, &retry], "01");
         assert_eq!((p.outcome, p.doubtful.is_none()), (Outcome::Failed, true), "{p:?}");
         // Same task id, another role, no retry words: the next stage, not a redo.
         let mut review = spawn("02", "W4-P3: review the parser");
         review.subagent_type = "reviewer".into();
-        assert_eq!(propose_one(&first, &[&review]).outcome, Outcome::Succeeded);
+        assert_eq!(outcome(&[&first, &review], "01").outcome, Outcome::Succeeded);
         // Same task id, same role: a redo, doubtful.
-        let p = propose_one(&first, &[&spawn("02", "W4-P3: implement the parser, carefully")]);
+        let p = outcome(&[&first, &spawn("02", "W4-P3: implement the parser, carefully")], "01");
         assert_eq!(p.outcome, Outcome::Failed);
         assert!(p.doubtful.is_some());
         // A retry two days later is another task that happens to share the id.
@@ -328,7 +381,32 @@ mod tests {
         let ps = propose(&[retry.clone(), first.clone()]);
         assert_eq!(ps.iter().find(|p| p.tool_use_id == "01").map(|p| p.outcome), Some(Outcome::Failed));
         assert_eq!(ps.iter().find(|p| p.tool_use_id == "02").map(|p| p.outcome), Some(Outcome::Succeeded));
-        let ps = propose(&[other, first]);
+        let ps = propose(&[other, first.clone()]);
         assert_eq!(ps.iter().find(|p| p.tool_use_id == "01").map(|p| p.outcome), Some(Outcome::Succeeded));
+        // The nearest later spawn decides: a same-role re-spawn before a retry is the redo.
+        let mut same_role = spawn("02", "W4-P3: implement the parser again");
+        same_role.subagent_type = first.subagent_type.clone();
+        let mut retry3 = retry.clone();
+        retry3.tool_use_id = "03".into();
+        retry3.timestamp = "2026-10-01T10:00:03Z".into();
+        let p = outcome(&[&retry3, &same_role, &first], "01");
+        assert!(p.reason.contains("redone by 02") && p.doubtful.is_some(), "{p:?}");
+        let mut retry2 = retry3.clone();
+        retry2.timestamp = "2026-10-01T10:00:01.5Z".into();
+        let p = outcome(&[&retry2, &same_role, &first], "01");
+        assert!(p.reason.contains("redone by 03") && p.doubtful.is_none(), "{p:?}");
+    }
+
+    #[test]
+    fn a_spawn_whose_time_cannot_be_read_is_neither_redone_nor_a_redo() {
+        let first = spawn("01", "W4-P3: implement the parser");
+        let mut retry = spawn("02", "W4-P3 retry: implement the parser");
+        retry.timestamp = "yesterday".into();
+        assert_eq!(outcome(&[&first, &retry], "01").outcome, Outcome::Succeeded);
+        let mut first = first;
+        first.timestamp = String::new();
+        retry.timestamp = "2026-10-01T10:00:02Z".into();
+        assert_eq!(outcome(&[&first, &retry], "01").outcome, Outcome::Succeeded);
+        assert_eq!(propose(&[first, retry]).len(), 2, "every spawn still gets a proposal");
     }
 }

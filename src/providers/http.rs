@@ -16,7 +16,10 @@ use super::Failure;
 /// An engine's base URL, checked once when the provider is built.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    base: String,
+    /// The base URL requests go to.
+    url: String,
+    /// `url` as it may be shown: without a user name or password.
+    shown: String,
     agent: ureq::Agent,
 }
 
@@ -33,6 +36,8 @@ impl Endpoint {
     /// Parses `url`; a host outside the loopback range is refused unless `allow_remote`.
     pub fn new(url: &str, allow_remote: bool) -> Result<Self, String> {
         let trimmed = url.trim().trim_end_matches('/');
+        // Every message below may reach a person or the model: never with the URL's password.
+        let url = &crate::text::without_userinfo(url);
         let uri: Uri = trimmed.parse().map_err(|e| format!("endpoint {url:?} is not a URL: {e}"))?;
         let scheme = uri.scheme_str().unwrap_or("");
         if scheme != "http" && scheme != "https" {
@@ -53,7 +58,7 @@ impl Endpoint {
             config = config.proxy(None).input_buffer_size(LOOPBACK_BUFFER).output_buffer_size(LOOPBACK_BUFFER);
         }
         let agent = ureq::Agent::with_parts(config.build(), DefaultConnector::new(), LoopbackResolver);
-        Ok(Self { base: trimmed.to_string(), agent })
+        Ok(Self { url: trimmed.to_string(), shown: crate::text::without_userinfo(trimmed), agent })
     }
 
     /// The `endpoint` and `allow_remote` settings of an engine, read and checked in one place; a
@@ -70,12 +75,13 @@ impl Endpoint {
         }
     }
 
+    /// The base URL as it may be shown (in health details and messages): without user info.
     pub fn base(&self) -> &str {
-        &self.base
+        &self.shown
     }
 
     pub fn get(&self, path: &str, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
-        let mut req = self.agent.get(format!("{}{path}", self.base)).config().timeout_global(Some(timeout)).build();
+        let mut req = self.agent.get(format!("{}{path}", self.url)).config().timeout_global(Some(timeout)).build();
         if let Some(key) = bearer {
             req = req.header("Authorization", format!("Bearer {key}"));
         }
@@ -86,7 +92,7 @@ impl Endpoint {
         let bytes = serde_json::to_vec(body).map_err(|e| Failure::Error(format!("cannot encode request: {e}")))?;
         let mut req = self
             .agent
-            .post(format!("{}{path}", self.base))
+            .post(format!("{}{path}", self.url))
             .config()
             .timeout_global(Some(timeout))
             .build()

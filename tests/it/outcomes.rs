@@ -371,3 +371,39 @@ fn apply_writes_outcomes_and_loses_no_concurrent_append() {
     assert_eq!(get("e-user")["outcome"], "succeeded", "a user's label is never overwritten");
     assert!(get("e-other").get("outcome").is_none());
 }
+
+/// One session with 20,000 spawns: each is checked for a redo against the spawns after it, and
+/// that used to compare every pair (40 s); now the run ends well within the cut-off. A spawn whose
+/// timestamp cannot be read is not placed in time: a retry of W4-P3 with such a timestamp used to
+/// switch the 24 h window off and count as a redo of any W4-P3 before it, however long before.
+#[test]
+fn many_spawns_in_one_session_and_unreadable_timestamps() {
+    let env = TestEnv::new();
+    let dir = env.claude_dir.join("projects").join(PROJECT);
+    let spawn = |id: &str, ts: &str, description: &str| {
+        let input = json!({"description": description, "prompt": format!("{description}, please"), "subagent_type": "general-purpose"});
+        let call = json!({"type": "assistant", "timestamp": ts, "sessionId": "big", "message": {"model": "claude-opus-4-8",
+            "role": "assistant", "content": [{"type": "tool_use", "id": id, "name": "Agent", "input": input}]}});
+        let result = json!({"type": "user", "timestamp": ts, "sessionId": "big", "message": {"role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": "Done."}]}]},
+            "toolUseResult": {"status": "completed", "resolvedModel": "claude-sonnet-4-6"}});
+        format!("{call}\n{result}\n")
+    };
+    let mut text = spawn("toolu_w4a", "2026-09-01T09:00:00.000Z", "W4-P3: implement the parser");
+    for i in 0..20_000 {
+        let ts = format!("2026-10-01T{:02}:{:02}:{:02}.000Z", i / 3600, i / 60 % 60, i % 60);
+        text.push_str(&spawn(&format!("toolu_{i}"), &ts, &format!("Task {i}: one step of the plan")));
+    }
+    text.push_str(&spawn("toolu_w4b", "a month later", "W4-P3 retry: implement the parser"));
+    write(&dir.join("big.jsonl"), &text);
+    let out = env
+        .run_within(&["outcomes", "--json"], "", false, crate::support::CUT_OFF * 3)
+        .expect("outcomes on 20,000 spawns ends within the cut-off");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("JSON");
+    assert_eq!(v["spawns"], 20_002);
+    let p = by_id(&v);
+    assert_eq!(p["toolu_w4a"]["outcome"], "succeeded", "{}", p["toolu_w4a"]);
+    assert_eq!(p["toolu_w4b"]["outcome"], "succeeded", "{}", p["toolu_w4b"]);
+    assert_eq!(v["failed"], 0);
+}

@@ -2,8 +2,9 @@
 //! pause file and the decision tally are never written through a link planted under their name,
 //! nor into a file another user owns; folders are created 0700 and files 0600 whatever the umask;
 //! and `calibrate fit --apply` edits a config that is a link (a dotfile manager's) in its real
-//! file, keeping its mode. Tests that need a second user run as root (as here) and give the
-//! planted files to uid 4242; elsewhere those parts are skipped.
+//! file, keeping its mode. A killed log rewrite's hidden copy is removed at the next session
+//! start, and a password in an endpoint URL is never shown. Tests that need a second user run as
+//! root (as here) and give the planted files to uid 4242; elsewhere those parts are skipped.
 
 #![cfg(unix)]
 
@@ -209,4 +210,66 @@ fn calibrate_fit_apply_writes_through_a_symlinked_config_and_keeps_its_mode() {
     assert!(read(&real).contains("min_confidence = 0.5\n"), "{}", read(&real));
     assert!(read(&real).starts_with("# mine\n"));
     assert_eq!(mode(&real), 0o640, "the real file's mode");
+}
+
+/// A rewrite of the routing log (labelling, `outcomes --apply`) writes a whole hidden copy beside
+/// it; a rewrite killed midway used to leave that copy, with the prompts in it, for good (240 MiB
+/// after four kills). The next session start removes the copies of processes that are gone, and
+/// leaves alone those of a process that runs (it may be writing) and files that are not such copies.
+#[test]
+fn a_killed_log_rewrite_leaves_no_copy_behind() {
+    let env = TestEnv::with_mock("");
+    let logs = env.install_dir.join("logs");
+    let mut gone = Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let alive = std::process::id();
+    let name = |pid: u32, n: u32| logs.join(format!(".routing.jsonl.{pid}-{n}.tmp"));
+    let leftovers = [name(dead, 0), name(dead, 7)];
+    let kept = [name(alive, 0), logs.join(".routing.jsonl.notes.tmp"), logs.join(".decisions.jsonl.1-0.tmp")];
+    for p in leftovers.iter().chain(&kept) {
+        write(p, "{\"prompt\": \"my private prompt\"}\n");
+        std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    let out = env
+        .run(&["hook", "session-start"], &json!({"hook_event_name": "SessionStart", "source": "startup"}).to_string());
+    assert!(out.status.success(), "{}", stderr(&out));
+    for p in &leftovers {
+        assert!(!p.exists(), "{} is still there", p.display());
+    }
+    for p in &kept {
+        assert!(p.exists(), "{} was removed", p.display());
+    }
+}
+
+/// A user name and password in an endpoint URL are as secret as an API key: `config show`,
+/// `config check`, `doctor` and `system1_health` (whose answer goes into the model's context)
+/// show the URL with `***` in their place.
+#[test]
+fn an_endpoint_password_is_never_shown() {
+    let env = TestEnv::new();
+    env.write_config(
+        "[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"http://me:hunter2@127.0.0.1:1\"\n",
+    );
+    let mut said = Vec::new();
+    for args in [&["config", "show"][..], &["doctor"]] {
+        let out = env.run(args, "");
+        said.push((args.join(" "), format!("{}{}", stdout(&out), stderr(&out))));
+    }
+    let mut c = env.mcp();
+    c.initialize("2025-06-18");
+    said.push(("system1_health".into(), c.call("system1_health", json!({})).to_string()));
+    drop(c);
+    // A remote endpoint without allow_remote: the config error names the URL.
+    env.write_config(
+        "[gateway]\nprovider = \"von\"\n[providers.von]\nendpoint = \"http://me:hunter2@engine.example:8000\"\n",
+    );
+    let out = env.run(&["config", "check"], "");
+    said.push(("config check".into(), format!("{}{}", stdout(&out), stderr(&out))));
+    for (what, text) in &said {
+        assert!(!text.contains("hunter2"), "{what} shows the password: {text}");
+    }
+    assert!(said[0].1.contains("http://***@127.0.0.1:1"), "config show: {}", said[0].1);
+    assert!(said[2].1.contains("***@127.0.0.1:1"), "health names the engine: {}", said[2].1);
+    assert!(said[3].1.contains("http://***@engine.example:8000"), "config check names the URL: {}", said[3].1);
 }
