@@ -472,15 +472,27 @@ impl Report {
     }
 }
 
+/// Rewrites of a spawn's model that did not take effect: not a calibration matter (the Claude Code
+/// version ignored the hook's rewrite), but worth saying.
+fn rewrites_finding(logged: &SpawnSection) -> Option<String> {
+    let rw = &logged.rewrites;
+    (rw.not_taken > 0).then(|| {
+        format!("{} of {} checked model rewrites did not take effect (see `system1 doctor`)", rw.not_taken, rw.checked)
+    })
+}
+
 /// What the figures suggest, and what to ask `/system1:calibrate` to look at.
 fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings, logged: &SpawnSection) -> Calibrate {
     let mut findings = Vec::new();
     let mut focus = Vec::new();
     let pct = |x: f64| text::pct(x, 0);
     if reach.prompts == 0 {
+        // The routing log may hold rewrites the transcripts in scope do not (another --dir).
+        let mut findings = vec!["no prompts in these transcripts".to_string()];
+        findings.extend(rewrites_finding(logged));
         return Calibrate {
             suggested: false,
-            findings: vec!["no prompts in these transcripts".to_string()],
+            findings,
             instructions:
                 "nothing to calibrate from yet: use Claude Code with System-1 for a while, then run the report again"
                     .to_string(),
@@ -518,14 +530,7 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings, logged: &Spaw
     if let Some(net) = savings.net_usd.filter(|n| *n < 0.0) {
         findings.push(format!("the hints cost ${:.2} more than they saved", -net));
     }
-    let rw = &logged.rewrites;
-    if rw.not_taken > 0 {
-        // Not a calibration matter: the Claude Code version ignored the hook's rewrite.
-        findings.push(format!(
-            "{} of {} checked model rewrites did not take effect (see `system1 doctor`)",
-            rw.not_taken, rw.checked
-        ));
-    }
+    findings.extend(rewrites_finding(logged));
     let suggested = !focus.is_empty();
     let instructions = if suggested {
         focus.join("; ")
@@ -706,6 +711,16 @@ mod tests {
         assert!(ignored.findings.iter().any(|f| f.contains("6 of 8 hinted spawns were upgraded")));
         assert!(ignored.findings.iter().any(|f| f.contains("$0.50 more than they saved")));
         assert!(ignored.instructions.contains("hints too low"));
+
+        // Rewrites that did not take effect are said, with or without prompts, and ask no calibration.
+        let mut logged = SpawnSection::default();
+        logged.rewrites.not_taken = 2;
+        logged.rewrites.checked = 5;
+        let said = "2 of 5 checked model rewrites did not take effect (see `system1 doctor`)";
+        let with = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)), &logged);
+        assert_eq!((with.findings.as_slice(), with.suggested), ([said.to_string()].as_slice(), false));
+        let without = advise(&reach(0, 0, 0), &adherence(0, 0, 0), &savings(None), &logged);
+        assert_eq!(without.findings.last().map(String::as_str), Some(said));
 
         let high = advise(&reach(10, 8, 8), &adherence(5, 0, 3), &savings(Some(1.0)), &SpawnSection::default());
         assert!(high.instructions.contains("hints too high"));
