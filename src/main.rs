@@ -5,6 +5,7 @@
 #[macro_use]
 mod output;
 
+mod alloc;
 mod calibration;
 mod checks;
 mod claude_code;
@@ -32,6 +33,9 @@ mod transcripts;
 mod tuning;
 
 use std::io::Write;
+
+#[global_allocator]
+static ALLOCATOR: alloc::Arena<{ alloc::ARENA_BYTES }> = alloc::Arena::new();
 
 fn main() {
     let code = match cli::run() {

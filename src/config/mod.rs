@@ -231,9 +231,14 @@ pub fn load() -> Loaded {
     load_from(paths::config_file(), &process_env())
 }
 
-/// The process environment as `load_from` takes it (variables that are not Unicode are left out).
+/// The process environment as `load_from` takes it: the `SYSTEM1_*` variables, the only ones it
+/// reads (others, and those that are not Unicode, are left out uncopied: a hook's environment is
+/// Claude Code's, with many variables, and it is read on every prompt).
 pub fn process_env() -> Vec<(String, String)> {
-    std::env::vars_os().filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))).collect()
+    std::env::vars_os()
+        .filter(|(k, _)| k.as_encoded_bytes().starts_with(b"SYSTEM1_"))
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect()
 }
 
 /// A bigger config file is refused unread: it is loaded on every prompt, and the example with every
