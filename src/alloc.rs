@@ -83,6 +83,8 @@ impl<const N: usize> Arena<N> {
 // back over the last block when its owner frees it), aligned as asked; other requests and every
 // pointer outside the arena are the system allocator's, passed to it unchanged.
 unsafe impl<const N: usize> GlobalAlloc for Arena<N> {
+    // Not inlined: inlined into every allocation site, the arena made the binary 10% bigger.
+    #[inline(never)]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         match self.bump(layout) {
             // SAFETY: `start + size` is within the arena, so the pointer stays inside `bytes`.
@@ -92,6 +94,7 @@ unsafe impl<const N: usize> GlobalAlloc for Arena<N> {
         }
     }
 
+    #[inline(never)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         match self.offset(ptr) {
             Some(start) => {
@@ -102,6 +105,7 @@ unsafe impl<const N: usize> GlobalAlloc for Arena<N> {
         }
     }
 
+    #[inline(never)]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         let Some(start) = self.offset(ptr) else {
             // SAFETY: the system allocated it with this layout; the caller vouches for new_size.
