@@ -12,7 +12,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use super::rules::Spawn;
 use crate::transcripts::Line;

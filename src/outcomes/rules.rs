@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use regex::Regex;
+use regex_lite::Regex;
 
 use crate::tier::Tier;
 
@@ -79,31 +79,24 @@ pub fn tier(s: &Spawn) -> (Option<Tier>, bool) {
 
 /// The agent says in its report that it was blocked: a statement about itself, not the word
 /// anywhere (a report may well say that a firewall blocked a port).
-static BLOCKED: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"(?im)(^\W*(status|result|outcome)?\W*blocked\b|\b(i am|i'm|i was|i got|we are|we're|we were|agent (is|was)|task (is|was)|remains?|still) blocked\b|\bblocked (on|by) (a |the )?(missing|lack|permission|access|dependency|error|failing))",
-    )
-    .unwrap_or_else(|_| unreachable!("the pattern is a literal"))
-});
+const BLOCKED_PATTERN: &str = r"(?im)(^\W*(status|result|outcome)?\W*blocked\b|\b(i am|i'm|i was|i got|we are|we're|we were|agent (is|was)|task (is|was)|remains?|still) blocked\b|\bblocked (on|by) (a |the )?(missing|lack|permission|access|dependency|error|failing))";
+static BLOCKED: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(BLOCKED_PATTERN).unwrap_or_else(|_| unreachable!("the pattern is a literal")));
 
 /// Words that suggest trouble without saying the task failed.
-static TROUBLE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(blocked|could not|couldn't|unable to|did not finish|gave up|not able to)\b")
-        .unwrap_or_else(|_| unreachable!("the pattern is a literal"))
-});
+const TROUBLE_PATTERN: &str = r"(?i)\b(blocked|could not|couldn't|unable to|did not finish|gave up|not able to)\b";
+static TROUBLE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(TROUBLE_PATTERN).unwrap_or_else(|_| unreachable!("the pattern is a literal")));
 
 /// A task id a redo would repeat: `W4-P3`, `Task 12`, `Phase 2`, `Step 3b`, `Issue #7`.
-static TASK_ID: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(
-        r"\b([A-Z]{1,3}\d+(?:-[A-Z]{1,3}\d+)+)\b|(?i)\b(task|step|phase|issue|ticket|milestone)\s*#?\s*(\d+[a-z]?)\b",
-    )
-    .unwrap_or_else(|_| unreachable!("the pattern is a literal"))
-});
+const TASK_ID_PATTERN: &str =
+    r"\b([A-Z]{1,3}\d+(?:-[A-Z]{1,3}\d+)+)\b|(?i)\b(task|step|phase|issue|ticket|milestone)\s*#?\s*(\d+[a-z]?)\b";
+static TASK_ID: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(TASK_ID_PATTERN).unwrap_or_else(|_| unreachable!("the pattern is a literal")));
 
-static RETRY: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(previous attempt|last attempt|earlier attempt|retry|retrying|re-try|try again|another attempt|second attempt|redo)\b")
-        .unwrap_or_else(|_| unreachable!("the pattern is a literal"))
-});
+const RETRY_PATTERN: &str = r"(?i)\b(previous attempt|last attempt|earlier attempt|retry|retrying|re-try|try again|another attempt|second attempt|redo)\b";
+static RETRY: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(RETRY_PATTERN).unwrap_or_else(|_| unreachable!("the pattern is a literal")));
 
 /// The first task id of a spawn, from its description, else its prompt; normalised (`task 12`).
 pub fn primary_task_id(s: &Spawn) -> Option<String> {
@@ -275,6 +268,44 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// regex-lite reads the rules as the full regex crate did: on reports written in the ways
+    /// agents write them (and a few non-ASCII ones), both find the same matches and task ids.
+    #[test]
+    fn the_rules_match_as_they_did_with_the_regex_crate() {
+        let texts = [
+            "BLOCKED: the migration needs credentials I do not have",
+            "Status: blocked\nWaiting on review.",
+            "  - **Result**: Blocked by a missing dependency",
+            "I'm blocked until the API key is provided.",
+            "The firewall blocked port 22, so I used 2222 instead. Done.",
+            "We were blocked on the lack of access to staging.",
+            "Task 12 is done; see W4-P3-B2 and Step 3b, issue #7, Phase 2.",
+            "Could not reproduce; gave up after three tries. Unable to finish.",
+            "Retry of the previous attempt: try again with the fix (a redo).",
+            "Re-try Milestone 4 — still blocked — café blocked déjà; ÉTAPE 3; Ünit 5",
+            "unblocked, not blocked-ish, couldn't, did not finish",
+        ];
+        for (name, pattern) in [
+            ("BLOCKED", BLOCKED_PATTERN),
+            ("TROUBLE", TROUBLE_PATTERN),
+            ("TASK_ID", TASK_ID_PATTERN),
+            ("RETRY", RETRY_PATTERN),
+        ] {
+            let lite = Regex::new(pattern).unwrap();
+            let full = regex::Regex::new(pattern).unwrap();
+            for text in texts {
+                let a: Vec<Vec<Option<&str>>> =
+                    lite.captures_iter(text).map(|c| c.iter().map(|m| m.map(|m| m.as_str())).collect()).collect();
+                let b: Vec<Vec<Option<&str>>> =
+                    full.captures_iter(text).map(|c| c.iter().map(|m| m.map(|m| m.as_str())).collect()).collect();
+                assert_eq!(a, b, "{name} on {text:?}");
+            }
+        }
+        // The one difference: a task number is ASCII digits now (the regex crate's \d took any
+        // script's digits, so "task ３" was a task id).
+        assert!(TASK_ID.find("task ３").is_none() && TASK_ID.find("task 3").is_some());
+    }
 
     fn spawn(id: &str, desc: &str) -> Spawn {
         Spawn {
