@@ -1,9 +1,9 @@
 //! File helpers every module shares: replacing a file atomically ([`Staged`],
 //! [`write_atomically`], [`write_private`], and [`write_through`] for a file that may be a link),
-//! reading a JSON file that may be absent ([`read_json`]), reading a file that someone else may
-//! have put there ([`read_small_file`]: a regular file of bounded size, never a FIFO or a device
-//! that would hang or flood the reader), and system1's own private files ([`open_private`],
-//! [`private_dir`]).
+//! reading a JSON file that may be absent ([`read_json`]) and checking a versioned one's format
+//! and version ([`check_format`]), reading a file that someone else may have put there
+//! ([`read_small_file`]: a regular file of bounded size, never a FIFO or a device that would hang
+//! or flood the reader), and system1's own private files ([`open_private`], [`private_dir`]).
 //!
 //! Private files (the routing log with its prompts, the pause file, the decision tallies, the
 //! calibration) are 0600 and their folders 0700, whatever the umask, and they are opened only in
@@ -417,6 +417,18 @@ pub fn read_json(path: &Path) -> Result<Option<Value>, ReadError> {
     serde_json::from_str(&text).map(Some).map_err(ReadError::NotJson)
 }
 
+/// Checks the `format` and `version` that one of system1's versioned JSON files names (the fits
+/// file, the local engine's heads) against the ones this build reads; the error says which is off.
+pub fn check_format(format: &str, version: u64, expected_format: &str, expected_version: u64) -> Result<(), String> {
+    if format != expected_format {
+        return Err(format!("format is {format:?}, expected {expected_format:?}"));
+    }
+    if version != expected_version {
+        return Err(format!("version {version} is not supported (this build reads version {expected_version})"));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,5 +520,15 @@ mod tests {
         assert!(matches!(err, ReadError::NotJson(_)) && err.to_string().starts_with("is not JSON: "), "{err}");
         assert!(matches!(read_json(&dir), Err(ReadError::Unreadable(_))), "a directory is not a file");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn check_format_names_what_is_off() {
+        assert_eq!(check_format("system1-x", 1, "system1-x", 1), Ok(()));
+        assert_eq!(check_format("other", 1, "system1-x", 1), Err(r#"format is "other", expected "system1-x""#.into()));
+        assert_eq!(
+            check_format("system1-x", 2, "system1-x", 1),
+            Err("version 2 is not supported (this build reads version 1)".into())
+        );
     }
 }

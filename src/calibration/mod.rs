@@ -63,12 +63,7 @@ impl File {
 
     pub fn parse(text: &str) -> Result<File, String> {
         let f: File = serde_json::from_str(text).map_err(|e| format!("not a calibration file: {e}"))?;
-        if f.format != FORMAT {
-            return Err(format!("format is {:?}, expected {FORMAT:?}", f.format));
-        }
-        if f.version != VERSION {
-            return Err(format!("version {} is not supported (this build reads version {VERSION})", f.version));
-        }
+        crate::fsutil::check_format(&f.format, f.version, FORMAT, VERSION)?;
         for fit in &f.fits {
             if !(fit.temperature.is_finite() && fit.temperature > 0.0) {
                 return Err(format!(

@@ -29,10 +29,9 @@ fn find(test: &str, var: &str, default: &str) -> Option<PathBuf> {
     if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
         return Some(found);
     }
-    assert!(std::env::var_os("CI").is_none(), "{test}: {var} is missing: run scripts/test");
-    let _ = std::io::Write::write_all(
-        &mut std::io::stderr(),
-        format!("\n*** SKIPPED {test}: {var} is not installed; run scripts/test ***\n\n").as_bytes(),
+    support::missing_test_dep(
+        &format!("{test}: {var} is missing: run scripts/test"),
+        &format!("{test}: {var} is not installed; run scripts/test"),
     );
     None
 }

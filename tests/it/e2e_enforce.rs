@@ -108,15 +108,10 @@ fn arrange(env: &TestEnv, project: &Path, dead_port: u16, setup: Setup) {
     } else {
         let _ = std::fs::remove_file(&pause);
     }
-    let fit = env.install_dir.join("calibration.json");
     if setup == Setup::LowConfidence {
-        write(
-            &fit,
-            r#"{"format": "system1-calibration", "version": 1,
-                "fits": [{"provider": "mock", "model": "mock", "question": "design", "temperature": 10.0}]}"#,
-        );
+        support::lower_design_confidence(env);
     } else {
-        let _ = std::fs::remove_file(&fit);
+        let _ = std::fs::remove_file(env.install_dir.join("calibration.json"));
     }
 }
 

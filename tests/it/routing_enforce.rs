@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{TestEnv, stderr, stdout, write};
+use crate::support::{TestEnv, lower_design_confidence, stderr, stdout, write};
 use serde_json::{Value, json};
 
 /// A brief of more than ten words.
@@ -144,15 +144,6 @@ fn enforcement_needs_no_log_and_asks_no_engine_when_nothing_can_change() {
     let out = hook(&c.env, "agent", &pre_payload(&c.env.home, &input(None, "general-purpose", BRIEF), "t2"));
     assert!(updated(&out).is_some(), "a rewrite outside log_dirs");
     assert!(entries(&c.env).is_empty(), "but no log entry");
-}
-
-/// Lowers `design`'s calibrated confidence to about 0.555, under the default 0.6.
-fn lower_design_confidence(env: &TestEnv) {
-    write(
-        &env.install_dir.join("calibration.json"),
-        r#"{"format": "system1-calibration", "version": 1,
-            "fits": [{"provider": "mock", "model": "mock", "question": "design", "temperature": 10.0}]}"#,
-    );
 }
 
 #[test]

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use crate::support::{CUT_OFF, TestEnv, stderr, stdout, write};
+use crate::support::{CUT_OFF, TestEnv, lower_design_confidence, stderr, stdout, write};
 use serde_json::{Value, json};
 
 /// Ten words and more, read-only and fully specified with the default mock answers below.
@@ -76,15 +76,6 @@ fn hint_names_the_rule_tier_when_every_feature_clears_the_threshold() {
     let env = env_with("hint = true", "answers = { design = \"yes\" }");
     let ctx = context(&hook(&env, "prompt", &prompt_payload(TASK, &env.home))).expect("a hint");
     assert!(ctx.contains("model \"opus\""), "{ctx}");
-}
-
-/// A local fit with a high temperature pulls `design`'s confidence from 0.9 down to about 0.555.
-fn lower_design_confidence(env: &TestEnv) {
-    write(
-        &env.install_dir.join("calibration.json"),
-        r#"{"format": "system1-calibration", "version": 1,
-            "fits": [{"provider": "mock", "model": "mock", "question": "design", "temperature": 10.0}]}"#,
-    );
 }
 
 #[test]

@@ -12,11 +12,9 @@ fn sdk_python() -> Option<String> {
         Ok(p) if std::path::Path::new(&p).exists() => Some(p),
         other => {
             let why = format!("SYSTEM1_TEST_PYTHON is {other:?}: run the tests with scripts/test");
-            assert!(std::env::var_os("CI").is_none(), "the MCP SDK client test cannot run under CI: {why}");
-            // Straight to the process's stderr: the harness would hide an eprintln! of a passing test.
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("\n*** SKIPPED the MCP Python SDK client test: {why} ***\n\n").as_bytes(),
+            support::missing_test_dep(
+                &format!("the MCP SDK client test cannot run under CI: {why}"),
+                &format!("the MCP Python SDK client test: {why}"),
             );
             None
         }

@@ -397,10 +397,7 @@ fn renders_as_png(svg: &std::path::Path) {
             assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n") && bytes.len() > 10_000, "{} bytes", bytes.len());
         }
         Err(e) => {
-            let _ = std::io::Write::write_all(
-                &mut std::io::stderr(),
-                format!("\n*** SKIPPED rendering the study's SVG: rsvg-convert: {e} ***\n\n").as_bytes(),
-            );
+            crate::support::skip_loudly(&format!("rendering the study's SVG: rsvg-convert: {e}"));
         }
     }
 }

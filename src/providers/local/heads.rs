@@ -65,12 +65,7 @@ impl File {
 
     pub fn parse(text: &str) -> Result<File, String> {
         let f: File = serde_json::from_str(text).map_err(|e| format!("not a heads file: {e}"))?;
-        if f.format != FORMAT {
-            return Err(format!("format is {:?}, expected {FORMAT:?}", f.format));
-        }
-        if f.version != VERSION {
-            return Err(format!("version {} is not supported (this build reads version {VERSION})", f.version));
-        }
+        crate::fsutil::check_format(&f.format, f.version, FORMAT, VERSION)?;
         for h in &f.heads {
             if h.weights.len() != h.dims || !(h.temperature.is_finite() && h.temperature > 0.0) {
                 return Err(format!(

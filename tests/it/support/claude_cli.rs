@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::support::TestEnv;
+use crate::support::{TestEnv, drain};
 
 /// The pinned version the tests were written against, and the newest on npm when last checked
 /// (pinned too). `scripts/test` installs the same list, each into `.test-deps/claude-<version>/`.
@@ -73,19 +73,9 @@ pub fn offline(cmd: &mut Command, env: &TestEnv, base_url: &str) {
 /// output is read while it runs: Node writes to a pipe asynchronously and drops what is still
 /// pending when the process exits, so a full pipe nobody reads cuts a long stream-json short.
 pub fn run_within(mut cmd: Command, limit: std::time::Duration) -> std::process::Output {
-    use std::io::Read;
     let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    let drain = |pipe: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>));
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
     let started = std::time::Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {

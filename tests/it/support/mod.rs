@@ -89,15 +89,19 @@ impl TestEnv {
         cmd
     }
 
-    /// Runs the binary to completion with `stdin`.
-    pub fn run(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = self
-            .command(args)
+    /// Starts the binary with all three of its streams piped.
+    fn spawn_piped(&self, args: &[&str]) -> Child {
+        self.command(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .expect("spawn system1");
+            .expect("spawn system1")
+    }
+
+    /// Runs the binary to completion with `stdin`.
+    pub fn run(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self.spawn_piped(args);
         if let Some(mut input) = child.stdin.take() {
             let _ = input.write_all(stdin.as_bytes());
         }
@@ -108,13 +112,7 @@ impl TestEnv {
     /// For input that would make a careless reader hang (a FIFO, stdin left open); `keep_open`
     /// leaves stdin open after `stdin` is written, as a client that never closes it would.
     pub fn run_within(&self, args: &[&str], stdin: &str, keep_open: bool, limit: Duration) -> Option<Output> {
-        let mut child = self
-            .command(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn system1");
+        let mut child = self.spawn_piped(args);
         let mut input = child.stdin.take();
         if let Some(pipe) = input.as_mut() {
             let _ = pipe.write_all(stdin.as_bytes());
@@ -124,24 +122,8 @@ impl TestEnv {
             drop(input.take());
         }
         // Read the pipes as the child writes, so that a chatty child never blocks on them.
-        let drain = |pipe: Option<std::process::ChildStdout>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                if let Some(mut p) = pipe {
-                    let _ = std::io::Read::read_to_end(&mut p, &mut bytes);
-                }
-                bytes
-            })
-        };
         let out = drain(child.stdout.take());
-        let err_pipe = child.stderr.take();
-        let err = std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut p) = err_pipe {
-                let _ = std::io::Read::read_to_end(&mut p, &mut bytes);
-            }
-            bytes
-        });
+        let err = drain(child.stderr.take());
         let deadline = std::time::Instant::now() + limit;
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait for system1") {
@@ -174,6 +156,18 @@ impl TestEnv {
     }
 }
 
+/// Reads `pipe` to its end on a thread of its own (the bytes, when joined), so that a child
+/// writing more than a pipe holds never blocks on it.
+pub fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut bytes);
+        }
+        bytes
+    })
+}
+
 impl Drop for TestEnv {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.root);
@@ -185,6 +179,29 @@ pub fn write(path: &Path, text: &str) {
         std::fs::create_dir_all(dir).expect("create parent");
     }
     std::fs::write(path, text).expect("write file");
+}
+
+/// A dependency that `scripts/test` installs is missing: under CI that fails the test with
+/// `ci_message`; elsewhere the test is skipped loudly (see [`skip_loudly`]).
+pub fn missing_test_dep(ci_message: &str, skipped: &str) {
+    assert!(std::env::var_os("CI").is_none(), "{ci_message}");
+    skip_loudly(skipped);
+}
+
+/// Says `*** SKIPPED {what} ***` straight to the process's stderr: the harness would hide an
+/// `eprintln!` of a passing test.
+pub fn skip_loudly(what: &str) {
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), format!("\n*** SKIPPED {what} ***\n\n").as_bytes());
+}
+
+/// A local fit with a high temperature for the mock's `design` answer: its calibrated confidence
+/// falls from 0.9 to about 0.555, under the default `[routing] min_confidence` of 0.6.
+pub fn lower_design_confidence(env: &TestEnv) {
+    write(
+        &env.install_dir.join("calibration.json"),
+        r#"{"format": "system1-calibration", "version": 1,
+            "fits": [{"provider": "mock", "model": "mock", "question": "design", "temperature": 10.0}]}"#,
+    );
 }
 
 /// Writes a program (a script) that a test runs next.
