@@ -94,6 +94,23 @@ unsafe impl<const N: usize> GlobalAlloc for Arena<N> {
         }
     }
 
+    /// The system's own zeroed allocation where it serves (for a big buffer, fresh pages that are
+    /// zero already, not a pass of writes over them); an arena block is cleared, since a block
+    /// stepped back over may have held data.
+    #[inline(never)]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        match self.bump(layout) {
+            // SAFETY: as in `alloc`; the block is `layout.size()` bytes, all ours.
+            Some(start) => unsafe {
+                let ptr = self.base().add(start);
+                ptr.write_bytes(0, layout.size());
+                ptr
+            },
+            // SAFETY: the caller's layout is passed on as it came.
+            None => unsafe { System.alloc_zeroed(layout) },
+        }
+    }
+
     #[inline(never)]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         match self.offset(ptr) {
@@ -162,6 +179,46 @@ mod tests {
             let c = arena.alloc(layout(16, 8));
             assert_eq!(c, b, "and its room is used again");
             arena.dealloc(c, layout(16, 8));
+        }
+    }
+
+    #[test]
+    fn zeroed_blocks_are_zero_even_where_a_freed_block_was() {
+        let arena = Box::new(Arena::<8192>::new());
+        // SAFETY: as above.
+        unsafe {
+            let a = arena.alloc(layout(64, 8));
+            a.write_bytes(0xAB, 64);
+            arena.dealloc(a, layout(64, 8));
+            let z = arena.alloc_zeroed(layout(64, 8));
+            assert_eq!(z, a, "the freed room is used again");
+            assert!((0..64).all(|i| *z.add(i) == 0));
+            let big = arena.alloc_zeroed(layout(MAX_FROM_ARENA + 1, 8));
+            assert!(arena.offset(big).is_none() && (0..MAX_FROM_ARENA + 1).step_by(4096).all(|i| *big.add(i) == 0));
+            arena.dealloc(big, layout(MAX_FROM_ARENA + 1, 8));
+            arena.dealloc(z, layout(64, 8));
+        }
+    }
+
+    /// A big zeroed buffer costs no writes: the system hands over fresh pages, which stay untouched
+    /// (alloc-then-clear would have made every page resident).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_big_zeroed_buffer_is_not_written_over() {
+        fn resident_bytes() -> usize {
+            let statm = std::fs::read_to_string("/proc/self/statm").unwrap();
+            statm.split_whitespace().nth(1).unwrap().parse::<usize>().unwrap() * 4096
+        }
+        let arena = Box::new(Arena::<8192>::new());
+        let size = 256 * 1024 * 1024;
+        let before = resident_bytes();
+        // SAFETY: as above.
+        unsafe {
+            let big = arena.alloc_zeroed(layout(size, 8));
+            assert!(!big.is_null() && *big == 0 && *big.add(size - 1) == 0);
+            let grew = resident_bytes().saturating_sub(before);
+            arena.dealloc(big, layout(size, 8));
+            assert!(grew < size / 4, "{grew} bytes became resident for a {size}-byte zeroed buffer");
         }
     }
 
