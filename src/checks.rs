@@ -119,8 +119,28 @@ pub fn engine_fix(provider: &str, detail: &str) -> String {
             return format!("pull the model: `{pull}`");
         }
     }
-    if provider == "local" && lower.contains("not installed") {
-        return format!("install its model with `{}`", text::command("engine install local"));
+    if provider == "local" {
+        // The engine's own message names the file at fault and the command that fixes it.
+        let install = detail.split('`').nth(1).filter(|c| c.contains("engine install local"));
+        if lower.contains("not installed") {
+            return match install {
+                Some(install) => format!("install its model with `{install}`"),
+                None => format!(
+                    "point [providers.local] model_dir at the folder that holds the model, or remove model_dir and \
+                     run `{}`",
+                    text::command("engine install local")
+                ),
+            };
+        }
+        if lower.contains("model_dir with a working copy") {
+            return "replace the file it names in [providers.local] model_dir with a working copy (the model's \
+                    config.json, tokenizer.json and model.safetensors belong together), or remove model_dir to use \
+                    the model `engine install local` downloads"
+                .to_string();
+        }
+        if let Some(install) = install {
+            return format!("reinstall the model with `{install}` (it downloads and checks every file again)");
+        }
     }
     if lower.contains("http 401") || lower.contains("http 403") || lower.contains("api_key") {
         return format!(
@@ -187,6 +207,12 @@ mod tests {
                 "local",
                 "the local model is not installed: /x/config.json is missing; run `system1 engine install local`",
             ),
+            ("local", "the local model is not installed: /m/config.json is missing; point [providers.local] model_dir at a folder"),
+            ("local", "/x/model.safetensors: truncated?; reinstall the model with `system1 engine install local`"),
+            (
+                "local",
+                "/m/tokenizer.json: not a tokenizer.json; replace that file in [providers.local] model_dir with a working copy",
+            ),
             ("von", "von: HTTP 401: missing key"),
             ("mock", "configured as down"),
         ]
@@ -198,5 +224,8 @@ mod tests {
         assert!(fixes[0].contains("[providers.laya] model"), "{}", fixes[0]);
         assert!(fixes[5].contains("0.12.11"), "{}", fixes[5]);
         assert!(fixes[6].contains("`ollama pull gemma4:e4b`"), "{}", fixes[6]);
+        assert!(fixes[8].starts_with("point [providers.local] model_dir"), "{}", fixes[8]);
+        assert!(fixes[9].starts_with("reinstall the model with `system1 engine install local`"), "{}", fixes[9]);
+        assert!(fixes[10].starts_with("replace the file it names in [providers.local] model_dir"), "{}", fixes[10]);
     }
 }

@@ -16,9 +16,9 @@ use crate::config::Enforce;
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
-use crate::providers::{EngineRequest, Question};
+use crate::providers::{EngineRequest, Question, local};
 use crate::routing::{self, spawn_log};
-use crate::{logging, paths, state, text};
+use crate::{engine, logging, paths, state, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -71,6 +71,7 @@ pub fn run(args: Args) -> Result<i32> {
     check_registration(&mut r);
     if gateway.is_ok() {
         check_engines(&gateway, &mut r);
+        check_local_model(&gateway, &mut r);
         check_test_decision(&gateway, &mut r);
     }
     check_tallies(&gateway, args.days, &mut r);
@@ -274,6 +275,50 @@ fn check_engines(gateway: &Gateway, r: &mut Report) {
         } else {
             r.fail(format!("{} engine ({}){endpoint} is down: {detail}", p.name, p.role), fix());
         }
+    }
+}
+
+/// The local engine's model, beyond what its health probe (which loads it) says: a model that
+/// `engine install local` installed must still be the pinned download, file by file (a flipped
+/// byte in the weights loads, and answers wrong); and a model no trained head fits abstains on
+/// every yes/no question. A missing model or one that fails to load is the engine finding's.
+fn check_local_model(gateway: &Gateway, r: &mut Report) {
+    if !gateway.loaded.chain().iter().any(|p| p == "local") {
+        return;
+    }
+    let settings = gateway.loaded.provider_settings("local");
+    let (name, dir, given) = local::configured(&settings);
+    if local::model::missing_file(&dir).is_some() {
+        return;
+    }
+    // Only the install dir's own copy of a pinned model has checksums to hold it to; a
+    // model_dir is the user's files.
+    if !given && let Ok(pin) = engine::local::pinned(&name) {
+        let bad = engine::local::verify(pin, &dir);
+        if !bad.is_empty() {
+            r.fail(
+                format!(
+                    "the local model {name} in {} is not the download `engine install local` checked: {}",
+                    dir.display(),
+                    bad.join("; ")
+                ),
+                format!("reinstall it with `{}`", text::command(&local::install_command(&name))),
+            );
+        }
+    }
+    if let Some(heads) = local::fitting_heads(&name, &dir)
+        && heads.is_empty()
+    {
+        r.warn(
+            format!(
+                "no trained head fits the local model {name}: its yes/no questions (the four routing features \
+                 among them) abstain; choice questions are still answered"
+            ),
+            format!(
+                "fit heads for it from the seed sets and your labels with /system1:calibrate (`{}`)",
+                text::command("calibrate fit --apply")
+            ),
+        );
     }
 }
 

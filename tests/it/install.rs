@@ -199,6 +199,56 @@ fn install_keeps_laya_in_the_config_when_laya_answers() {
 }
 
 #[test]
+fn install_writes_the_local_engine_when_no_laya_answers_and_its_model_is_installed() {
+    let Some(model) = crate::local_engine::model_dir() else { return };
+    let s = Scratch::new(true);
+    // Where `engine install local` puts the model (links to the real files: nothing is copied).
+    let installed = s.env.install_dir.join("engines/local/all-MiniLM-L6-v2");
+    std::fs::create_dir_all(&installed).unwrap();
+    for f in ["config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors"] {
+        std::os::unix::fs::symlink(Path::new(&model).join(f), installed.join(f)).unwrap();
+    }
+    let out = s.env.run(&["install"], "");
+    ok(&out);
+    assert!(
+        stdout(&out).contains("(engine: local, the installed all-MiniLM-L6-v2; laya did not answer: "),
+        "{}",
+        stdout(&out)
+    );
+    let config = std::fs::read_to_string(&s.env.config).unwrap();
+    let doc: toml::Table = config.parse().unwrap();
+    assert_eq!(doc["gateway"]["provider"].as_str(), Some("local"), "{config}");
+    assert!(doc["providers"]["mock"].get("fail").and_then(|f| f.as_str()) != Some("abstain"), "{config}");
+    // Only the provider line changed, with a comment saying why.
+    let example = std::fs::read_to_string(Path::new(REPO).join("config.example.toml")).unwrap();
+    let changed: Vec<&str> = config.lines().filter(|l| !example.lines().any(|e| e == *l)).collect();
+    let settings: Vec<&&str> = changed.iter().filter(|l| !l.starts_with('#')).collect();
+    assert!(settings.len() == 1 && settings[0].starts_with("provider = \"local\" "), "{changed:?}");
+
+    // The installed binary decides with it.
+    let decided = s.run(
+        &s.bin(),
+        &[
+            "decide",
+            "--json",
+            "--question",
+            "Which area?",
+            "--option",
+            "database schema",
+            "--option",
+            "user interface",
+            "--context",
+            r#"{"ticket": "add a shipped_at column to the orders table"}"#,
+        ],
+    );
+    assert!(decided.status.success(), "{}", stderr(&decided));
+    let answer: serde_json::Value = serde_json::from_slice(&decided.stdout).unwrap();
+    assert_eq!(answer["status"], "decided", "{answer}");
+    assert_eq!(answer["decision"], "database schema", "{answer}");
+    assert_eq!(answer["provider"], "local", "{answer}");
+}
+
+#[test]
 fn install_keeps_an_existing_config() {
     let s = Scratch::new(true);
     let mine = "[gateway]\nprovider = \"mock\"\ntimeout_s = 2.0\n";

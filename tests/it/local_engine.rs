@@ -86,3 +86,159 @@ fn engine_status_and_a_missing_model() {
     assert!(out.status.success());
     assert_eq!(stdout(&out), "");
 }
+
+/// The install dir's folder for the default model, where `engine install local` puts it.
+fn installed_dir(env: &TestEnv) -> std::path::PathBuf {
+    env.install_dir.join("engines/local/all-MiniLM-L6-v2")
+}
+
+/// Copies the model's four pinned files into the install dir, as `engine install local` leaves
+/// them (a copy, not links: the tests corrupt it).
+fn install_copy(env: &TestEnv, from: &str) -> std::path::PathBuf {
+    let to = installed_dir(env);
+    std::fs::create_dir_all(&to).unwrap();
+    for f in ["config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::copy(std::path::Path::new(from).join(f), to.join(f)).unwrap();
+    }
+    to
+}
+
+fn doctor(env: &TestEnv) -> (Option<i32>, String) {
+    let out = env.run(&["doctor"], "");
+    (out.status.code(), format!("{}{}", stdout(&out), stderr(&out)))
+}
+
+/// The line after the finding that contains `what`: its `fix:`.
+fn fix_of<'a>(report: &'a str, what: &str) -> &'a str {
+    let mut lines = report.lines();
+    lines.find(|l| l.contains(what)).unwrap_or_else(|| panic!("no finding with {what:?}:\n{report}"));
+    lines
+        .next()
+        .and_then(|l| l.trim().strip_prefix("fix: "))
+        .unwrap_or_else(|| panic!("{what:?} has no fix:\n{report}"))
+}
+
+#[test]
+fn doctor_says_how_to_install_a_missing_model() {
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"local\"\n");
+    let (code, report) = doctor(&env);
+    assert_eq!(code, Some(1), "{report}");
+    let missing = format!(
+        "FAIL  local engine (primary) is down: the local model is not installed: {}",
+        installed_dir(&env).join("config.json").display()
+    );
+    assert!(report.contains(&missing), "{report}");
+    assert!(
+        fix_of(&report, &missing).starts_with("install its model with `")
+            && fix_of(&report, &missing).ends_with("engine install local`"),
+        "{report}"
+    );
+
+    // A model_dir that lacks the files: the fix is the folder, not a download.
+    let env = local_env("/nonexistent/minilm", "");
+    let (_, report) = doctor(&env);
+    let fix = fix_of(&report, "/nonexistent/minilm/config.json is missing");
+    assert!(fix.starts_with("point [providers.local] model_dir at the folder"), "{report}");
+}
+
+#[test]
+fn doctor_fails_an_installed_model_that_is_not_the_pinned_download() {
+    let Some(dir) = model_dir() else { return };
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"local\"\n");
+    let installed = install_copy(&env, &dir);
+    let (_, report) = doctor(&env);
+    assert!(report.contains("ok    local engine (primary) answers health"), "{report}");
+    assert!(!report.contains("is not the download"), "the intact copy checks out: {report}");
+
+    // One flipped byte in the weights: the model still loads and answers, wrongly. Only the
+    // checksum tells.
+    let weights = installed.join("model.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    bytes[50_000_000] ^= 0x40;
+    std::fs::write(&weights, &bytes).unwrap();
+    let (code, report) = doctor(&env);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains("ok    local engine (primary) answers health"), "it still loads: {report}");
+    let what = format!(
+        "FAIL  the local model all-MiniLM-L6-v2 in {} is not the download `engine install local` checked: {}: SHA-256 ",
+        installed.display(),
+        weights.display()
+    );
+    assert!(report.contains(&what), "{report}");
+    assert!(report.contains("expected 53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"), "{report}");
+    let fix = fix_of(&report, &what);
+    assert!(fix.starts_with("reinstall it with `") && fix.ends_with(" engine install local`"), "{report}");
+
+    // Truncated: the load fails too, and its fix is the reinstall, not "check the engine".
+    std::fs::write(&weights, &bytes[..1_000_000]).unwrap();
+    let (code, report) = doctor(&env);
+    assert_eq!(code, Some(1), "{report}");
+    assert!(report.contains(&format!("{} has 1000000 bytes, not 90868376", weights.display())), "{report}");
+    let down = format!("FAIL  local engine (primary) is down: {}: ", weights.display());
+    let fix = fix_of(&report, &down);
+    assert!(fix.starts_with("reinstall the model with `") && fix.contains(" engine install local`"), "{report}");
+
+    // The same flipped byte in a model_dir of the user's own: not held to a checksum.
+    let own = env.root.join("own-model");
+    std::fs::create_dir_all(&own).unwrap();
+    for f in ["config.json", "tokenizer.json"] {
+        std::fs::copy(std::path::Path::new(&dir).join(f), own.join(f)).unwrap();
+    }
+    bytes[50_000_000] ^= 0x40;
+    bytes[50_000_001] ^= 0x40;
+    std::fs::write(own.join("model.safetensors"), &bytes).unwrap();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {:?}\n",
+        own.to_str().unwrap()
+    ));
+    let (_, report) = doctor(&env);
+    assert!(report.contains("ok    local engine (primary) answers health"), "{report}");
+    assert!(!report.contains("is not the download") && !report.contains("SHA-256"), "{report}");
+}
+
+#[test]
+fn doctor_names_the_file_of_a_model_dir_that_fails_to_load() {
+    let Some(dir) = model_dir() else { return };
+    let env = TestEnv::new();
+    let own = env.root.join("own-model");
+    std::fs::create_dir_all(&own).unwrap();
+    for f in ["config.json", "model.safetensors"] {
+        std::os::unix::fs::symlink(std::path::Path::new(&dir).join(f), own.join(f)).unwrap();
+    }
+    write(&own.join("tokenizer.json"), "{\"model\": ");
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {:?}\n",
+        own.to_str().unwrap()
+    ));
+    let (code, report) = doctor(&env);
+    assert_eq!(code, Some(1), "{report}");
+    let down =
+        format!("FAIL  local engine (primary) is down: {}: not a tokenizer.json", own.join("tokenizer.json").display());
+    let fix = fix_of(&report, &down);
+    assert!(fix.starts_with("replace the file it names in [providers.local] model_dir"), "{report}");
+    assert!(!report.contains("reinstall"), "a model_dir is the user's files, not a download to redo: {report}");
+}
+
+#[test]
+fn doctor_warns_when_no_trained_head_fits_the_model() {
+    let Some(dir) = model_dir() else { return };
+    // The shipped heads are keyed by the model's name: under another name, none fits.
+    let env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel = \"my-minilm\"\nmodel_dir = {dir:?}\n"
+    ));
+    let (_, report) = doctor(&env);
+    let what = "warn  no trained head fits the local model my-minilm: its yes/no questions (the four routing features among them) abstain";
+    assert!(report.contains(what), "{report}");
+    assert!(fix_of(&report, what).contains("calibrate fit --apply`"), "{report}");
+
+    // Under its own name the shipped heads fit, and nothing is said.
+    let env = local_env(&dir, "");
+    let (_, report) = doctor(&env);
+    assert!(
+        report.contains("ok    local engine (primary) answers health") && !report.contains("no trained head"),
+        "{report}"
+    );
+}

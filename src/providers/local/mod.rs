@@ -69,6 +69,15 @@ pub fn default_dir(model: &str) -> PathBuf {
     paths::engines_dir().join("local").join(model)
 }
 
+/// The command that installs `model` into its default folder.
+pub fn install_command(model: &str) -> String {
+    if model == DEFAULT_MODEL {
+        "engine install local".to_string()
+    } else {
+        format!("engine install local --model {model}")
+    }
+}
+
 /// Where heads fitted on this machine are kept (beside the local calibration file).
 pub fn local_heads_file() -> PathBuf {
     paths::install_dir().join("local-heads.json")
@@ -110,18 +119,22 @@ impl Local {
                 if let Some(missing) = model::missing_file(&self.dir) {
                     let fix = if self.given {
                         format!("point [providers.local] model_dir at a folder with {}", model::FILES.join(", "))
-                    } else if self.name == DEFAULT_MODEL {
-                        format!("run `{}`", text::command("engine install local"))
                     } else {
-                        format!("run `{}`", text::command(&format!("engine install local --model {}", self.name)))
+                        format!("run `{}`", text::command(&install_command(&self.name)))
                     };
                     return Err(format!("the local model is not installed: {} is missing; {fix}", missing.display()));
                 }
                 let model = Model::load(&self.dir, self.max_tokens).map_err(|e| {
-                    format!(
-                        "{e}; reinstall it with `{}` (or fix [providers.local] model_dir)",
-                        text::command("engine install local")
-                    )
+                    if self.given {
+                        // Not ours to reinstall: the user's own files.
+                        format!(
+                            "{e}; replace that file in [providers.local] model_dir with a working copy, or remove \
+                             model_dir to use the model `{}` downloads",
+                            text::command("engine install local")
+                        )
+                    } else {
+                        format!("{e}; reinstall the model with `{}`", text::command(&install_command(&self.name)))
+                    }
                 })?;
                 let (heads, notes) = load_heads(&self.name, Some(model.dims()), &local_heads_file());
                 let cache = cache::Cache::open(&cache::file_for(&self.name), model.dims());
@@ -209,8 +222,21 @@ fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec
 /// The heads that answer for `model`, one per question (a local head wins over a shipped one).
 pub fn heads_in_force(model: &str) -> Vec<Head> {
     let (all, _) = load_heads(model, None, &local_heads_file());
+    first_per_question(all)
+}
+
+fn first_per_question(heads: Vec<Head>) -> Vec<Head> {
     let mut seen = std::collections::HashSet::new();
-    all.into_iter().filter(|h| seen.insert(h.question.clone())).collect()
+    heads.into_iter().filter(|h| seen.insert(h.question.clone())).collect()
+}
+
+/// The heads that answer for the model in `dir` named `model`, one per question, as a load finds
+/// them (a head fitted on another model of the same name, with other dimensions, is left out).
+/// `None` when `dir` has no readable `config.json` (the load then fails and says why).
+pub fn fitting_heads(model: &str, dir: &Path) -> Option<Vec<Head>> {
+    let config = bert::Config::parse(&std::fs::read_to_string(dir.join("config.json")).ok()?).ok()?;
+    let (all, _) = load_heads(model, Some(config.hidden_size), &local_heads_file());
+    Some(first_per_question(all))
 }
 
 /// The head for a question: by its key (a routing feature's name), else by its text.
