@@ -482,13 +482,20 @@ fn an_interrupted_study_leaves_nothing_behind() {
     std::fs::create_dir_all(&out_dir).unwrap();
     let before = tree(&s.env.home);
     let svg = out_dir.join("study.svg");
-    let mut child = s
-        .env
-        .command(&["study", "--providers", "laya", "--set", &s.routing, "--svg", svg.to_str().unwrap()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut cmd = s.env.command(&["study", "--providers", "laya", "--set", &s.routing, "--svg", svg.to_str().unwrap()]);
+    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    // A shell without job control starts its background commands with SIGINT ignored, and an
+    // ignored signal stays ignored across exec: run under such a shell (`cmd &` in a script, as a
+    // CI runner may), the study would never see this Ctrl-C. Give the child the default action.
+    #[allow(unsafe_code, reason = "pre_exec runs between fork and exec")]
+    // SAFETY: signal(2) is async-signal-safe, and nothing else runs in the forked child.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
     let waited = std::time::Instant::now();
     while slow.requests_to("/v1/systemone").is_empty() {
         assert!(waited.elapsed() < crate::support::CUT_OFF, "the study never asked the engine");
