@@ -283,7 +283,9 @@ fn end_to_end(version: &str, deferral: Deferral) {
     }
 
     // 2. The marketplace and the plugin install from this checkout.
-    ok("plugin marketplace add", &e2e.claude(&["plugin", "marketplace", "add", ROOT]));
+    let checkout = e2e.env.root.join("plugin-checkout");
+    claude_cli::plugin_checkout(&checkout);
+    ok("plugin marketplace add", &e2e.claude(&["plugin", "marketplace", "add", checkout.to_str().unwrap()]));
     ok("plugin install", &e2e.claude(&["plugin", "install", "system1@system1-gateway"]));
     let installed =
         std::fs::read_to_string(e2e.env.claude_dir.join("plugins/installed_plugins.json")).unwrap_or_default();

@@ -286,28 +286,6 @@ fn the_plugins_system1_runs_the_installed_binary_or_says_how_to_install_it() {
     assert!(out.status.success(), "{}", stderr(&out));
 }
 
-/// This checkout's plugin files as a fresh clone has them: tracked and new files, none that
-/// .gitignore names (no target/, no .test-deps/).
-#[cfg(unix)]
-fn fresh_clone(to: &Path) {
-    let out = Command::new("git")
-        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
-        .current_dir(ROOT)
-        .output()
-        .expect("git ls-files");
-    assert!(out.status.success(), "{}", stderr(&out));
-    for name in out.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
-        let name = String::from_utf8_lossy(name).to_string();
-        let from = Path::new(ROOT).join(&name);
-        if !from.is_file() {
-            continue;
-        }
-        let dest = to.join(&name);
-        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        std::fs::copy(&from, &dest).unwrap();
-    }
-}
-
 /// With the real Claude Code, each version: the plugin installed from a clone (as README says,
 /// after `scripts/install.sh`, which builds outside it) copies the clone's files and no build
 /// output into the plugin cache, and the plugin's `bin/system1` is on the Bash tool's PATH, so
@@ -321,7 +299,7 @@ fn claude_code_copies_no_build_output_and_puts_the_plugins_system1_on_path() {
         let Some(claude) = claude_cli::find(&format!("first_hour {version}"), version) else { continue };
         let env = TestEnv::new();
         let clone = env.root.join("clone");
-        fresh_clone(&clone);
+        claude_cli::plugin_checkout(&clone);
         // What Claude Code does with what it finds there: a target/ would be copied (hence
         // install.sh builds elsewhere; docs/install.md says what remains).
         crate::support::write(&clone.join("target/release/marker"), "build output\n");

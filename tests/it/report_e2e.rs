@@ -17,7 +17,6 @@ use crate::support::fake_anthropic::{Block, FakeAnthropic, is_subagent, texts, t
 use crate::support::{TestEnv, stderr, stdout};
 use serde_json::{Value, json};
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const AGENT_ID: &str = "toolu_report_agent";
 /// Long and read-only, so the mock's features give the default rule's haiku.
 const PROMPT: &str = "REPORT-E2E-PROMPT: read the parser module and list every public function it exports, please";
@@ -54,7 +53,9 @@ fn report_reads_a_transcript(version: &str) {
     let project = env.root.join("project");
     std::fs::create_dir_all(&project).unwrap();
     let api = FakeAnthropic::start();
-    claude(&cli, &env, &api, &project, &["plugin", "marketplace", "add", ROOT]);
+    let checkout = env.root.join("plugin-checkout");
+    claude_cli::plugin_checkout(&checkout);
+    claude(&cli, &env, &api, &project, &["plugin", "marketplace", "add", checkout.to_str().unwrap()]);
     claude(&cli, &env, &api, &project, &["plugin", "install", "system1@system1-gateway"]);
 
     api.script(|req| {

@@ -101,3 +101,28 @@ pub fn run_within(mut cmd: Command, limit: std::time::Duration) -> std::process:
 pub fn hook_responses<'a>(events: &'a [serde_json::Value], hook_event: &str) -> Vec<&'a serde_json::Value> {
     events.iter().filter(|e| e["subtype"] == "hook_response" && e["hook_event"] == hook_event).collect()
 }
+
+/// This checkout's plugin files as a fresh clone has them (tracked files and new ones .gitignore
+/// does not name, as they are in the working tree), copied into `to` for `plugin marketplace add`.
+/// Claude Code copies a folder marketplace whole into its plugin cache, so adding the checkout
+/// itself copies its target/ and .test-deps/ into every test's scratch home: gigabytes each in a
+/// clean clone, which filled the disk of a CI run.
+pub fn plugin_checkout(to: &Path) {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("git")
+        .args(["ls-files", "-z", "--cached", "--others", "--exclude-standard"])
+        .current_dir(root)
+        .output()
+        .expect("git ls-files");
+    assert!(out.status.success(), "git ls-files: {}", String::from_utf8_lossy(&out.stderr));
+    for name in out.stdout.split(|b| *b == 0).filter(|n| !n.is_empty()) {
+        let name = String::from_utf8_lossy(name).to_string();
+        let from = Path::new(root).join(&name);
+        if !from.is_file() {
+            continue;
+        }
+        let dest = to.join(&name);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        std::fs::copy(&from, &dest).unwrap();
+    }
+}
