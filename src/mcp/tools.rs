@@ -107,6 +107,10 @@ fn is_control(name: &str, value: &Value) -> bool {
     CONTROL_ARGUMENTS.contains(&name) && (value.is_boolean() || value.is_null())
 }
 
+fn has_control(arguments: &Value) -> bool {
+    arguments.as_object().is_some_and(|m| m.iter().any(|(k, v)| is_control(k, v)))
+}
+
 /// The arguments with the clients' control arguments taken off.
 fn tool_arguments(arguments: &Value) -> Value {
     match arguments {
@@ -184,18 +188,25 @@ pub fn list(version: &str) -> Value {
 
 /// Runs a tool. `None` means no such tool (a protocol error, not a tool result).
 pub fn call(gateway: &Gateway, name: &str, arguments: &Value, version: &str) -> Option<Value> {
-    let arguments = tool_arguments(arguments);
+    // Copied only to take a control argument off: a decision's context may be large.
+    let stripped;
+    let arguments = if has_control(arguments) {
+        stripped = tool_arguments(arguments);
+        &stripped
+    } else {
+        arguments
+    };
     let (structured, is_error) = match name {
         "system1_decide" => {
-            let resp = match request::validate(&arguments) {
+            let resp = match request::validate(arguments) {
                 Ok(req) => gateway.decide(&req),
                 Err(invalid) => gateway.refuse(&invalid),
             };
             let is_error = resp.status == Status::Error;
             (serde_json::to_value(&resp).unwrap_or(Value::Null), is_error)
         }
-        "system1_health" | "system1_capabilities" if !no_arguments(&arguments) => {
-            return Some(refusal(name, &arguments));
+        "system1_health" | "system1_capabilities" if !no_arguments(arguments) => {
+            return Some(refusal(name, arguments));
         }
         "system1_health" => (serde_json::to_value(gateway.health()).unwrap_or(Value::Null), false),
         "system1_capabilities" => (serde_json::to_value(gateway.capabilities()).unwrap_or(Value::Null), false),
