@@ -133,16 +133,15 @@ fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> 
 }
 
 fn print_text(r: &Value) -> Result<()> {
-    let s = |v: &Value| v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
     if let Some(why) = r["silent_because"].as_str() {
         outln!("hook: silent ({why}); what it would ask anyway:")?;
     }
     print_routing(&r["routing"])?;
     let hint_line = |label: &str, h: &Value| {
         if h["given"].as_bool() == Some(true) {
-            outln!("{label}: given: {}", s(&h["text"]))?;
+            outln!("{label}: given: {}", shown(&h["text"]))?;
         } else {
-            outln!("{label}: none ({})", s(&h["because"]))?;
+            outln!("{label}: none ({})", shown(&h["because"]))?;
         }
         Ok::<(), crate::error::Error>(())
     };
@@ -150,7 +149,7 @@ fn print_text(r: &Value) -> Result<()> {
     if let Some(sk) = r["skills"].as_object() {
         let names: Vec<String> = sk["candidates"]
             .as_array()
-            .map(|a| a.iter().map(|c| format!("{} ({})", s(&c["name"]), s(&c["origin"]))).collect())
+            .map(|a| a.iter().map(|c| format!("{} ({})", shown(&c["name"]), shown(&c["origin"]))).collect())
             .unwrap_or_default();
         outln!("skills: {} candidates{}{}", names.len(), if names.is_empty() { "" } else { ": " }, names.join(", "))?;
         match sk["pick"].as_str() {
@@ -159,7 +158,7 @@ fn print_text(r: &Value) -> Result<()> {
                 sk["confidence"].as_f64().unwrap_or(0.0),
                 sk["engine_ms"].as_f64().unwrap_or(0.0)
             )?,
-            None => outln!("skill pick: none ({})", s(&sk["not_picked_because"]))?,
+            None => outln!("skill pick: none ({})", shown(&sk["not_picked_because"]))?,
         }
     }
     hint_line("skill hint", &r["skill_hint"])?;
@@ -175,14 +174,18 @@ fn print_text(r: &Value) -> Result<()> {
     Ok(())
 }
 
+/// A report field as printed: a string as it is, anything else as JSON.
+fn shown(v: &Value) -> String {
+    v.as_str().map(String::from).unwrap_or_else(|| v.to_string())
+}
+
 /// The features with their confidences, and the tier with the rule that chose it.
 fn print_routing(routing: &Value) -> Result<()> {
-    let s = |v: &Value| v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
     if let Some(fs) = routing["features"].as_object() {
         outln!(
             "features ({} {}, {:.1} ms):",
-            s(&routing["provider"]),
-            s(&routing["model"]),
+            shown(&routing["provider"]),
+            shown(&routing["model"]),
             routing["engine_ms"].as_f64().unwrap_or(0.0)
         )?;
         for (name, f) in fs {
@@ -202,7 +205,7 @@ fn print_routing(routing: &Value) -> Result<()> {
             Value::String(d) => d.clone(),
             n => format!("rule {n}"),
         };
-        outln!("tier: {} ({rule}: {})", s(&routing["tier"]), s(&routing["rule_text"]))?;
+        outln!("tier: {} ({rule}: {})", shown(&routing["tier"]), shown(&routing["rule_text"]))?;
     }
     Ok(())
 }
@@ -250,19 +253,18 @@ fn brief_json(loaded: &crate::config::Loaded, spawn: &Spawn, run: &AgentRun) -> 
 }
 
 fn print_brief(r: &Value) -> Result<()> {
-    let s = |v: &Value| v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
     if let Some(why) = r["silent_because"].as_str() {
         outln!("hook: does nothing ({why}); what it would ask anyway:")?;
     }
     print_routing(&r["routing"])?;
-    outln!("enforce: {} ({})", s(&r["enforce"]), s(&r["enforce_means"]))?;
+    outln!("enforce: {} ({})", shown(&r["enforce"]), shown(&r["enforce_means"]))?;
     let model = r["model"].as_str().map_or("no model".to_string(), |m| format!("model {m:?}"));
     match r["set_tier"].as_str() {
         Some(t) if r["rewrites"].as_bool() == Some(true) => {
             outln!("spawn: {model} → model \"{t}\" (the hook rewrites the call's model, nothing else)")?
         }
         Some(t) => outln!("spawn: {model} would become model \"{t}\", but the hook does nothing (above)")?,
-        None => outln!("spawn: {model}, passed as Claude made it ({})", s(&r["unchanged_because"]))?,
+        None => outln!("spawn: {model}, passed as Claude made it ({})", shown(&r["unchanged_because"]))?,
     }
     match r["log_dir"].as_str() {
         Some(d) if r["logged"].as_bool() == Some(true) => outln!("log: the hook would log this spawn (inside {d})")?,
