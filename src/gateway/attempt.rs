@@ -32,8 +32,8 @@ enum Slot {
     Group { q: usize, members: Vec<usize>, asked: Option<usize> },
     /// The final question of `q` over its finalists, in their order.
     Final { q: usize, asked: usize },
-    /// The final question with the finalists reordered.
-    Variant { q: usize, variant: Variant, asked: usize },
+    /// The final question with the finalists reordered; `original` is the final's engine question.
+    Variant { q: usize, variant: Variant, asked: usize, original: usize },
 }
 
 /// One engine request and what each of its questions is for.
@@ -136,10 +136,11 @@ impl Gateway {
             }
             let finalists = names(q, &t.alive);
             let variants = stability::variants(mode, &q.text, &finalists);
-            slots.push(Slot::Final { q: i, asked: ask(q, finalists.clone()) });
+            let original = ask(q, finalists.clone());
+            slots.push(Slot::Final { q: i, asked: original });
             for variant in variants {
                 let asked = ask(q, stability::reorder(&finalists, &variant.order));
-                slots.push(Slot::Variant { q: i, variant, asked });
+                slots.push(Slot::Variant { q: i, variant, asked, original });
             }
         }
         Pass { request: EngineRequest { context: request.context.clone(), questions }, slots }
@@ -165,7 +166,6 @@ impl Gateway {
         let mut notes = Vec::new();
         let mut per: Vec<Given> = tracks.iter().map(|_| Given::default()).collect();
         let round_of = |q: usize| tracks.get(q).map(|t| t.rounds.len() + 1).unwrap_or(1);
-        let asked_get = |k: &usize| asked.get(*k);
         // A lone question's key is internal (`decision`): only among several does it say which.
         let several = request.questions.len() > 1;
         let question =
@@ -197,13 +197,8 @@ impl Gateway {
                     notes.extend(note);
                     per[*q].last = Some(answer);
                 }
-                Slot::Variant { q, variant, asked: k } => {
-                    // The final slot of the same question comes first in the pass.
-                    let original = pass.slots.iter().find_map(|s| match s {
-                        Slot::Final { q: fq, asked } if fq == q => asked_get(asked),
-                        _ => None,
-                    });
-                    let Some(original) = original else { continue };
+                Slot::Variant { q, variant, asked: k, original } => {
+                    let original = &asked[*original];
                     let where_ = place(&[question(*q), format!("options {}", variant.name)]);
                     let (answer, note) =
                         checked(&asked[*k], take(*k), &where_, |a, e| check::check_variant(a, original, e))?;
