@@ -178,6 +178,11 @@ pub fn find_on_path(names: &[&str]) -> Option<PathBuf> {
         .find(|p| is_executable(p))
 }
 
+/// Whether `a` and `b` name the same file (links resolved); false when either cannot be resolved.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
+}
+
 fn is_executable(p: &Path) -> bool {
     let Ok(meta) = std::fs::metadata(p) else { return false };
     #[cfg(unix)]

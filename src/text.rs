@@ -71,16 +71,12 @@ pub fn binary() -> &'static str {
 /// Whether `system1` on PATH is the binary at `bin`.
 pub fn binary_on_path(bin: &Path) -> bool {
     let name = if cfg!(windows) { "system1.exe" } else { "system1" };
-    paths::find_on_path(&[name]).is_some_and(|found| same_file(&found, bin))
+    paths::find_on_path(&[name]).is_some_and(|found| paths::same_file(&found, bin))
 }
 
 /// A system1 command line as a message prints it: [`binary`], then `args`.
 pub fn command(args: &str) -> String {
     format!("{} {args}", binary())
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(a), Ok(b)) if a == b)
 }
 
 /// A path as a shell takes it: `~/rest` for a plain path under the home folder (Unix shells

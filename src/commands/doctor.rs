@@ -167,10 +167,7 @@ fn check_versions(r: &mut Report) {
 
 /// The installed binary's version: this one's when it is the same file, else from `--version`.
 fn installed_version(bin: &Path) -> std::result::Result<String, String> {
-    let same = std::env::current_exe()
-        .and_then(|me| Ok(std::fs::canonicalize(me)? == std::fs::canonicalize(bin)?))
-        .unwrap_or(false);
-    if same {
+    if std::env::current_exe().is_ok_and(|me| paths::same_file(&me, bin)) {
         return Ok(VERSION.to_string());
     }
     let out = std::process::Command::new(bin).arg("--version").output().map_err(|e| e.to_string())?;

@@ -20,7 +20,7 @@ pub enum Copied {
 pub fn install_self() -> Result<Copied> {
     let source = std::env::current_exe().context(|| "cannot find the running binary".to_string())?;
     let target = paths::installed_binary();
-    if same_file(&source, &target) {
+    if paths::same_file(&source, &target) {
         return Ok(Copied::AlreadyInPlace(target));
     }
     let dir = paths::bin_dir();
@@ -66,13 +66,6 @@ fn remove_set_aside(target: &Path) {
         if entry.file_name().to_string_lossy().starts_with(ASIDE) {
             let _ = fs::remove_file(entry.path());
         }
-    }
-}
-
-fn same_file(a: &Path, b: &Path) -> bool {
-    match (fs::canonicalize(a), fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
     }
 }
 
