@@ -19,10 +19,9 @@ use serde_json::value::RawValue;
 
 use super::enforce::{self, Left, Model};
 use super::entry::{Entry, Source};
-use super::{Input, Mode, Routed, log, route, routed_entry, settled};
+use super::{Input, Mode, Routed, log, paused_or_broken, route, routed_entry, settled};
 use crate::config::{Enforce, Loaded};
 use crate::gateway::{Gateway, new_request_id};
-use crate::state;
 use crate::tier::Tier;
 
 /// An Agent call as the hook sees it.
@@ -99,11 +98,8 @@ fn gate(loaded: &Loaded, tool_name: Option<&str>) -> Option<String> {
     if !loaded.config.routing.enabled {
         return Some("routing is off ([routing] enabled = false)".into());
     }
-    if state::is_paused() {
-        return Some(format!("System-1 is paused (`{}` resumes it)", crate::text::command("toggle on")));
-    }
-    if !loaded.errors.is_empty() {
-        return Some(format!("config error: {}", loaded.errors.join("; ")));
+    if let Some(why) = paused_or_broken(loaded) {
+        return Some(why);
     }
     match tool_name {
         Some(t) if t != "Agent" && t != "Task" => Some(format!("the {t} tool spawns no subagent")),

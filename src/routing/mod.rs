@@ -125,6 +125,11 @@ fn state_gate(loaded: &Loaded, wanted: bool) -> Option<String> {
     if !wanted {
         return Some("routing and the skill picker are off ([routing] enabled, [skills] enabled)".into());
     }
+    paused_or_broken(loaded)
+}
+
+/// Why no routing hook may act, whatever it is for: System-1 paused, or a broken config.
+fn paused_or_broken(loaded: &Loaded) -> Option<String> {
     if state::is_paused() {
         return Some(format!("System-1 is paused (`{}` resumes it)", crate::text::command("toggle on")));
     }
