@@ -19,7 +19,7 @@ use serde_json::value::RawValue;
 
 use super::enforce::{self, Left, Model};
 use super::entry::{Entry, Source};
-use super::{Input, Mode, Routed, log, paused_or_broken, route, routed_entry, settled};
+use super::{Input, Mode, Routed, cwd_of, log, paused_or_broken, route, routed_entry, settled};
 use crate::config::{Enforce, Loaded};
 use crate::gateway::{Gateway, new_request_id};
 use crate::tier::Tier;
@@ -68,7 +68,7 @@ impl Spawn {
             description: text(input.get("description")),
             tool_use_id: text(payload.get("tool_use_id")),
             session_id: text(payload.get("session_id")),
-            cwd: payload.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty()).map(PathBuf::from),
+            cwd: cwd_of(payload),
         })
     }
 
@@ -200,7 +200,7 @@ pub fn spawned(loaded: &Loaded, payload: &Value) -> Option<Entry> {
     if gate(loaded, payload.get("tool_name").and_then(Value::as_str)).is_some() {
         return None;
     }
-    let cwd = payload.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty()).map(PathBuf::from)?;
+    let cwd = cwd_of(payload)?;
     log::opted_in(&cwd, &cfg.log_dirs)?;
     let tool_use_id = payload.get("tool_use_id").and_then(Value::as_str)?;
     let resolved = payload.get("tool_response")?.get("resolvedModel")?.as_str()?;

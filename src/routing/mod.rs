@@ -61,11 +61,16 @@ impl<'a> Input<'a> {
     pub fn from_payload(payload: &'a Value, prompt: &'a str) -> Self {
         Input {
             prompt,
-            cwd: payload.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty()).map(PathBuf::from),
+            cwd: cwd_of(payload),
             session_id: payload.get("session_id").and_then(Value::as_str).map(String::from),
             skills: skills::from_input(payload),
         }
     }
+}
+
+/// The hook input's `cwd`, when it names one.
+pub fn cwd_of(payload: &Value) -> Option<PathBuf> {
+    payload.get("cwd").and_then(Value::as_str).filter(|c| !c.is_empty()).map(PathBuf::from)
 }
 
 /// The features and the tier the rule gives them.
