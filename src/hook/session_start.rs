@@ -47,6 +47,7 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
 fn findings(loaded: &Loaded) -> Vec<String> {
     let mut out = Vec::new();
     let gateway = Gateway::new(loaded.clone());
+    let no_engine = checks::no_real_engine(loaded);
     if !gateway.is_ok() {
         let first = &gateway.config_errors[0];
         let more = match gateway.config_errors.len() {
@@ -58,7 +59,7 @@ fn findings(loaded: &Loaded) -> Vec<String> {
             loaded.path.display(),
             text::command("config check")
         ));
-    } else if checks::no_real_engine(loaded) == Some(NoEngine::Placeholder) {
+    } else if no_engine == Some(NoEngine::Placeholder) {
         // The placeholder install wrote is said once.
         if !state::is_paused() && checks::first_no_engine_notice() {
             let none = NoEngine::Placeholder;
@@ -67,7 +68,7 @@ fn findings(loaded: &Loaded) -> Vec<String> {
     } else {
         // A mock with answers is someone's deliberate setup (a demo, a test): doctor names it, and
         // it is probed like an engine. A real engine resets the notice, should it go again.
-        if checks::no_real_engine(loaded).is_none() {
+        if no_engine.is_none() {
             checks::reset_no_engine_notice();
         }
         if loaded.config.routing.enabled
