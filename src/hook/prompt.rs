@@ -15,11 +15,9 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
     let input = Input::from_payload(payload, prompt);
     let run = routing::run_prompt(loaded, &input, Mode::Hook);
     log_failures(&run);
-    for entry in routing::entries(&input, &run) {
-        // A log that cannot be written must not cost the user the hint.
-        if let Err(e) = routing::log::append(&entry) {
-            logging::warn("hook", &format!("cannot write the routing log: {e}"));
-        }
+    // A log that cannot be written must not cost the user the hint.
+    if let Err(e) = routing::log::append_all(&routing::entries(&input, &run)) {
+        logging::warn("hook", &format!("cannot write the routing log: {e}"));
     }
     Ok(run.context().map(|text| additional_context("UserPromptSubmit", &text).to_string()))
 }

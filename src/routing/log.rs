@@ -4,7 +4,7 @@
 //! Every writer takes an exclusive `File::lock` on the sibling `routing.jsonl.lock` first. The lock
 //! lives on a separate file so that a rewrite, which replaces `routing.jsonl` by rename, never
 //! leaves an appender holding a lock on a file that is no longer the log. An append opens the log
-//! only once it holds the lock (so it always writes to the current file) and writes one whole line
+//! only once it holds the lock (so it always writes to the current file) and writes its whole lines
 //! in a single `write_all`, after ending a torn last line if it finds one. A rewrite holds the lock across read, temp file, fsync and rename, so
 //! no append can slip in between and be lost.
 //!
@@ -30,6 +30,15 @@ pub struct Entries {
 /// Appends one entry to `paths::routing_log()`.
 pub fn append(entry: &Entry) -> io::Result<()> {
     append_at(&paths::routing_log(), entry)
+}
+
+/// Appends `entries` to `paths::routing_log()` under one lock and one open (a prompt writes up to
+/// two); nothing is touched when there are none.
+pub fn append_all(entries: &[Entry]) -> io::Result<()> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    append_all_at(&paths::routing_log(), entries)
 }
 
 /// Reads every entry of `paths::routing_log()`; a missing log is empty.
@@ -119,8 +128,15 @@ impl Drop for Lock {
 }
 
 pub fn append_at(log: &Path, entry: &Entry) -> io::Result<()> {
-    let mut line = serde_json::to_string(entry).map_err(io::Error::other)?;
-    line.push('\n');
+    append_all_at(log, std::slice::from_ref(entry))
+}
+
+fn append_all_at(log: &Path, entries: &[Entry]) -> io::Result<()> {
+    let mut lines = String::new();
+    for entry in entries {
+        lines.push_str(&serde_json::to_string(entry).map_err(io::Error::other)?);
+        lines.push('\n');
+    }
     let _lock = Lock::take(log)?;
     let mut file = open_private(log, OpenOptions::new().create(true).read(true).append(true))?;
     // A last line left without its newline (a writer killed mid-write, a hand edit) would swallow
@@ -130,10 +146,10 @@ pub fn append_at(log: &Path, entry: &Entry) -> io::Result<()> {
         file.seek(SeekFrom::End(-1))?;
         file.read_exact(&mut last)?;
         if last[0] != b'\n' {
-            line.insert(0, '\n');
+            lines.insert(0, '\n');
         }
     }
-    file.write_all(line.as_bytes())
+    file.write_all(lines.as_bytes())
 }
 
 pub fn read_all_at(log: &Path) -> io::Result<Entries> {
@@ -336,6 +352,14 @@ mod tests {
             let mode = std::fs::metadata(&log).unwrap().permissions().mode() & 0o777;
             assert_eq!(mode, 0o600);
         }
+    }
+
+    #[test]
+    fn entries_appended_together_come_back_as_their_own_lines() {
+        let log = scratch("append-all");
+        append_at(&log, &entry("1", json!({}))).unwrap();
+        append_all_at(&log, &[entry("2", json!({})), entry("3", json!({"n": 3}))]).unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"id\":\"1\"}\n{\"id\":\"2\"}\n{\"id\":\"3\",\"n\":3}\n");
     }
 
     #[test]
