@@ -14,6 +14,7 @@
 //! `question` is the key a question is asked under: a routing feature's name, or a
 //! `system1_decide` question's text. P(yes) = sigmoid((w·e + bias) / temperature).
 
+use crate::text::round;
 use serde::{Deserialize, Serialize};
 
 pub const FORMAT: &str = "system1-local-heads";
@@ -156,11 +157,6 @@ pub fn fit_with_loo(xs: &[Vec<f32>], ys: &[bool], lambda: f64) -> (Vec<f64>, Vec
         })
         .collect();
     (w, loo)
-}
-
-fn round(x: f64, places: i32) -> f64 {
-    let f = 10f64.powi(places);
-    (x * f).round() / f
 }
 
 pub fn sigmoid(z: f64) -> f64 {
