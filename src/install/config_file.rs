@@ -161,11 +161,10 @@ pub fn use_engine(engine: &str) -> Result<UseEngine> {
             "The mock stood in here (no engine answered when system1 was installed) until\n\
              # `system1 engine install {engine}` installed the {engine} engine and selected it."
         );
-        let mut staged = Staged::create(&path, 0o666).context(|| format!("cannot write {}", path.display()))?;
-        staged
-            .set_contents(engine_config(EXAMPLE, engine, &why)?.as_bytes())
-            .context(|| format!("cannot write {}", staged.path().display()))?;
-        staged.commit().context(|| format!("cannot write {}", path.display()))?;
+        // Through the file a link names, keeping its mode: install made it 0600, and a rewrite must
+        // not widen it (a staged file takes the umask's mode, 0644 or 0666 under umask 000).
+        crate::fsutil::write_through(&path, engine_config(EXAMPLE, engine, &why)?.as_bytes())
+            .context(|| format!("cannot write {}", path.display()))?;
         return Ok(UseEngine::Selected(path));
     }
     let provider = config::load_from(path.clone(), &[]).config.gateway.provider;

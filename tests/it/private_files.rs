@@ -273,3 +273,84 @@ fn an_endpoint_password_is_never_shown() {
     assert!(said[2].1.contains("***@127.0.0.1:1"), "health names the engine: {}", said[2].1);
     assert!(said[3].1.contains("http://***@engine.example:8000"), "config check names the URL: {}", said[3].1);
 }
+
+/// Every rewrite of a private file keeps it 0600 under umask 000, not only its first write: the
+/// config (`engine install local` switching the placeholder `install` wrote; `calibrate fit --apply`
+/// setting the threshold), the routing log (`calibrate label` rewrites it through `log::rewrite`, as
+/// `outcomes --apply` does),
+/// the log file, and the calibration files (`calibration.json`; `local-heads.json` from
+/// `calibrate fit --provider local --apply`). `engine install local` used to rewrite the config
+/// through a temp file created 0666 less the umask: 0666 here.
+#[test]
+fn every_rewrite_of_a_private_file_keeps_it_0600_under_umask_000() {
+    let mut env = TestEnv::new();
+    env.set_env("PATH", "/nonexistent");
+    env.set_env("SYSTEM1_LAYA_ENDPOINT", "http://127.0.0.1:9");
+    let run = |args: &[&str]| {
+        let out = run_with_umask_000(&env, args, "");
+        assert!(out.status.success(), "{args:?}: {}{}", stdout(&out), stderr(&out));
+        stdout(&out)
+    };
+    run(&["install"]);
+    assert_eq!(mode(&env.config), 0o600, "install's placeholder");
+    let model = crate::local_engine::model_dir();
+    if let Some(dir) = &model {
+        // An installed model, so that `engine install local` only switches the config to it.
+        let to = env.install_dir.join("engines/local/all-MiniLM-L6-v2");
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors"] {
+            std::fs::copy(Path::new(dir).join(f), to.join(f)).unwrap();
+        }
+        let said = run(&["engine", "install", "local"]);
+        assert!(said.contains("now selects it"), "{said}");
+        assert!(read(&env.config).contains("provider = \"local\""), "{}", read(&env.config));
+        assert_eq!(mode(&env.config), 0o600, "engine install local rewrote the config");
+    }
+
+    // A config of the user's (0600, as install makes it) that calibrate fit --apply edits, with a
+    // log file, and a routing log of 20 labelled prompts and a spawn to label.
+    let log_file = env.root.join("system1.log");
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\nlog_file = {:?}\n[routing]\nenabled = true\nmin_confidence = 0.6\n\n[providers.mock]\nconfidence = 0.7\nanswers = {{ read_only = \"yes\", design = \"no\", review = \"no\", specified = \"yes\" }}\n{}",
+        log_file.display().to_string(),
+        model.as_ref().map(|d| format!("[providers.local]\nmodel_dir = {d:?}\n")).unwrap_or_default()
+    ));
+    std::fs::set_permissions(&env.config, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let labels = |r: bool| json!({"read_only": r, "design": !r, "review": !r, "specified": r});
+    let mut entries: String = (0..20)
+        .map(|i| {
+            format!(
+                "{}\n",
+                json!({"id": format!("p{i}"), "source": "prompt", "prompt": format!("{PROMPT} number {i}"), "labels": labels(i >= 2)})
+            )
+        })
+        .collect();
+    entries.push_str(&format!("{}\n", json!({"id": "a1", "source": "agent", "prompt": "brief", "tool_use_id": "t1"})));
+    let log = env.install_dir.join("logs/routing.jsonl");
+    write(&log, &entries);
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    run(&["calibrate", "label", "--id", "a1", "--outcome", "failed"]);
+    assert_eq!(mode(&log), 0o600, "calibrate label rewrote the routing log");
+    let said = run(&["calibrate", "fit", "--no-seeds", "--apply"]);
+    assert!(said.contains("Set [routing] min_confidence"), "{said}");
+    assert_eq!(mode(&env.config), 0o600, "calibrate fit --apply rewrote the config");
+    assert_eq!(mode(&env.install_dir.join("calibration.json")), 0o600);
+    run(&["calibrate", "fit", "--no-seeds", "--apply"]);
+    assert_eq!(mode(&env.install_dir.join("calibration.json")), 0o600, "rewritten");
+    // The server logs each decision to the log file.
+    let session = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "system1_decide", "arguments": {"question": "Ship it?"}}}),
+    ];
+    let lines: String = session.iter().map(|m| format!("{m}\n")).collect();
+    assert!(run_with_umask_000(&env, &["mcp"], &lines).status.success());
+    assert_eq!(mode(&log_file), 0o600, "the log file");
+    if model.is_some() {
+        run(&["calibrate", "fit", "--provider", "local", "--no-seeds", "--apply"]);
+        assert_eq!(mode(&env.install_dir.join("local-heads.json")), 0o600);
+        run(&["calibrate", "fit", "--provider", "local", "--no-seeds", "--apply"]);
+        assert_eq!(mode(&env.install_dir.join("local-heads.json")), 0o600, "rewritten");
+    }
+}

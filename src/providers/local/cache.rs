@@ -6,6 +6,7 @@
 //! (a process killed mid-write) is ignored, and a file of another dimension is started afresh.
 
 use std::collections::HashMap;
+use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -73,11 +74,9 @@ impl Cache {
 
     fn append(&self, k: &[u8; 16], v: &[f32]) {
         let Some(dir) = self.path.parent() else { return };
-        if std::fs::create_dir_all(dir).is_err() {
-            return;
-        }
-        // Never write through a planted symlink.
-        if std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.file_type().is_symlink()) {
+        // The option texts of decisions are the user's: a private folder and file, whatever the
+        // umask, opened in place (a link planted under the name is refused, never written through).
+        if crate::fsutil::private_dir(dir).is_err() {
             return;
         }
         let fresh = std::fs::metadata(&self.path).map(|m| {
@@ -90,9 +89,9 @@ impl Cache {
             Err(_) | Ok(true) => {
                 record.extend_from_slice(MAGIC);
                 record.extend_from_slice(&(self.dims as u32).to_le_bytes());
-                std::fs::File::create(&self.path)
+                crate::fsutil::open_private(&self.path, OpenOptions::new().write(true).create(true).truncate(true))
             }
-            Ok(false) => std::fs::OpenOptions::new().append(true).open(&self.path),
+            Ok(false) => crate::fsutil::open_private(&self.path, OpenOptions::new().append(true)),
         };
         let Ok(mut file) = file else { return };
         record.extend_from_slice(k);
