@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::spawns::{Group, SpawnSection, cells_text};
-use super::{Part, Report, TokenTotals};
+use super::{Part, Report, Savings, TierRow, TokenTotals};
 use crate::text;
 
 /// `1234567` → `1.2M`; small counts stay exact.
@@ -160,6 +160,18 @@ fn spawn_section(out: &mut String, s: &SpawnSection) {
 
 pub fn table(r: &Report) -> String {
     let mut out = String::new();
+    header(&mut out, r);
+    reach_and_adherence(&mut out, r);
+    tiers(&mut out, &r.subagents_by_tier);
+    savings(&mut out, &r.savings);
+    spawn_section(&mut out, &r.spawns);
+    usage(&mut out, r);
+    prices_and_next(&mut out, r);
+    out
+}
+
+/// The period and project the report covers, its sessions, and what was read.
+fn header(out: &mut String, r: &Report) {
     let when = |key: &str| r.scope.get(key).and_then(|v| v.as_str()).map(moment);
     let mut period = match (when("since"), when("until")) {
         (None, None) => "all history".to_string(),
@@ -193,7 +205,9 @@ pub fn table(r: &Report) -> String {
         );
     }
     let _ = writeln!(out, "\n");
+}
 
+fn reach_and_adherence(out: &mut String, r: &Report) {
     let reach = &r.reach;
     let _ = writeln!(
         out,
@@ -217,8 +231,11 @@ pub fn table(r: &Report) -> String {
         a.downgraded,
         if a.unknown > 0 { format!(", {} unknown", a.unknown) } else { String::new() }
     );
+}
+
+fn tiers(out: &mut String, rows: &[TierRow]) {
     let _ = writeln!(out, "\nSubagents by tier          spawns  requests    tokens       cost");
-    for t in &r.subagents_by_tier {
+    for t in rows {
         let _ = writeln!(
             out,
             "  {:<22} {:>8} {:>9} {:>9} {:>10}",
@@ -229,8 +246,9 @@ pub fn table(r: &Report) -> String {
             money(t.cost_usd)
         );
     }
+}
 
-    let s = &r.savings;
+fn savings(out: &mut String, s: &Savings) {
     let _ = writeln!(out, "\nSavings at API list prices");
     let mix = s.mix_text();
     match s.realised_usd {
@@ -265,13 +283,14 @@ pub fn table(r: &Report) -> String {
         "  net        {:>10}   realised minus overhead",
         s.net_usd.map(signed_money).unwrap_or_else(|| "n/a".to_string())
     );
+}
 
-    spawn_section(&mut out, &r.spawns);
-
+/// All usage by thread, then by model, with the models no price covers.
+fn usage(out: &mut String, r: &Report) {
     let _ = writeln!(out, "\nAll usage                 requests    tokens       cost");
-    part_line(&mut out, "main threads", &r.totals.main);
-    part_line(&mut out, "subagents", &r.totals.subagents);
-    part_line(&mut out, "total", &r.totals.all);
+    part_line(out, "main threads", &r.totals.main);
+    part_line(out, "subagents", &r.totals.subagents);
+    part_line(out, "total", &r.totals.all);
     let _ = writeln!(
         out,
         "\n{:<34} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10}",
@@ -294,9 +313,12 @@ pub fn table(r: &Report) -> String {
             r.unknown_models.join(", ")
         );
     }
+}
+
+/// The price note, the findings and the calibrate offer.
+fn prices_and_next(out: &mut String, r: &Report) {
     let _ =
         writeln!(out, "\nPrices: API list prices as of {} ({}). {}", r.prices.as_of, r.prices.source, r.prices.note);
-
     let c = &r.calibrate;
     out.push('\n');
     for f in &c.findings {
@@ -307,7 +329,6 @@ pub fn table(r: &Report) -> String {
     } else {
         let _ = writeln!(out, "Next: {}.", c.instructions);
     }
-    out
 }
 
 #[cfg(test)]

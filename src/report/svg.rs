@@ -5,9 +5,9 @@
 
 use std::fmt::Write;
 
-use super::Report;
 use super::render::{money, pct, tokens};
 use super::spawns::SpawnSection;
+use super::{Report, Savings, TierRow};
 use crate::text::xml_escape;
 use crate::tier::Tier;
 
@@ -96,7 +96,19 @@ pub fn render(r: &Report) -> String {
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="Inter, Segoe UI, Helvetica, Arial, sans-serif">"##
     );
     let _ = writeln!(o, r##"<rect width="{W}" height="{H}" rx="14" fill="#fbfbfd"/>"##);
-    text(&mut o, (32.0, 46.0), 24.0, INK, "start", 700, "Is System-1 worth it?");
+    title(&mut o, r);
+    cards(&mut o, r);
+    tier_bars(&mut o, &r.subagents_by_tier);
+    waterfall(&mut o, &r.savings);
+    spawn_band(&mut o, &r.spawns, 492.0);
+    footer(&mut o, r);
+    o.push_str("</svg>\n");
+    o
+}
+
+/// The question, and the period with its counts under it.
+fn title(o: &mut String, r: &Report) {
+    text(o, (32.0, 46.0), 24.0, INK, "start", 700, "Is System-1 worth it?");
     let period = match (r.scope.get("since").and_then(|v| v.as_str()), r.scope.get("until").and_then(|v| v.as_str())) {
         (None, None) => "all history".to_string(),
         (Some(s), None) => format!("since {s}"),
@@ -104,7 +116,7 @@ pub fn render(r: &Report) -> String {
         (Some(s), Some(u)) => format!("{s} to {u}"),
     };
     text(
-        &mut o,
+        o,
         (32.0, 70.0),
         13.0,
         MUTED,
@@ -115,8 +127,10 @@ pub fn render(r: &Report) -> String {
             r.totals.sessions, r.reach.prompts, r.adherence.spawns
         ),
     );
+}
 
-    // Headline cards.
+/// The three headline cards: reach, adherence, net.
+fn cards(o: &mut String, r: &Report) {
     let net = r.savings.net_usd;
     let cards = [
         (
@@ -150,20 +164,21 @@ pub fn render(r: &Report) -> String {
     for (i, (label, big, small, colour)) in cards.iter().enumerate() {
         let x = 32.0 + i as f64 * 276.0;
         let _ = writeln!(o, r##"<rect x="{x}" y="90" width="260" height="86" rx="10" fill="white" stroke="{GRID}"/>"##);
-        text(&mut o, (x + 16.0, 112.0), 12.0, MUTED, "start", 600, &label.to_uppercase());
-        text(&mut o, (x + 16.0, 148.0), 30.0, colour, "start", 700, big);
-        text(&mut o, (x + 16.0, 166.0), 11.5, MUTED, "start", 400, small);
+        text(o, (x + 16.0, 112.0), 12.0, MUTED, "start", 600, &label.to_uppercase());
+        text(o, (x + 16.0, 148.0), 30.0, colour, "start", 700, big);
+        text(o, (x + 16.0, 166.0), 11.5, MUTED, "start", 400, small);
     }
+}
 
-    // Left: subagent cost by tier.
+/// Left: subagent cost by tier, one bar each.
+fn tier_bars(o: &mut String, rows: &[TierRow]) {
     let (lx, ly) = (32.0, 214.0);
-    text(&mut o, (lx, ly), 15.0, INK, "start", 700, "Subagent cost by tier");
-    let rows: Vec<_> = r.subagents_by_tier.iter().collect();
+    text(o, (lx, ly), 15.0, INK, "start", 700, "Subagent cost by tier");
     let max_cost = rows.iter().map(|t| t.cost_usd).fold(0.0, f64::max);
     let bar_w = 250.0;
     for (i, t) in rows.iter().enumerate() {
         let y = ly + 22.0 + i as f64 * 50.0;
-        text(&mut o, (lx, y + 17.0), 13.0, INK, "start", 600, &t.tier);
+        text(o, (lx, y + 17.0), 13.0, INK, "start", 600, &t.tier);
         let w = if max_cost > 0.0 { (t.cost_usd / max_cost * bar_w).max(2.0) } else { 2.0 };
         let _ = writeln!(
             o,
@@ -176,9 +191,9 @@ pub fn render(r: &Report) -> String {
             lx + 64.0,
             tier_colour(&t.tier)
         );
-        text(&mut o, (lx + 64.0 + bar_w + 10.0, y + 17.0), 13.0, INK, "start", 700, &money(t.cost_usd));
+        text(o, (lx + 64.0 + bar_w + 10.0, y + 17.0), 13.0, INK, "start", 700, &money(t.cost_usd));
         text(
-            &mut o,
+            o,
             (lx + 64.0, y + 38.0),
             11.0,
             MUTED,
@@ -187,11 +202,12 @@ pub fn render(r: &Report) -> String {
             &format!("{} spawns · {} requests · {} tokens", t.spawns, t.requests, tokens(t.tokens.total)),
         );
     }
+}
 
-    // Right: the savings waterfall.
-    let s = &r.savings;
+/// Right: the savings waterfall (realised, minus the overhead, gives the net; missed as an outline).
+fn waterfall(o: &mut String, s: &Savings) {
     let (rx, ry) = (470.0, 214.0);
-    text(&mut o, (rx, ry), 15.0, INK, "start", 700, "Savings at API list prices");
+    text(o, (rx, ry), 15.0, INK, "start", 700, "Savings at API list prices");
     let realised = s.realised_usd.unwrap_or(0.0);
     let after = realised - s.hint_overhead_usd;
     let levels = [0.0, realised, after, s.missed_usd];
@@ -244,26 +260,19 @@ pub fn render(r: &Report) -> String {
             "net" => s.net_usd.map(signed).unwrap_or_else(|| "n/a".into()),
             _ => money(s.missed_usd),
         };
-        text(&mut o, (x + col_w / 2.0, y1 - 6.0), 12.0, INK, "middle", 700, &value);
-        text(&mut o, (x + col_w / 2.0, top + height + 22.0), 12.0, MUTED, "middle", 600, label);
+        text(o, (x + col_w / 2.0, y1 - 6.0), 12.0, INK, "middle", 700, &value);
+        text(o, (x + col_w / 2.0, top + height + 22.0), 12.0, MUTED, "middle", 600, label);
     }
     if s.realised_usd.is_some() {
         let mix = s.mix_text();
-        text(
-            &mut o,
-            (rx, top + height + 44.0),
-            11.0,
-            MUTED,
-            "start",
-            400,
-            &format!("usual mix ({}): {}", s.baseline, mix),
-        );
+        text(o, (rx, top + height + 44.0), 11.0, MUTED, "start", 400, &format!("usual mix ({}): {}", s.baseline, mix));
     }
+}
 
-    spawn_band(&mut o, &r.spawns, 492.0);
-
+/// The price note along the bottom.
+fn footer(o: &mut String, r: &Report) {
     text(
-        &mut o,
+        o,
         (32.0, H - 18.0),
         10.5,
         MUTED,
@@ -274,8 +283,6 @@ pub fn render(r: &Report) -> String {
             r.prices.as_of
         ),
     );
-    o.push_str("</svg>\n");
-    o
 }
 
 #[cfg(test)]
