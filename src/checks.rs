@@ -3,7 +3,7 @@
 //! (one fix per kind of failure), and how many log entries wait for labels.
 
 use crate::config::Loaded;
-use crate::{engine, paths, text};
+use crate::{paths, servers, text};
 
 /// From this many entries waiting for labels on, the hook suggests `/system1:calibrate`.
 pub const PENDING_LABELS_THRESHOLD: usize = 30;
@@ -74,7 +74,7 @@ pub fn engine_setup_hint() -> String {
 /// helper's own wording.
 pub fn engine_fix(provider: &str, detail: &str) -> String {
     let lower = detail.to_ascii_lowercase();
-    let server = engine::SPECS.iter().find(|s| s.name == provider);
+    let server = servers::SPECS.iter().find(|s| s.name == provider);
     if provider == MOCK {
         return if lower.contains("configured as down") {
             "the mock engine is configured as down: remove `down = true` from [providers.mock]".to_string()
@@ -180,7 +180,7 @@ pub fn engine_fix(provider: &str, detail: &str) -> String {
 }
 
 /// `; see its log, <file>` for an engine System-1 runs.
-fn log_hint(server: Option<&engine::Spec>) -> String {
+fn log_hint(server: Option<&servers::Spec>) -> String {
     server.map(|s| format!("; see its log, {}", s.log_file().display())).unwrap_or_default()
 }
 

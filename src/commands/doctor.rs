@@ -18,7 +18,7 @@ use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
 use crate::providers::{EngineRequest, Question, local};
 use crate::routing::{self, spawn_log};
-use crate::{engine, logging, paths, state, text};
+use crate::{logging, paths, state, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -290,8 +290,8 @@ fn check_local_model(gateway: &Gateway, r: &mut Report) {
     }
     // Only the install dir's own copy of a pinned model has checksums to hold it to; a
     // model_dir is the user's files.
-    if !given && let Ok(pin) = engine::local::pinned(&name) {
-        let bad = engine::local::verify(pin, &dir);
+    if !given && let Ok(pin) = local::download::pinned(&name) {
+        let bad = local::download::verify(pin, &dir);
         if !bad.is_empty() {
             r.fail(
                 format!(

@@ -5,10 +5,11 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::engine::autostart::{self, Platform};
-use crate::engine::{self, Spec, probe};
 use crate::error::{Error, Result, exit};
 use crate::install::config_file::{self, UseEngine};
+use crate::providers::local::download;
+use crate::servers::autostart::{self, Platform};
+use crate::servers::{self, Spec, probe};
 use crate::{providers, text};
 
 #[derive(clap::Args)]
@@ -77,7 +78,7 @@ enum Action {
 pub fn run(args: Args) -> Result<i32> {
     match args.action {
         Action::Install { name, model, .. } if name == "local" => {
-            let code = engine::local::install_command(model.as_deref())?;
+            let code = download::install_command(model.as_deref())?;
             use_local(model.as_deref())?;
             Ok(code)
         }
@@ -85,28 +86,28 @@ pub fn run(args: Args) -> Result<i32> {
             if model.is_some() {
                 return Err(Error::usage("--model is for `engine install local`; laya and von take --package"));
             }
-            let spec = engine::spec(&name)?;
-            for line in engine::install(spec, package.as_deref())? {
+            let spec = servers::spec(&name)?;
+            for line in servers::install(spec, package.as_deref())? {
                 outln!("{name}: {line}")?;
             }
             outln!("{name}: start it with `{}`", text::command(&format!("engine start {name}")))?;
             Ok(exit::OK)
         }
         Action::Start { name, wait } => {
-            let spec = engine::spec(&name)?;
-            outln!("{}", engine::start(spec)?)?;
+            let spec = servers::spec(&name)?;
+            outln!("{}", servers::start(spec)?)?;
             match wait {
                 Some(secs) => wait_healthy(spec, Duration::from_secs(secs)),
                 None => Ok(exit::OK),
             }
         }
         Action::Stop { name } => {
-            outln!("{}", engine::stop(engine::spec(&name)?)?)?;
+            outln!("{}", servers::stop(servers::spec(&name)?)?)?;
             Ok(exit::OK)
         }
         Action::Status { name, json } => status(name.as_deref(), json),
         Action::Autostart { state, name, platform } => {
-            let spec = engine::spec(&name)?;
+            let spec = servers::spec(&name)?;
             let platform = match platform {
                 Some(p) => Platform::parse(&p)?,
                 None => Platform::current(),
@@ -189,12 +190,12 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
 fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     let specs: Vec<&Spec> = match name {
         Some("local") => Vec::new(),
-        Some(n) => vec![engine::spec(n)?],
-        None => engine::SPECS.iter().collect(),
+        Some(n) => vec![servers::spec(n)?],
+        None => servers::SPECS.iter().collect(),
     };
     let loaded = crate::config::load();
     let mut report = Vec::new();
-    let local = matches!(name, None | Some("local")).then(|| engine::local::status_report(&loaded));
+    let local = matches!(name, None | Some("local")).then(|| download::status_report(&loaded));
     for spec in specs {
         let port = spec.port();
         let settings = loaded.provider_settings(spec.name);
@@ -205,7 +206,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
             "installed": spec.is_installed(),
             "dir": spec.dir().display().to_string(),
             "port": port,
-            "listening": engine::listening(port),
+            "listening": servers::listening(port),
             "pid": pid,
             "healthy": health.as_ref().map(|h| h.ok),
             "detail": health.and_then(|h| h.detail),
@@ -230,7 +231,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         outln!("  log:        {}", r["log"].as_str().unwrap_or(""))?;
     }
     if let Some(l) = &local {
-        for line in engine::local::describe(l) {
+        for line in download::describe(l) {
             outln!("{line}")?;
         }
     }

@@ -8,8 +8,8 @@ pub mod binary;
 pub mod claude;
 pub mod config_file;
 
-use crate::engine::{self, autostart};
 use crate::error::{Context, Error, Result};
+use crate::servers::{self, autostart};
 use crate::{paths, text};
 
 /// Installs. Registration is skipped with `register = false` (the command is printed instead).
@@ -113,14 +113,14 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
 
     // Engines System-1 started are stopped, and their start-at-login entries go, whether or not the
     // engines stay: nothing should run or start an engine for a System-1 that is gone.
-    for spec in engine::SPECS.iter().filter(|s| s.pid_file().exists()) {
-        match engine::stop(spec) {
+    for spec in servers::SPECS.iter().filter(|s| s.pid_file().exists()) {
+        match servers::stop(spec) {
             Ok(line) => report.push(line),
             Err(e) => failed.push(format!("{}: {e}", spec.name)),
         }
     }
     let platform = autostart::Platform::current();
-    for spec in engine::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
+    for spec in servers::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
         match autostart::disable(spec, platform) {
             Ok(done) => report.extend(done.into_iter().map(|d| format!("{} start at login: {d}", spec.name))),
             Err(e) => failed.push(format!("{} start at login: {e}", spec.name)),

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde_json::{Map, json};
 
 use super::data::{self, Labelled, Origin};
-use super::report::{self, QuestionReport};
+use super::question_fit::{self, QuestionReport};
 use super::{apply, fit, labels, plot};
 use crate::calibration::{Calibration, Fit};
 use crate::config;
@@ -127,7 +127,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
                 .collect()
         })
         .unwrap_or_default();
-    let chosen = report::choose_threshold(&routing, a.target_accuracy);
+    let chosen = question_fit::choose_threshold(&routing, a.target_accuracy);
     let current = config::load().config.routing.min_confidence;
     match chosen {
         Some(t) => {
@@ -211,7 +211,7 @@ fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
     let mut fallback: BTreeMap<(String, String, usize), QuestionReport> = BTreeMap::new();
     for ((p, m, k), ls) in &by_options {
         let samples: Vec<fit::Sample> = ls.iter().map(|l| l.sample.clone()).collect();
-        let mut r = report::measure(p, m, None, &samples, sources(ls), None);
+        let mut r = question_fit::measure(p, m, None, &samples, sources(ls), None);
         r.question = None;
         fallback.insert((p.clone(), m.clone(), *k), r);
     }
@@ -220,7 +220,7 @@ fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
         let samples: Vec<fit::Sample> = ls.iter().map(|l| l.sample.clone()).collect();
         let fb =
             fallback.get(&(p.clone(), m.clone(), samples[0].probs.len())).filter(|f| f.own_fit).map(|f| f.applied_t);
-        out.push(report::measure(p, m, Some(q), &samples, sources(ls), fb));
+        out.push(question_fit::measure(p, m, Some(q), &samples, sources(ls), fb));
     }
     // Routing features first, in their usual order, then other questions, then the fallbacks.
     out.sort_by_key(|r| {

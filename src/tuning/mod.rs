@@ -14,8 +14,8 @@ pub mod fit;
 pub mod heads;
 pub mod labels;
 pub mod plot;
+pub mod question_fit;
 pub mod readiness;
-pub mod report;
 pub mod seeds;
 pub mod study;
 

@@ -8,7 +8,7 @@
 //! a log scale, one labelled point per engine.
 
 use super::fit::Bin;
-use super::report::QuestionReport;
+use super::question_fit::QuestionReport;
 use crate::text::{ellipsis, xml_escape};
 
 const PANEL: f64 = 300.0;
@@ -333,7 +333,7 @@ pub fn study(title: &str, subtitle: &str, points: &[EnginePoint], panels: &[Pane
 mod tests {
     use super::*;
     use crate::tuning::fit::Sample;
-    use crate::tuning::report::measure;
+    use crate::tuning::question_fit::measure;
 
     #[test]
     fn one_panel_per_question_with_both_series() {

@@ -21,6 +21,7 @@
 
 pub mod bert;
 pub mod cache;
+pub mod download;
 pub mod heads;
 pub mod model;
 pub mod tokenizer;

@@ -6,7 +6,6 @@
 //! `start.sh` and `start.ps1` (the launchers), `<server>.log`, `<server>.pid`.
 
 pub mod autostart;
-pub mod local;
 pub mod probe;
 
 use std::net::{SocketAddr, TcpStream};
