@@ -30,6 +30,7 @@ mod first_hour;
 mod hook_deadlines;
 mod install;
 mod local_engine;
+mod local_untrusted;
 mod mcp_bad_input;
 mod mcp_clients;
 mod mcp_config;

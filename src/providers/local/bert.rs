@@ -44,14 +44,28 @@ impl Config {
         if let Some(a) = c.hidden_act.as_deref().filter(|a| !["gelu", "gelu_new", "gelu_pytorch_tanh"].contains(a)) {
             return Err(format!("its hidden_act is {a:?}; only gelu is supported"));
         }
-        if c.num_attention_heads == 0
-            || !c.hidden_size.is_multiple_of(c.num_attention_heads)
-            || c.num_hidden_layers == 0
-        {
+        // Each size is a loop bound or a divisor of the forward pass: zero (or too few positions for
+        // `[CLS] … [SEP]`) is refused here, by name, rather than met there as a panic.
+        for (key, value, least) in [
+            ("hidden_size", c.hidden_size, 1),
+            ("num_hidden_layers", c.num_hidden_layers, 1),
+            ("num_attention_heads", c.num_attention_heads, 1),
+            ("intermediate_size", c.intermediate_size, 1),
+            ("max_position_embeddings", c.max_position_embeddings, 3),
+            ("vocab_size", c.vocab_size, 3),
+        ] {
+            if value < least {
+                return Err(format!("its {key} is {value}; a BERT model needs at least {least}"));
+            }
+        }
+        if !c.hidden_size.is_multiple_of(c.num_attention_heads) {
             return Err(format!(
-                "hidden_size {} is not a multiple of num_attention_heads {}",
+                "its hidden_size {} is not a multiple of its num_attention_heads {}",
                 c.hidden_size, c.num_attention_heads
             ));
+        }
+        if !(c.layer_norm_eps.is_finite() && c.layer_norm_eps >= 0.0) {
+            return Err(format!("its layer_norm_eps is {}; it must be a small positive number", c.layer_norm_eps));
         }
         Ok(c)
     }
@@ -112,14 +126,18 @@ impl Bert {
     /// shapes it implies. The error names the first tensor that is missing or wrong.
     pub fn load(path: &Path, config: Config) -> Result<Bert, String> {
         let file = std::fs::File::open(path).map_err(|e| format!("cannot open it: {e}"))?;
-        // SAFETY: the mapping is read-only and private to this process. The installer writes model
-        // files to a temporary name and renames them into place, so a file in use is never
-        // rewritten by System-1; another program truncating it under us is not defended against.
+        // SAFETY: the mapping is read-only and private to this process, and nothing here trusts its
+        // contents: every span made into a slice below is first held against the mapping's length
+        // with checked arithmetic. What no check can cover is the file changing while mapped. The
+        // installer never does that (it writes a new file and renames it into place, and a mapping
+        // keeps the file it was made of); a file another program truncates under a running process
+        // faults that process (SIGBUS) where it reads past the new end, as any reader of a mapped
+        // file would.
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| format!("cannot map it: {e}"))?;
-        let header = parse_header(&map)?;
-        let base = 8 + header.0;
-        let entries = header.1;
+        let (header_len, entries) = parse_header(&map)?;
+        // parse_header found the header inside the file, so this sum is at most its length.
+        let base = 8 + header_len;
         let prefix = ["", "bert.", "model."]
             .into_iter()
             .find(|p| entries.contains_key(&format!("{p}embeddings.word_embeddings.weight")))
@@ -135,20 +153,30 @@ impl Bert {
             if let Some(&i) = index.get(&full) {
                 return Ok(i);
             }
-            let [from, to] = e.data_offsets;
-            let count: usize = shape.iter().product();
             let width = match e.dtype.as_str() {
                 "F32" => 4,
                 "F16" | "BF16" => 2,
                 other => return Err(format!("tensor {full} is {other}; only F32, F16 and BF16 are read")),
             };
-            if to < from || to - from != count * width || base + to > map.len() {
-                return Err(format!("tensor {full}'s data lies outside the file or has the wrong size (truncated?)"));
+            // Every number here comes from the file: each product and sum is checked, and the span
+            // is held against the file's length before any slice is made of it.
+            let [from, to] = e.data_offsets;
+            let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+            let size = count.and_then(|c| c.checked_mul(width));
+            let span = base.checked_add(from).zip(base.checked_add(to));
+            let (Some(count), Some(size), Some((start, end))) = (count, size, span) else {
+                return Err(format!("tensor {full}'s shape {shape:?} or data_offsets {:?} overflow", e.data_offsets));
+            };
+            if to < from || to - from != size || end > map.len() {
+                return Err(format!(
+                    "tensor {full}'s data (bytes {from} to {to} after the header) lies outside the file or is not \
+                     the {size} bytes its shape needs (truncated?)"
+                ));
             }
-            let bytes = &map[base + from..base + to];
+            let bytes = map.get(start..end).ok_or_else(|| format!("tensor {full}'s data lies outside the file"))?;
             let data = match e.dtype.as_str() {
                 "F32" if cfg!(target_endian = "little") && (bytes.as_ptr() as usize).is_multiple_of(4) => {
-                    Data::Mapped { start: base + from, len: count }
+                    Data::Mapped { start, len: count }
                 }
                 "F32" => {
                     Data::Owned(bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect())
@@ -207,8 +235,9 @@ impl Bert {
             Data::Owned(v) => v,
             Data::Mapped { start, len } => {
                 let bytes = &self.map[*start..*start + *len * 4];
-                // SAFETY: `load` checked that this span lies inside the map, is 4-byte aligned and
-                // holds `len` little-endian f32 values, and every bit pattern is a valid f32.
+                // SAFETY: `load` made this span with checked arithmetic and held it against the
+                // map's length (the slice above is also bounds-checked), checked it is 4-byte aligned
+                // and holds `len` little-endian f32 values, and every bit pattern is a valid f32.
                 #[allow(unsafe_code)]
                 unsafe {
                     std::slice::from_raw_parts(bytes.as_ptr().cast::<f32>(), *len)
@@ -350,13 +379,23 @@ pub fn sgemm((m, k, n): (usize, usize, usize), alpha: f32, a: View, b: View, bet
     }
 }
 
+/// The longest header the safetensors format allows (its own readers refuse a longer one).
+const MAX_HEADER_BYTES: u64 = 100_000_000;
+
 /// The safetensors header: its length and its tensors by name.
 fn parse_header(map: &[u8]) -> Result<(usize, HashMap<String, Entry>), String> {
     let len = map.get(..8).map(|b| u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]));
-    let len = len.ok_or("it is shorter than a safetensors header (truncated?)")? as usize;
-    let json = map
-        .get(8..8usize.saturating_add(len))
+    let len = len.ok_or("it is shorter than a safetensors header (truncated?)")?;
+    if len > MAX_HEADER_BYTES {
+        return Err(format!(
+            "its safetensors header claims {len} bytes, more than the format allows (not safetensors?)"
+        ));
+    }
+    let json = usize::try_from(len)
+        .ok()
+        .and_then(|len| map.get(8..8 + len))
         .ok_or("its safetensors header runs past the end of the file (truncated, or not safetensors)")?;
+    let len = json.len();
     let raw: HashMap<String, Value> =
         serde_json::from_slice(json).map_err(|e| format!("its safetensors header is not JSON: {e}"))?;
     let mut entries = HashMap::new();

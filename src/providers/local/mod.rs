@@ -103,7 +103,7 @@ impl Local {
             name,
             dir,
             given,
-            max_tokens: s.u64("max_tokens", 0, 0, 8192) as usize,
+            max_tokens: s.u64("max_tokens", 0, 0, model::MAX_WINDOW as u64) as usize,
             temperature: s.f64("temperature", 0.05, 0.001, 10.0),
             none_similarity: s.f64("none_similarity", 0.3, -1.0, 1.0),
             max_options: s.u64("max_options", 256, 2, 256) as usize,
@@ -348,5 +348,7 @@ impl Provider for Local {
     }
 }
 
+#[cfg(test)]
+mod fuzz;
 #[cfg(test)]
 pub(crate) mod tests;

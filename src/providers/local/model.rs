@@ -9,6 +9,10 @@ use super::tokenizer::Tokenizer;
 /// The files a model directory must hold.
 pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
 
+/// The longest window the engine runs, whatever a model's files claim: the forward pass holds a
+/// window × window score matrix per head, and `[providers.local] max_tokens` allows no more.
+pub const MAX_WINDOW: usize = 8192;
+
 /// Why a model directory cannot be used: the file at fault and what is wrong with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadError {
@@ -59,7 +63,7 @@ impl Model {
             0 => own.unwrap_or(positions),
             n => n,
         }
-        .clamp(3, positions);
+        .clamp(3, positions.min(MAX_WINDOW));
         let bert = Bert::load(&at("model.safetensors"), config).map_err(|e| fail("model.safetensors", e))?;
         Ok(Model { tokenizer, bert, max_tokens: window })
     }
