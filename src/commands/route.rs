@@ -1,7 +1,7 @@
 //! `system1 route`: what the prompt hook would do with a prompt (`--prompt`), or the agent hook with
 //! a subagent's brief (`--brief`), step by step. It runs the hooks' own code (`routing::run_prompt`,
-//! `routing::agent::run`) in explain mode, which goes on past the reasons a hook would stop at and
-//! reports them, and it never writes the routing log.
+//! `routing::agent::run`) `Until::End`, which goes on past the gates a hook would stop at and
+//! records them, and it never writes the routing log.
 
 use std::path::PathBuf;
 
@@ -12,7 +12,7 @@ use crate::gateway::millis;
 use crate::logging;
 use crate::routing::agent::{AgentRun, Spawn};
 use crate::routing::enforce::Model;
-use crate::routing::{self, Input, Mode, rule::Chosen, skills::Pick};
+use crate::routing::{self, Input, Until, rule::Chosen};
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("text").required(true).args(["prompt", "brief"])))]
@@ -50,7 +50,7 @@ pub fn run(args: Args) -> Result<i32> {
     let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
     if let Some(brief) = &args.brief {
         let spawn = spawn(brief, args.model.as_deref(), &args.subagent_type, cwd);
-        let run = routing::agent::run(&loaded, &spawn, Mode::Explain);
+        let run = routing::agent::run(&loaded, &spawn, Until::End);
         let report = brief_json(&loaded, &spawn, &run);
         if args.json {
             outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
@@ -61,7 +61,7 @@ pub fn run(args: Args) -> Result<i32> {
     }
     let prompt = args.prompt.unwrap_or_default();
     let input = Input { prompt: &prompt, cwd: Some(cwd), session_id: None, skills: None };
-    let run = routing::run_prompt(&loaded, &input, Mode::Explain);
+    let run = routing::run_prompt(&loaded, &input, Until::End);
     // The hook's own choice of entries (none when silent, or when the engine gave nothing to log).
     let logged = !routing::entries(&input, &run).is_empty();
     let report = to_json(&loaded, &run, logged);
@@ -103,12 +103,12 @@ fn routed_json(loaded: &crate::config::Loaded, r: &routing::Routed) -> Value {
 }
 
 fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> Value {
-    let routing = run.routing.as_ref().map(|r| routed_json(loaded, r));
-    let skills = run.picked.as_ref().map(|p| {
-        let (pick, confidence, why) = match &p.pick {
-            Pick::Picked { skill, confidence } => (json!(skill), json!(confidence), Value::Null),
-            Pick::Abstained => (Value::Null, Value::Null, json!("the engine abstained")),
-            Pick::NotAsked(w) | Pick::Failed(w) => (Value::Null, Value::Null, json!(w)),
+    let hints = run.hints.as_ref();
+    let routing = hints.and_then(|h| h.routing.as_ref()).map(|r| routed_json(loaded, r));
+    let skills = hints.and_then(|h| h.picked.as_ref()).map(|p| {
+        let (pick, confidence, why) = match p.pick.skill() {
+            Ok((skill, confidence)) => (json!(skill), json!(confidence), Value::Null),
+            Err(why) => (Value::Null, Value::Null, json!(why)),
         };
         json!({
             "candidates": p.candidates.iter().map(|s| json!({"name": s.name, "origin": s.origin})).collect::<Vec<_>>(),
@@ -116,16 +116,19 @@ fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> 
             "provider": p.provider, "engine_ms": p.latency_ms,
         })
     });
-    let hint = |h: &std::result::Result<String, String>| match h {
-        Ok(text) => json!({"given": true, "text": text}),
-        Err(why) => json!({"given": false, "because": why}),
+    // A hint's own reason first; a hint the hook would give but for a gate, the gate.
+    let gate = run.gates.first();
+    let hint = |h: std::result::Result<&String, String>| match (h, gate) {
+        (Ok(text), None) => json!({"given": true, "text": text}),
+        (Ok(_), Some(gate)) => json!({"given": false, "because": gate}),
+        (Err(why), _) => json!({"given": false, "because": why}),
     };
     json!({
-        "silent_because": run.gate,
+        "silent_because": gate,
         "routing": routing,
-        "routing_hint": hint(&run.routing_hint),
+        "routing_hint": hints.map(|h| hint(h.routing_hint.as_ref().map_err(ToString::to_string))),
         "skills": skills,
-        "skill_hint": hint(&run.skill_hint),
+        "skill_hint": hints.map(|h| hint(h.skill_hint.as_ref().map_err(ToString::to_string))),
         "logged": logged,
         "log_dir": run.log_dir.as_ref().map(|d| d.display().to_string()),
         "elapsed_ms": millis(run.elapsed),
@@ -231,20 +234,22 @@ fn spawn(brief: &str, model: Option<&str>, subagent_type: &str, cwd: PathBuf) ->
 }
 
 fn brief_json(loaded: &crate::config::Loaded, spawn: &Spawn, run: &AgentRun) -> Value {
-    let (set, because) = match &run.action {
-        Ok(t) => (json!(t), Value::Null),
-        Err(left) => (Value::Null, json!(left.why)),
+    let action = run.verdict.as_ref().map(|v| &v.action);
+    let (set, because) = match action {
+        Some(Ok(t)) => (json!(t), Value::Null),
+        Some(Err(left)) => (Value::Null, json!(left)),
+        None => (Value::Null, Value::Null),
     };
     json!({
-        "silent_because": run.gate,
-        "routing": run.routed.as_ref().map(|r| routed_json(loaded, r)),
+        "silent_because": run.gates.first(),
+        "routing": run.verdict.as_ref().map(|v| routed_json(loaded, &v.routed)),
         "enforce": run.mode,
         "enforce_means": run.mode.describe(),
         "model": spawn.chosen,
         "tier_before": spawn.model.tier(),
         "set_tier": set,
         "rewrites": run.updated_input.is_some(),
-        "kept": run.action.as_ref().err().and_then(|l| l.kept.as_ref()).map(|k| k.as_str()),
+        "kept": action.and_then(|a| a.as_ref().err()).and_then(|l| l.kept()),
         "unchanged_because": because,
         "logged": routing::agent::entry(spawn, run).is_some(),
         "log_dir": run.log_dir.as_ref().map(|d| d.display().to_string()),

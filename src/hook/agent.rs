@@ -10,17 +10,18 @@ use super::HookResult;
 use crate::config::Loaded;
 use crate::logging;
 use crate::routing::agent::{self, Spawn};
-use crate::routing::{Mode, enforce, log};
+use crate::routing::gate::Gate;
+use crate::routing::{Until, enforce, log};
 
 /// PreToolUse: `raw` is the hook input's text (the rewrite copies the call's input from it byte for
 /// byte), `payload` the same parsed.
 pub fn before(loaded: &Loaded, raw: &str, payload: &Value) -> HookResult {
     let Some(spawn) = Spawn::from_hook(raw, payload) else { return Ok(None) };
-    let run = agent::run(loaded, &spawn, Mode::Hook);
+    let run = agent::run(loaded, &spawn, Until::FirstGate);
     // Logged, as the hook's stderr is not shown: a broken config, or no answer from the engine.
-    if let Some(why) = run.gate.as_deref().filter(|g| g.starts_with("config error")) {
-        logging::warn("hook", &format!("agent: the spawn passes as it is: {why}"));
-    } else if let Some(Err(why)) = run.routed.as_ref().map(|r| &r.asked.features) {
+    if let Some(gate @ Gate::ConfigError(_)) = run.gates.first() {
+        logging::warn("hook", &format!("agent: the spawn passes as it is: {gate}"));
+    } else if let Some(Err(why)) = run.verdict.as_ref().map(|v| &v.routed.asked.features) {
         logging::warn("hook", &format!("agent: the spawn passes as it is, the engine gave no answer: {why}"));
     }
     if let Some(entry) = agent::entry(&spawn, &run)

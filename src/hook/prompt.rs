@@ -8,12 +8,13 @@ use serde_json::Value;
 use super::{HookResult, additional_context};
 use crate::config::Loaded;
 use crate::logging;
-use crate::routing::{self, Input, Mode};
+use crate::routing::gate::Gate;
+use crate::routing::{self, Input, Until};
 
 pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
     let Some(prompt) = payload.get("prompt").and_then(Value::as_str) else { return Ok(None) };
     let input = Input::from_payload(payload, prompt);
-    let run = routing::run_prompt(loaded, &input, Mode::Hook);
+    let run = routing::run_prompt(loaded, &input, Until::FirstGate);
     log_failures(&run);
     // A log that cannot be written must not cost the user the hint.
     if let Err(e) = routing::log::append_all(&routing::entries(&input, &run)) {
@@ -27,16 +28,15 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
 /// failed or timed out (the gateway's line before this one, under the same request id, says how).
 /// A prompt below the threshold is no failure.
 fn log_failures(run: &routing::Run) {
-    if let Err(why) = &run.routing_hint
-        && why.starts_with("config error")
-    {
-        logging::warn("hook", &format!("prompt: no hint: {why}"));
+    if let Some(gate @ Gate::ConfigError(_)) = run.gates.first() {
+        logging::warn("hook", &format!("prompt: no hint: {gate}"));
         return;
     }
-    if let Some(Err(why)) = run.routing.as_ref().map(|r| &r.asked.features) {
+    let Some(hints) = &run.hints else { return };
+    if let Some(Err(why)) = hints.routing.as_ref().map(|r| &r.asked.features) {
         logging::warn("hook", &format!("prompt: no routing hint, the engine gave no answer: {why}"));
     }
-    if let Some(routing::skills::Pick::Failed(why)) = run.picked.as_ref().map(|p| &p.pick) {
+    if let Some(routing::skills::Pick::Failed(why)) = hints.picked.as_ref().map(|p| &p.pick) {
         logging::warn("hook", &format!("prompt: no skill hint, the engine gave no answer: {why}"));
     }
 }

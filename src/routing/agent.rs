@@ -1,5 +1,5 @@
-//! The spawn hooks' work, shared with `system1 route --brief` (one code path: the hooks run it in
-//! `Mode::Hook`, `route` in `Mode::Explain`).
+//! The spawn hooks' work, shared with `system1 route --brief` (one run that records every step: the
+//! hooks run it `Until::FirstGate`, `route` `Until::End`).
 //!
 //! Before a spawn (PreToolUse on Agent/Task): the brief's four features and the rule's tier,
 //! logged next to the model Claude chose, and under `[routing] enforce` the call's `model` set to
@@ -19,7 +19,8 @@ use serde_json::value::RawValue;
 
 use super::enforce::{self, Left, Model};
 use super::entry::{Entry, Source};
-use super::{Input, Mode, Routed, cwd_of, log, paused_or_broken, route, routed_entry, settled};
+use super::gate::{self, Gate};
+use super::{Input, Routed, Until, cwd_of, log, meet, route, routed_entry, settled};
 use crate::config::{Enforce, Loaded};
 use crate::gateway::{Gateway, new_request_id};
 use crate::tier::Tier;
@@ -78,104 +79,95 @@ impl Spawn {
 }
 
 /// Everything one spawn went through.
+#[derive(Debug)]
 pub struct AgentRun {
     /// `[routing] enforce` as configured.
     pub mode: Enforce,
-    /// Why the hook does nothing at all (in `Explain` mode, why it would not).
-    pub gate: Option<String>,
+    /// Every gate the run met, in order: the hook does nothing when there is one (and stopped at it).
+    pub gates: Vec<Gate>,
     /// The `log_dirs` entry that holds `cwd`, when the spawn is logged.
     pub log_dir: Option<PathBuf>,
-    pub routed: Option<Routed>,
-    /// The tier enforcement sets `model` to, or why the call passes as Claude made it.
-    pub action: Result<Tier, Left>,
+    /// What the run found past the gates; `None` when it stopped at one.
+    pub verdict: Option<Verdict>,
     /// The rewritten tool input, when the hook rewrites the call.
     pub updated_input: Option<String>,
     pub elapsed: Duration,
 }
 
-/// Why the spawn hooks may not run at all: routing off, paused, a broken config, another tool.
-fn gate(loaded: &Loaded, tool_name: Option<&str>) -> Option<String> {
-    if !loaded.config.routing.enabled {
-        return Some("routing is off ([routing] enabled = false)".into());
-    }
-    if let Some(why) = paused_or_broken(loaded) {
-        return Some(why);
-    }
-    match tool_name {
-        Some(t) if t != "Agent" && t != "Task" => Some(format!("the {t} tool spawns no subagent")),
-        _ => None,
+/// The brief's features and what enforcement does with them.
+#[derive(Debug)]
+pub struct Verdict {
+    pub routed: Routed,
+    /// The tier enforcement sets `model` to, or why the call passes as Claude made it.
+    pub action: Result<Tier, Left>,
+}
+
+impl AgentRun {
+    fn ended(mut self, started: Instant) -> AgentRun {
+        self.elapsed = started.elapsed();
+        self
     }
 }
 
-/// Runs a spawn through routing and enforcement.
-pub fn run(loaded: &Loaded, spawn: &Spawn, mode: Mode) -> AgentRun {
+/// Runs a spawn through its gates, routing and enforcement.
+pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
     let started = Instant::now();
     let cfg = &loaded.config.routing;
-    let explain = mode == Mode::Explain;
     let mut run = AgentRun {
         mode: cfg.enforce,
-        gate: gate(loaded, spawn.tool_name.as_deref()),
+        gates: Vec::new(),
         log_dir: None,
-        routed: None,
-        action: Err(Left::new(None, "")),
+        verdict: None,
         updated_input: None,
         elapsed: Duration::ZERO,
     };
-    let finish = |mut run: AgentRun, why: Left| {
-        run.action = Err(why);
-        run.elapsed = started.elapsed();
-        run
-    };
-    if let Some(why) = &run.gate
-        && !explain
-    {
-        let why = Left::new(None, why.clone());
-        return finish(run, why);
+    for check in gate::SPAWN_GATES {
+        if meet(&mut run.gates, check(loaded, spawn.tool_name.as_deref()), until) {
+            return run.ended(started);
+        }
     }
     let words = spawn.brief.split_whitespace().count();
     let early = enforce::before_engine(cfg.enforce, &spawn.model, spawn.subagent_type.as_deref(), words);
     run.log_dir = spawn.cwd.as_deref().and_then(|cwd| log::opted_in(cwd, &cfg.log_dirs));
     let can_change = early.is_none() && enforce::could_change(cfg.enforce, &spawn.model);
-    if !explain && run.log_dir.is_none() && !can_change {
-        // Nothing to set and nothing to log: no engine is asked.
-        let why = early.unwrap_or_else(|| Left::new(None, "nothing enforcement could change"));
-        return finish(run, why);
+    // Nothing to set and nothing to log: no engine is asked.
+    let idle = run.log_dir.is_none() && !can_change;
+    if meet(&mut run.gates, idle.then_some(Gate::NothingToSetOrLog), until) {
+        return run.ended(started);
     }
     let gateway = Gateway::new(loaded.clone());
-    if !gateway.is_ok() {
-        // A provider's own settings can be wrong where the config file parses.
-        let why = format!("config error: {}", gateway.config_errors.join("; "));
-        if !explain {
-            return finish(run, Left::new(None, why));
-        }
-        run.gate.get_or_insert(why);
+    // A provider's own settings can be wrong where the config file parses.
+    let provider_errors = (!gateway.is_ok()).then(|| Gate::ConfigError(gateway.config_errors.clone()));
+    if meet(&mut run.gates, provider_errors, until) {
+        return run.ended(started);
     }
     let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
     let routed = route(&gateway, cfg, &spawn.brief, deadline, &new_request_id());
-    run.action = match early {
+    let mut action = match early {
         Some(left) => Err(left),
-        None => settled(cfg, &routed).and_then(|tier| enforce::verdict(cfg.enforce, &spawn.model, tier)),
+        None => settled(cfg, &routed)
+            .map_err(Left::Unsettled)
+            .and_then(|tier| enforce::verdict(cfg.enforce, &spawn.model, tier)),
     };
-    run.routed = Some(routed);
-    if run.gate.is_none()
-        && let Ok(tier) = run.action
+    if run.gates.is_empty()
+        && let Ok(tier) = action
     {
         match enforce::rewrite(&spawn.raw_input, tier) {
             Ok(updated) => run.updated_input = Some(updated),
-            Err(e) => run.action = Err(Left::new(None, e)),
+            Err(e) => action = Err(Left::RewriteFailed(e)),
         }
     }
-    run.elapsed = started.elapsed();
-    run
+    run.verdict = Some(Verdict { routed, action });
+    run.ended(started)
 }
 
 /// The agent entry of a spawn run: `None` unless `cwd` is inside `log_dirs` and the engine answered.
 pub fn entry(spawn: &Spawn, run: &AgentRun) -> Option<Entry> {
     let dir = run.log_dir.as_deref()?;
-    if run.gate.is_some() {
+    if !run.gates.is_empty() {
         return None;
     }
-    let routed = run.routed.as_ref()?;
+    let Verdict { routed, action } = run.verdict.as_ref()?;
     routed.asked.features.as_ref().ok()?;
     let base = super::base_entry(Source::Agent, &spawn.input(), dir, &spawn.brief);
     let enforcing = run.mode != Enforce::Off;
@@ -186,8 +178,8 @@ pub fn entry(spawn: &Spawn, run: &AgentRun) -> Option<Entry> {
         description: spawn.description.clone(),
         enforce: Some(run.mode),
         tier_before: spawn.model.tier(),
-        tier_after: run.updated_input.as_ref().and(run.action.as_ref().ok().copied()),
-        kept: run.action.as_ref().err().filter(|_| enforcing).and_then(|l| l.kept.clone()),
+        tier_after: run.updated_input.as_ref().and(action.as_ref().ok().copied()),
+        kept: action.as_ref().err().filter(|_| enforcing).and_then(Left::kept),
         ..routed_entry(base, routed, false)
     })
 }
@@ -197,7 +189,7 @@ pub fn entry(spawn: &Spawn, run: &AgentRun) -> Option<Entry> {
 /// `resolvedModel`, routing off or paused, `cwd` outside `log_dirs`).
 pub fn spawned(loaded: &Loaded, payload: &Value) -> Option<Entry> {
     let cfg = &loaded.config.routing;
-    if gate(loaded, payload.get("tool_name").and_then(Value::as_str)).is_some() {
+    if gate::spawn_gate(loaded, payload.get("tool_name").and_then(Value::as_str)).is_some() {
         return None;
     }
     let cwd = cwd_of(payload)?;

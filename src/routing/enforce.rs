@@ -10,26 +10,79 @@
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
+use std::fmt;
+
 use super::entry::Kept;
+use super::gate::{Unsettled, serialize_as_sentence};
 use crate::config::Enforce;
 use crate::tier::Tier;
 
 /// The `subagent_type` that always runs on its parent's model, whatever `model` says.
 pub const FORK: &str = "fork";
 
-/// Why a call passes as Claude made it: a reason the log keeps (`None` for the ones that write
-/// no entry or need no code, such as record-only), and the words `system1 route` shows.
+/// Why a call passes as Claude made it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Left {
-    pub kept: Option<Kept>,
-    pub why: String,
+pub enum Left {
+    /// `[routing] enforce = "off"`.
+    RecordOnly,
+    Fork,
+    /// The brief has this many words, fewer than `MIN_WORDS`.
+    ShortBrief(usize),
+    /// The call's `model` names no tier (`inherit`, something not text), as its text.
+    NotATier(String),
+    /// `fill`, and the call names this tier.
+    ModelGiven(Tier),
+    /// The rule's tier is not sure enough to act on.
+    Unsettled(Unsettled),
+    /// The call already names the rule's tier.
+    AtTier(Tier),
+    /// The call names a tier above the rule's, and the mode only raises.
+    AboveRule {
+        named: Tier,
+        rule: Tier,
+    },
+    /// The call's input could not be rewritten (the rewrite's words).
+    RewriteFailed(String),
 }
 
 impl Left {
-    pub fn new(kept: Option<Kept>, why: impl Into<String>) -> Left {
-        Left { kept, why: why.into() }
+    /// The reason as the routing log keeps it: `None` for the ones that write no entry or need no
+    /// code (record-only, an engine that gave no answer).
+    pub fn kept(&self) -> Option<Kept> {
+        match self {
+            Left::RecordOnly | Left::RewriteFailed(_) => None,
+            Left::Fork => Some(Kept::Fork),
+            Left::ShortBrief(_) => Some(Kept::ShortBrief),
+            Left::NotATier(_) => Some(Kept::NotATier),
+            Left::ModelGiven(_) => Some(Kept::ModelGiven),
+            Left::Unsettled(Unsettled::Abstained(_)) => Some(Kept::Abstained),
+            Left::Unsettled(Unsettled::LowConfidence { .. }) => Some(Kept::LowConfidence),
+            Left::Unsettled(Unsettled::EngineFailed(_) | Unsettled::NoTier) => None,
+            Left::AtTier(_) => Some(Kept::AtTier),
+            Left::AboveRule { .. } => Some(Kept::AboveRule),
+        }
     }
 }
+
+impl fmt::Display for Left {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Left::RecordOnly => f.write_str("record only ([routing] enforce = \"off\")"),
+            Left::Fork => f.write_str("a fork always runs on its parent's model"),
+            Left::ShortBrief(words) => write!(f, "the brief has {words} words, fewer than {}", super::MIN_WORDS),
+            Left::NotATier(model) => write!(f, "model {model:?} names no tier"),
+            Left::ModelGiven(tier) => write!(f, "the call names a model ({tier}), and fill sets only a missing one"),
+            Left::Unsettled(u) => u.fmt(f),
+            Left::AtTier(tier) => write!(f, "the call already names {tier}"),
+            Left::AboveRule { named, rule } => {
+                write!(f, "the call names {named}, above the rule's {rule}, and only set lowers a model")
+            }
+            Left::RewriteFailed(e) => f.write_str(e),
+        }
+    }
+}
+
+serialize_as_sentence!(Left);
 
 /// The `model` an Agent call names, as enforcement reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,23 +116,17 @@ impl Model {
 /// Why `mode` leaves the call alone whatever tier the rule gives, known before any engine is asked.
 pub fn before_engine(mode: Enforce, model: &Model, subagent_type: Option<&str>, brief_words: usize) -> Option<Left> {
     if mode == Enforce::Off {
-        return Some(Left::new(None, "record only ([routing] enforce = \"off\")"));
+        return Some(Left::RecordOnly);
     }
     if subagent_type == Some(FORK) {
-        return Some(Left::new(Some(Kept::Fork), "a fork always runs on its parent's model"));
+        return Some(Left::Fork);
     }
     if brief_words < super::MIN_WORDS {
-        return Some(Left::new(
-            Some(Kept::ShortBrief),
-            format!("the brief has {brief_words} words, fewer than {}", super::MIN_WORDS),
-        ));
+        return Some(Left::ShortBrief(brief_words));
     }
     match model {
-        Model::Other(m) => Some(Left::new(Some(Kept::NotATier), format!("model {m:?} names no tier"))),
-        Model::Tier(t) if mode == Enforce::Fill => Some(Left::new(
-            Some(Kept::ModelGiven),
-            format!("the call names a model ({t}), and fill sets only a missing one"),
-        )),
+        Model::Other(m) => Some(Left::NotATier(m.clone())),
+        Model::Tier(t) if mode == Enforce::Fill => Some(Left::ModelGiven(*t)),
         _ => None,
     }
 }
@@ -97,13 +144,10 @@ pub fn could_change(mode: Enforce, model: &Model) -> bool {
 pub fn verdict(mode: Enforce, model: &Model, rule: Tier) -> Result<Tier, Left> {
     match model.tier() {
         None => Ok(rule),
-        Some(t) if t == rule => Err(Left::new(Some(Kept::AtTier), format!("the call already names {rule}"))),
+        Some(t) if t == rule => Err(Left::AtTier(rule)),
         Some(t) if t < rule => Ok(rule),
         Some(_) if mode == Enforce::Set => Ok(rule),
-        Some(t) => Err(Left::new(
-            Some(Kept::AboveRule),
-            format!("the call names {t}, above the rule's {rule}, and only set lowers a model"),
-        )),
+        Some(named) => Err(Left::AboveRule { named, rule }),
     }
 }
 
@@ -201,24 +245,24 @@ mod tests {
         let t = |tier| Model::Tier(tier);
         // fill: only a call without a model.
         assert_eq!(verdict(Fill, &none, Sonnet), Ok(Sonnet));
-        assert_eq!(before_engine(Fill, &t(Haiku), None, 20).and_then(|l| l.kept), Some(Kept::ModelGiven));
+        assert_eq!(before_engine(Fill, &t(Haiku), None, 20).and_then(|l| l.kept()), Some(Kept::ModelGiven));
         // raise: haiku → sonnet; opus stays above sonnet; sonnet stays sonnet.
         assert_eq!(before_engine(Raise, &t(Haiku), None, 20), None);
         assert_eq!(verdict(Raise, &t(Haiku), Sonnet), Ok(Sonnet));
         assert_eq!(verdict(Raise, &none, Haiku), Ok(Haiku));
-        assert_eq!(verdict(Raise, &t(Opus), Sonnet).unwrap_err().kept, Some(Kept::AboveRule));
-        assert_eq!(verdict(Raise, &t(Sonnet), Sonnet).unwrap_err().kept, Some(Kept::AtTier));
+        assert_eq!(verdict(Raise, &t(Opus), Sonnet).unwrap_err().kept(), Some(Kept::AboveRule));
+        assert_eq!(verdict(Raise, &t(Sonnet), Sonnet).unwrap_err().kept(), Some(Kept::AtTier));
         // set: opus → sonnet as well.
         assert_eq!(verdict(Set, &t(Opus), Sonnet), Ok(Sonnet));
         assert_eq!(verdict(Set, &t(Haiku), Opus), Ok(Opus));
         assert_eq!(verdict(Set, &t(Fable), Haiku), Ok(Haiku));
-        assert_eq!(verdict(Set, &t(Opus), Opus).unwrap_err().kept, Some(Kept::AtTier));
+        assert_eq!(verdict(Set, &t(Opus), Opus).unwrap_err().kept(), Some(Kept::AtTier));
     }
 
     #[test]
     fn some_calls_pass_whatever_the_engine_says() {
         use Enforce::*;
-        let kept = |mode, model: &Model, ty, words| before_engine(mode, model, ty, words).map(|l| l.kept);
+        let kept = |mode, model: &Model, ty, words| before_engine(mode, model, ty, words).map(|l| l.kept());
         assert_eq!(kept(Off, &Model::None, None, 20), Some(None), "record only");
         for mode in [Fill, Raise, Set] {
             assert_eq!(kept(mode, &Model::None, Some("fork"), 20), Some(Some(Kept::Fork)));

@@ -1,16 +1,18 @@
 //! Model routing and the skill picker, shared by the prompt hook, the agent hooks ([`agent`]) and
-//! `system1 route` (one code path: the hook runs it in `Mode::Hook`, `route` in `Mode::Explain`).
+//! `system1 route`: one run that records every step, which the hooks act on and `route` prints
+//! (the hooks run it `Until::FirstGate`, `route` `Until::End`).
 //!
-//! For a prompt: cheap checks first (off, paused, broken config, slash command, short prompt,
-//! subagent hand-back), each of which makes the hook silent before any engine is asked; then the
-//! four features in one engine request, the user's rule, the hint; then the skill picker on what is
-//! left of the same engine budget. The log is written only for `cwd`s inside `[routing] log_dirs`.
-//! In `Mode::Hook` nothing is computed that will neither be hinted nor logged.
+//! For a prompt: the gates first (off, paused, broken config, subagent hand-back, slash command,
+//! short prompt, nothing to hint or log: [`gate`]), each of which makes the hook silent before any
+//! engine is asked; then the four features in one engine request, the user's rule, the hint; then
+//! the skill picker on what is left of the same engine budget. The log is written only for `cwd`s
+//! inside `[routing] log_dirs`. The hook computes nothing that will neither be hinted nor logged.
 
 pub mod agent;
 pub mod enforce;
 pub mod entry;
 pub mod features;
+pub mod gate;
 pub mod log;
 pub mod rule;
 pub mod skills;
@@ -25,13 +27,12 @@ use serde_json::Value;
 use crate::config::{Loaded, RoutingConfig};
 use crate::feature::Feature;
 use crate::gateway::{Gateway, new_request_id};
-use crate::state;
 use crate::tier::Tier;
-use enforce::Left;
-use entry::{Entry, Kept, Source};
+use entry::{Entry, Source};
 use features::Asked;
+use gate::{Gate, NoRoutingHint, NoSkillHint, Unsettled};
 use rule::Chosen;
-use skills::{Pick, Picked};
+use skills::Picked;
 
 /// The fixed start of the routing hint, which the usage report looks for in transcripts.
 pub const HINT_MARKER: &str = "System-1 routing hint:";
@@ -40,12 +41,22 @@ pub const SKILL_HINT_MARKER: &str = "System-1 skill hint:";
 /// Shorter prompts are follow-ups whose size depends on the conversation, which the hook cannot see.
 pub const MIN_WORDS: usize = 10;
 
+/// How far a run goes. Both stop nowhere else and compute nothing differently: the record a hook
+/// acts on is the one `system1 route` prints.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Mode {
-    /// The hook: stop at the first reason to stay silent, skip work nobody will see.
-    Hook,
-    /// `system1 route`: do everything, and say what the hook would have done and why.
-    Explain,
+pub enum Until {
+    /// The hooks: stop at the first gate (nothing after it can make the hook act), and skip work
+    /// whose result would be neither hinted, enforced nor logged.
+    FirstGate,
+    /// `system1 route`: go on past every gate and do all the work, to show every gate the hook
+    /// would meet and what it would have asked anyway.
+    End,
+}
+
+/// Records `gate` among the gates a run met, when there is one; whether the run stops there.
+fn meet(gates: &mut Vec<Gate>, gate: Option<Gate>, until: Until) -> bool {
+    gates.extend(gate);
+    until == Until::FirstGate && !gates.is_empty()
 }
 
 /// What the hook knows about a prompt.
@@ -82,146 +93,88 @@ pub struct Routed {
 }
 
 /// Everything one prompt went through.
+#[derive(Debug, Default)]
 pub struct Run {
-    /// Why the hook is silent before asking any engine (in `Explain` mode, why it would be).
-    pub gate: Option<String>,
+    /// Every gate the run met, in order: the hook is silent when there is one (and stopped at it).
+    pub gates: Vec<Gate>,
     /// The `log_dirs` entry that holds `cwd`, when this prompt is logged.
     pub log_dir: Option<PathBuf>,
+    /// What the run found past the gates; `None` when it stopped at one.
+    pub hints: Option<Hints>,
+    pub elapsed: Duration,
+}
+
+/// The engine's answers for a prompt and the hints they give.
+#[derive(Debug)]
+pub struct Hints {
+    /// `None` when the hook did not ask (routing off, or neither hinted nor logged).
     pub routing: Option<Routed>,
     /// The routing hint line, or why there is none.
-    pub routing_hint: Result<String, String>,
+    pub routing_hint: Result<String, NoRoutingHint>,
+    /// `None` when the hook did not run the picker.
     pub picked: Option<Picked>,
     /// The skill hint line, or why there is none.
-    pub skill_hint: Result<String, String>,
-    pub elapsed: Duration,
+    pub skill_hint: Result<String, NoSkillHint>,
 }
 
 impl Run {
     /// The `additionalContext` for Claude: the hint lines that apply, or `None` for silence.
     pub fn context(&self) -> Option<String> {
+        let hints = self.hints.as_ref().filter(|_| self.gates.is_empty())?;
         let lines: Vec<&str> =
-            [&self.routing_hint, &self.skill_hint].into_iter().filter_map(|h| h.as_deref().ok()).collect();
+            [hints.routing_hint.as_deref().ok(), hints.skill_hint.as_deref().ok()].into_iter().flatten().collect();
         (!lines.is_empty()).then(|| lines.join("\n"))
     }
+
+    fn ended(mut self, started: Instant) -> Run {
+        self.elapsed = started.elapsed();
+        self
+    }
 }
 
-/// Why a prompt is not for routing, before any engine is asked.
-pub fn prompt_gate(prompt: &str) -> Option<String> {
-    let text = prompt.trim_start();
-    if text.starts_with("<agent-message") || text.starts_with("<task-notification") {
-        return Some("a subagent hand-back, not a task".into());
-    }
-    if let Some(first) = text.split_whitespace().next()
-        && first.len() > 1
-        && first.starts_with('/')
-        && first[1..].chars().all(|c| c.is_alphanumeric() || "-_:.".contains(c))
-    {
-        return Some(format!("a slash command ({first})"));
-    }
-    let words = text.split_whitespace().count();
-    if words < MIN_WORDS {
-        return Some(format!("{words} words, fewer than {MIN_WORDS}"));
-    }
-    None
-}
-
-/// Why the hook may not run at all: off, paused, or a broken config.
-fn state_gate(loaded: &Loaded, wanted: bool) -> Option<String> {
-    if !wanted {
-        return Some("routing and the skill picker are off ([routing] enabled, [skills] enabled)".into());
-    }
-    paused_or_broken(loaded)
-}
-
-/// Why no routing hook may act, whatever it is for: System-1 paused, or a broken config.
-fn paused_or_broken(loaded: &Loaded) -> Option<String> {
-    if state::is_paused() {
-        return Some(format!("System-1 is paused (`{}` resumes it)", crate::text::command("toggle on")));
-    }
-    if !loaded.errors.is_empty() {
-        return Some(format!("config error: {}", loaded.errors.join("; ")));
-    }
-    None
-}
-
-/// Runs a prompt through routing and the picker.
-pub fn run_prompt(loaded: &Loaded, input: &Input, mode: Mode) -> Run {
+/// Runs a prompt through its gates, routing and the picker.
+pub fn run_prompt(loaded: &Loaded, input: &Input, until: Until) -> Run {
     let started = Instant::now();
     let routing_cfg = &loaded.config.routing;
     let skills_cfg = &loaded.config.skills;
-    let mut run = Run {
-        gate: None,
-        log_dir: None,
-        routing: None,
-        routing_hint: Err(String::new()),
-        picked: None,
-        skill_hint: Err(String::new()),
-        elapsed: Duration::ZERO,
-    };
-    let explain = mode == Mode::Explain;
-    run.gate = state_gate(loaded, routing_cfg.enabled || skills_cfg.enabled).or_else(|| prompt_gate(input.prompt));
-    if let Some(why) = &run.gate
-        && !explain
-    {
-        run.routing_hint = Err(why.clone());
-        run.skill_hint = Err(why.clone());
-        run.elapsed = started.elapsed();
-        return run;
+    let mut run = Run::default();
+    for check in gate::PROMPT_GATES {
+        if meet(&mut run.gates, check(loaded, input.prompt), until) {
+            return run.ended(started);
+        }
     }
     run.log_dir = input.cwd.as_deref().and_then(|cwd| log::opted_in(cwd, &routing_cfg.log_dirs));
     let logging = run.log_dir.is_some();
-    let want_routing = explain || routing_cfg.enabled && (routing_cfg.hint || logging);
-    let want_skills = explain || skills_cfg.enabled && (skills_cfg.hint || logging);
-    if !want_routing && !want_skills {
-        let why = "nothing to hint and nothing to log (cwd is outside [routing] log_dirs)".to_string();
-        run.routing_hint = Err(why.clone());
-        run.skill_hint = Err(why);
-        run.elapsed = started.elapsed();
-        return run;
+    let want_routing = routing_cfg.enabled && (routing_cfg.hint || logging);
+    let want_skills = skills_cfg.enabled && (skills_cfg.hint || logging);
+    if meet(&mut run.gates, (!want_routing && !want_skills).then_some(Gate::NothingToHintOrLog), until) {
+        return run.ended(started);
     }
     let gateway = Gateway::new(loaded.clone());
-    if !gateway.is_ok() {
-        // A provider's own settings can be wrong where the config file parses (e.g. a bad mock `fail`).
-        let why = format!("config error: {}", gateway.config_errors.join("; "));
-        if !explain {
-            run.routing_hint = Err(why.clone());
-            run.skill_hint = Err(why);
-            run.elapsed = started.elapsed();
-            return run;
-        }
-        run.gate.get_or_insert(why);
+    // A provider's own settings can be wrong where the config file parses (e.g. a bad mock `fail`).
+    let provider_errors = (!gateway.is_ok()).then(|| Gate::ConfigError(gateway.config_errors.clone()));
+    if meet(&mut run.gates, provider_errors, until) {
+        return run.ended(started);
     }
+    let everything = until == Until::End;
     let rid = new_request_id();
     let deadline = Instant::now() + Duration::from_millis(routing_cfg.budget_ms);
-
-    run.routing_hint = Err("routing is off ([routing] enabled = false)".into());
-    if want_routing {
-        let routed = route(&gateway, routing_cfg, input.prompt, deadline, &rid);
-        run.routing_hint = routing_hint(routing_cfg, &routed);
-        run.routing = Some(routed);
-    }
-
-    run.skill_hint = Err("the skill picker is off ([skills] enabled = false)".into());
-    if want_skills {
+    let routing = (want_routing || everything).then(|| route(&gateway, routing_cfg, input.prompt, deadline, &rid));
+    let picked = (want_skills || everything).then(|| {
         // The file walk happens only here, when the picker runs.
         let candidates = match &input.skills {
             Some(list) => list.clone(),
             None => skills::discover(input.cwd.as_deref(), deadline),
         };
-        let picked = skills::pick(&gateway, input.prompt, candidates, deadline, &rid);
-        run.skill_hint = skill_hint(skills_cfg, &picked);
-        run.picked = Some(picked);
-    }
-    if let Some(why) = &run.gate {
-        // Explain mode went on past a gate; the hook itself would have said nothing.
-        for hint in [&mut run.routing_hint, &mut run.skill_hint] {
-            if hint.is_ok() {
-                *hint = Err(why.clone());
-            }
-        }
-    }
-    run.elapsed = started.elapsed();
-    run
+        skills::pick(&gateway, input.prompt, candidates, deadline, &rid)
+    });
+    run.hints = Some(Hints {
+        routing_hint: routing_hint(routing_cfg, routing.as_ref()),
+        skill_hint: skill_hint(skills_cfg, picked.as_ref()),
+        routing,
+        picked,
+    });
+    run.ended(started)
 }
 
 /// Asks the features of `text` and applies the rule.
@@ -239,31 +192,27 @@ pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Insta
 
 /// The rule's tier when every feature has an answer that clears `[routing] min_confidence`: the
 /// one bar both the hint and enforcement must clear. Otherwise why not.
-pub fn settled(cfg: &RoutingConfig, routed: &Routed) -> Result<Tier, Left> {
-    let features = routed.asked.features.as_ref().map_err(|e| Left::new(None, format!("no engine answer: {e}")))?;
+pub fn settled(cfg: &RoutingConfig, routed: &Routed) -> Result<Tier, Unsettled> {
+    let features = routed.asked.features.as_ref().map_err(|e| Unsettled::EngineFailed(e.clone()))?;
     if let Some(f) = features.iter().find(|f| f.answer.is_none()) {
-        return Err(Left::new(Some(Kept::Abstained), format!("the engine abstained on {}", f.feature)));
+        return Err(Unsettled::Abstained(f.feature));
     }
     if let Some(f) = features.iter().find(|f| f.confidence < cfg.min_confidence) {
-        return Err(Left::new(
-            Some(Kept::LowConfidence),
-            format!(
-                "{} confidence {:.2} is below [routing] min_confidence {:.2}",
-                f.feature, f.confidence, cfg.min_confidence
-            ),
-        ));
+        return Err(Unsettled::LowConfidence { feature: f.feature, confidence: f.confidence, min: cfg.min_confidence });
     }
-    routed.tier.map(|(tier, _)| tier).ok_or_else(|| Left::new(None, "no tier"))
+    routed.tier.map(|(tier, _)| tier).ok_or(Unsettled::NoTier)
 }
 
-/// The routing hint, or why there is none.
-fn routing_hint(cfg: &RoutingConfig, routed: &Routed) -> Result<String, String> {
+/// The routing hint, or why there is none. `routed` is `None` when routing was not asked, which
+/// past the gates happens only when it is off or its hint is.
+fn routing_hint(cfg: &RoutingConfig, routed: Option<&Routed>) -> Result<String, NoRoutingHint> {
     if !cfg.enabled {
-        return Err("routing is off ([routing] enabled = false)".into());
+        return Err(NoRoutingHint::RoutingOff);
     }
-    let tier = settled(cfg, routed).map_err(|l| l.why)?;
+    let Some(routed) = routed else { return Err(NoRoutingHint::HintsOff) };
+    let tier = settled(cfg, routed).map_err(NoRoutingHint::Unsettled)?;
     if !cfg.hint {
-        return Err("hints are off ([routing] hint = false): log only".into());
+        return Err(NoRoutingHint::HintsOff);
     }
     Ok(hint_text(tier))
 }
@@ -275,20 +224,24 @@ pub fn hint_text(tier: Tier) -> String {
     )
 }
 
-fn skill_hint(cfg: &crate::config::SkillsConfig, picked: &Picked) -> Result<String, String> {
+/// The skill hint, or why there is none. `picked` is `None` when the picker did not run, which past
+/// the gates happens only when it is off or its hint is.
+fn skill_hint(cfg: &crate::config::SkillsConfig, picked: Option<&Picked>) -> Result<String, NoSkillHint> {
     if !cfg.enabled {
-        return Err("the skill picker is off ([skills] enabled = false)".into());
+        return Err(NoSkillHint::PickerOff);
     }
-    match &picked.pick {
-        Pick::NotAsked(why) | Pick::Failed(why) => Err(why.clone()),
-        Pick::Abstained => Err("the engine abstained".into()),
-        Pick::Picked { skill, .. } if skill == skills::NONE => Err("the engine picked no skill".into()),
-        Pick::Picked { confidence, .. } if *confidence < cfg.min_confidence => {
-            Err(format!("confidence {confidence:.2} is below [skills] min_confidence {:.2}", cfg.min_confidence))
-        }
-        Pick::Picked { .. } if !cfg.hint => Err("hints are off ([skills] hint = false): record only".into()),
-        Pick::Picked { skill, .. } => Ok(format!("{SKILL_HINT_MARKER} consider the `{skill}` skill if it fits")),
+    let Some(picked) = picked else { return Err(NoSkillHint::HintsOff) };
+    let (skill, confidence) = picked.pick.skill()?;
+    if skill == skills::NONE {
+        return Err(NoSkillHint::PickedNone);
     }
+    if confidence < cfg.min_confidence {
+        return Err(NoSkillHint::LowConfidence { confidence, min: cfg.min_confidence });
+    }
+    if !cfg.hint {
+        return Err(NoSkillHint::HintsOff);
+    }
+    Ok(format!("{SKILL_HINT_MARKER} consider the `{skill}` skill if it fits"))
 }
 
 /// The fields every log entry starts with.
@@ -325,23 +278,23 @@ fn routed_entry(base: Entry, routed: &Routed, hinted: bool) -> Entry {
 /// The log entries of a prompt run: one for routing (when the engine answered) and one for the
 /// picker (when it was asked). None unless `cwd` is inside `log_dirs`.
 pub fn entries(input: &Input, run: &Run) -> Vec<Entry> {
-    let Some(dir) = &run.log_dir else { return Vec::new() };
-    if run.gate.is_some() {
+    let (Some(dir), Some(hints)) = (&run.log_dir, &run.hints) else { return Vec::new() };
+    if !run.gates.is_empty() {
         return Vec::new();
     }
     let mut out = Vec::new();
-    if let Some(routed) = &run.routing
+    if let Some(routed) = &hints.routing
         && routed.asked.features.is_ok()
     {
         let base = base_entry(Source::Prompt, input, dir, input.prompt);
-        out.push(routed_entry(base, routed, run.routing_hint.is_ok()));
+        out.push(routed_entry(base, routed, hints.routing_hint.is_ok()));
     }
-    if let Some(p) = &run.picked
-        && let Pick::Picked { skill, confidence } = &p.pick
+    if let Some(p) = &hints.picked
+        && let skills::Pick::Picked { skill, confidence } = &p.pick
     {
         out.push(Entry {
             decision: Some(skill.clone()),
-            hinted: Some(run.skill_hint.is_ok()),
+            hinted: Some(hints.skill_hint.is_ok()),
             provider: p.provider.clone(),
             model: p.model.clone(),
             latency_ms: Some(p.latency_ms),
@@ -357,23 +310,6 @@ pub fn entries(input: &Input, run: &Run) -> Vec<Entry> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn gates() {
-        assert!(prompt_gate("/compact keep the routing notes and the test plan for later please ok").is_some());
-        assert!(prompt_gate("/system1:toggle off").is_some());
-        assert!(prompt_gate("Plan is ok, implement").unwrap().contains("4 words"));
-        assert!(
-            prompt_gate(
-                "<task-notification><status>completed</status> lots of words here to pass the count</task-notification>"
-            )
-            .is_some()
-        );
-        assert!(prompt_gate("  <agent-message from=x> one two three four five six seven eight nine ten").is_some());
-        let task = "Read src/main.rs and explain how the command line is parsed and dispatched";
-        assert_eq!(prompt_gate(task), None);
-        assert_eq!(prompt_gate("/home/u/app/main.rs crashes on start, find out why and fix the cause please"), None);
-    }
 
     #[test]
     fn hint_carries_marker_and_tier() {

@@ -21,6 +21,7 @@ use std::time::Instant;
 
 use serde_json::{Map, Value, json};
 
+use super::gate::NoSkillHint;
 use crate::claude_code::{self, InstalledPlugins, PluginManifest};
 use crate::fsutil::ReadError;
 use crate::gateway::request::MAX_OPTIONS;
@@ -285,14 +286,59 @@ fn skip<T>(path: &Path, e: ReadError) -> Option<T> {
 /// What the picker did for one prompt.
 #[derive(Debug, Clone)]
 pub enum Pick {
-    /// No engine call, and why (no candidates, more candidates than the engine takes, budget used up).
-    NotAsked(String),
+    /// No engine call, and why.
+    NotAsked(NotAsked),
     /// The engine failed or timed out.
     Failed(String),
     /// The engine abstained.
     Abstained,
     /// The engine's pick (`NONE` when no skill fits) with its calibrated confidence.
     Picked { skill: String, confidence: f64 },
+}
+
+impl Pick {
+    /// The skill picked (`NONE` when none fits) and its calibrated confidence, or why there is none.
+    pub fn skill(&self) -> Result<(&str, f64), NoSkillHint> {
+        match self {
+            Pick::NotAsked(why) => Err(NoSkillHint::NotAsked(why.clone())),
+            Pick::Failed(e) => Err(NoSkillHint::EngineFailed(e.clone())),
+            Pick::Abstained => Err(NoSkillHint::Abstained),
+            Pick::Picked { skill, confidence } => Ok((skill, *confidence)),
+        }
+    }
+}
+
+/// Why the picker asked no engine.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NotAsked {
+    /// Routing used up the prompt's engine budget.
+    BudgetSpent,
+    NoCandidates,
+    /// More skills (plus `none`) than the engine takes at once, with elimination rounds off.
+    OverEngineLimit {
+        skills: usize,
+        max: usize,
+    },
+    /// More skills (plus `none`) than one decision may have.
+    OverDecisionLimit {
+        skills: usize,
+    },
+}
+
+impl std::fmt::Display for NotAsked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotAsked::BudgetSpent => f.write_str("skipped: routing used up the engine budget"),
+            NotAsked::NoCandidates => f.write_str("no skills to choose from"),
+            NotAsked::OverEngineLimit { skills, max } => write!(
+                f,
+                "dormant: {skills} skills plus `none` exceed the engine's limit of {max} options (elimination rounds are off: [gateway] tournament = false)"
+            ),
+            NotAsked::OverDecisionLimit { skills } => {
+                write!(f, "dormant: {skills} skills plus `none` exceed the {MAX_OPTIONS} options of one decision")
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -328,7 +374,7 @@ pub fn request(prompt: &str, candidates: &[Skill]) -> EngineRequest {
 /// takes at once), unless they cannot be asked (then dormant, with no engine call) or the budget is
 /// gone.
 pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: Instant, rid: &str) -> Picked {
-    let not_asked = |candidates, why: String| Picked {
+    let not_asked = |candidates, why: NotAsked| Picked {
         candidates,
         pick: Pick::NotAsked(why),
         provider: None,
@@ -337,29 +383,22 @@ pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: I
     };
     // Checked first: discovery itself stops at the deadline, so its list may be empty for that reason.
     if Instant::now() >= deadline {
-        return not_asked(candidates, "skipped: routing used up the engine budget".into());
+        return not_asked(candidates, NotAsked::BudgetSpent);
     }
     if candidates.is_empty() {
-        return not_asked(candidates, "no skills to choose from".into());
+        return not_asked(candidates, NotAsked::NoCandidates);
     }
     // Above the engine's own limit the gateway narrows the skills in elimination rounds; with the
     // rounds off, or past what one decision may have, the picker sleeps and costs nothing.
     let max = gateway.primary().map(|p| p.capabilities().max_options).unwrap_or(0);
     let options = candidates.len() + 1;
     let rounds = gateway.loaded.config.gateway.tournament;
+    let skills = candidates.len();
     if options > max && !rounds {
-        let why = format!(
-            "dormant: {} skills plus `none` exceed the engine's limit of {max} options (elimination rounds are off: [gateway] tournament = false)",
-            candidates.len()
-        );
-        return not_asked(candidates, why);
+        return not_asked(candidates, NotAsked::OverEngineLimit { skills, max });
     }
     if options > MAX_OPTIONS {
-        let why = format!(
-            "dormant: {} skills plus `none` exceed the {MAX_OPTIONS} options of one decision",
-            candidates.len()
-        );
-        return not_asked(candidates, why);
+        return not_asked(candidates, NotAsked::OverDecisionLimit { skills });
     }
     let started = Instant::now();
     let outcome = gateway.run_chain(&request(prompt, &candidates), &["skill".to_string()], Some(deadline), rid);

@@ -115,7 +115,7 @@ mod tests {
         for s in &seeds {
             let got: Vec<Feature> = s.labels.keys().copied().collect();
             assert_eq!(got, Feature::ALL, "{}", s.id);
-            assert_eq!(crate::routing::prompt_gate(&s.prompt), None, "{}", s.id);
+            assert_eq!(crate::routing::gate::prompt_gate(&s.prompt), None, "{}", s.id);
         }
         assert!(seeds.len() >= 40, "the seed set has {} prompts", seeds.len());
     }

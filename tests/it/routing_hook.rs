@@ -464,6 +464,57 @@ fn bad_rules_are_named_by_route() {
 }
 
 #[test]
+fn route_names_the_gate_of_a_hook_with_nothing_to_hint_set_or_log() {
+    // An engine that takes a minute: the hooks, which have nothing to hint, set or log, never ask it.
+    let mut env = env_with("hint = false\nbudget_ms = 60000", &format!("{HAIKU_ANSWERS}\ndelay_ms = 60000"));
+    env.set_env("SYSTEM1_TIMEOUT_S", "60");
+    let started = std::time::Instant::now();
+    assert_silent(&env, &prompt_payload(TASK, &env.home), "no hint and no log");
+    assert_eq!(stdout(&hook(&env, "agent", &agent_payload(&env.home, None, 1))), "", "enforce off, no log");
+    assert!(started.elapsed() < CUT_OFF, "a hook asked the engine");
+
+    // route says which gate the hooks stop at, and still shows what they would have asked.
+    let env = env_with("hint = false", HAIKU_ANSWERS);
+    let v = route_json(&env, TASK, &env.home);
+    assert_eq!(v["silent_because"], "nothing to hint and nothing to log (cwd is outside [routing] log_dirs)");
+    assert_eq!(v["routing"]["tier"], "haiku");
+    assert_eq!(v["routing_hint"]["because"], "hints are off ([routing] hint = false): log only", "its own reason");
+    let out = env.run(&["route", "--json", "--brief", TASK, "--cwd", env.home.to_str().unwrap()], "");
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_eq!(
+        v["silent_because"],
+        "nothing enforcement could change, and nothing to log (cwd is outside [routing] log_dirs)"
+    );
+    assert_eq!(v["unchanged_because"], "record only ([routing] enforce = \"off\")");
+}
+
+#[test]
+fn a_hook_silenced_by_a_config_error_says_why_in_log_file() {
+    for (case, routing, mock) in [
+        (
+            "the config file",
+            "hint = true\nenforce = \"set\"\nrules = [{ when = { vibes = true }, tier = \"opus\" }]",
+            HAIKU_ANSWERS.to_string(),
+        ),
+        ("a provider's settings", "hint = true\nenforce = \"set\"", format!("{HAIKU_ANSWERS}\nfail = \"sometimes\"")),
+    ] {
+        let env = env_with(routing, &mock);
+        let log = env.root.join("system1.log");
+        let config = std::fs::read_to_string(&env.config).unwrap();
+        env.write_config(
+            &config.replace("[gateway]\n", &format!("[gateway]\nlog_file = {:?}\n", log.display().to_string())),
+        );
+        assert_silent(&env, &prompt_payload(TASK, &env.home), case);
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("prompt: no hint: config error: "), "{case}: {text}");
+        let spawn = agent_payload(&env.home, None, 1);
+        assert_eq!(stdout(&hook(&env, "agent", &spawn)), "", "{case}");
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        assert!(text.contains("agent: the spawn passes as it is: config error: "), "{case}: {text}");
+    }
+}
+
+#[test]
 fn budget_caps_an_engine_that_never_answers() {
     // The engine takes 60 s and the per-attempt timeout is 60 s too, so only the 300 ms budget can
     // make the hook return (silent) well before the engine would answer.
