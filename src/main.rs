@@ -31,6 +31,7 @@ mod text;
 mod tier;
 mod transcripts;
 mod tuning;
+mod zone;
 
 use std::io::Write;
 

@@ -34,7 +34,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let scope = Scope {
         dir: args.dir.clone(),
-        since: args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false)).transpose()?,
+        since: args
+            .since
+            .as_deref()
+            .map(|s| transcripts::parse_when(s, "--since", false, &crate::zone::Zone::local()))
+            .transpose()?,
         ..Scope::default()
     };
     let (spawns, stats) = outcomes::scan::spawns(&scope)?;

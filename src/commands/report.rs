@@ -5,16 +5,18 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use chrono::Utc;
+use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
 
 use crate::error::{Context, Error, Result};
+use crate::report::breakdown::{self, View};
 use crate::report::collect::Collector;
 use crate::report::prices::Prices;
 use crate::report::spawns::SpawnLog;
-use crate::report::{Aggregator, Report, render, svg};
+use crate::report::{Aggregator, ReadStats, Report, render, svg};
 use crate::text::Meter;
 use crate::transcripts::{self, Scope};
+use crate::zone::{self, Zone};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,15 +24,26 @@ pub struct Args {
     /// $CLAUDE_CONFIG_DIR/projects).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
-    /// Only lines from this moment on: a date (2026-11-01, midnight UTC) or an RFC 3339 time.
+    /// Only lines from this moment on: a date (2026-11-01, from its midnight in --timezone) or an
+    /// RFC 3339 time.
     #[arg(long, value_name = "WHEN")]
     since: Option<String>,
-    /// Only lines before this moment: a date counts whole (until 2026-11-30 includes that day).
+    /// Only lines up to this moment: a date counts whole (until 2026-11-30 includes that day).
     #[arg(long, value_name = "WHEN")]
     until: Option<String>,
-    /// Only the last N days (instead of --since).
+    /// Only the last N days, today included (instead of --since).
     #[arg(long, value_name = "N", conflicts_with = "since")]
     days: Option<u32>,
+    /// One row per day, week (from Monday), month, session, project, model or subagent type and tier.
+    #[arg(long, value_name = "VIEW")]
+    by: Option<View>,
+    /// The --by table as Markdown or CSV, for pasting elsewhere.
+    #[arg(long, value_name = "FORMAT", requires = "by", conflicts_with = "json")]
+    format: Option<Format>,
+    /// The time zone of dates and days: UTC, local (the default), an offset (+02:00) or a name
+    /// (Europe/Paris).
+    #[arg(long, value_name = "ZONE")]
+    timezone: Option<String>,
     /// Only projects whose directory matches: a path (/home/me/repo) or part of a name.
     #[arg(long, value_name = "PROJECT")]
     project: Option<String>,
@@ -38,7 +51,7 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     /// Also write the report as an SVG chart to FILE.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "by")]
     svg: Option<PathBuf>,
     /// Use this price file instead of the built-in scripts/prices.json.
     #[arg(long, value_name = "FILE")]
@@ -52,22 +65,67 @@ pub struct Args {
     threads: usize,
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    Md,
+    Csv,
+}
+
+/// The span of time the report covers, as instants and as the dates the user gave.
+struct Period {
+    since: Option<DateTime<Utc>>,
+    until: Option<DateTime<Utc>>,
+    /// The first day whole, when --since was a date or --days gave one.
+    since_date: Option<NaiveDate>,
+    /// The last day whole (inclusive), when --until was a date.
+    until_date: Option<NaiveDate>,
+}
+
+impl Period {
+    fn of(args: &Args, zone: &Zone) -> Result<Period> {
+        let mut p = Period {
+            since: args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false, zone)).transpose()?,
+            until: args.until.as_deref().map(|s| transcripts::parse_when(s, "--until", true, zone)).transpose()?,
+            since_date: args.since.as_deref().and_then(transcripts::date_in),
+            until_date: args.until.as_deref().and_then(transcripts::date_in),
+        };
+        if let Some(days) = args.days {
+            if days == 0 {
+                return Err(Error::usage("--days 0: give at least 1 (today)"));
+            }
+            let first = zone.today() - i64::from(days - 1);
+            p.since = DateTime::from_timestamp(zone.start_of(first), 0);
+            p.since_date = Some(zone::date(first));
+        }
+        if let (Some(s), Some(u)) = (p.since, p.until)
+            && s >= u
+        {
+            return Err(Error::usage("--since must be before --until"));
+        }
+        Ok(p)
+    }
+}
+
 pub fn run(args: Args) -> Result<i32> {
     let prices = Prices::load(args.prices.as_deref())?;
-    let mut since = args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false)).transpose()?;
-    if let Some(days) = args.days {
-        since = Some(Utc::now() - chrono::Duration::days(i64::from(days)));
-    }
-    let until = args.until.as_deref().map(|s| transcripts::parse_when(s, "--until", true)).transpose()?;
-    if let (Some(s), Some(u)) = (since, until)
-        && s >= u
-    {
-        return Err(Error::usage("--since must be before --until"));
-    }
-    let scope = Scope { dir: args.dir.clone(), since, until, project: args.project.clone(), threads: args.threads };
+    let zone = match &args.timezone {
+        Some(name) => Zone::named(name)?,
+        None => Zone::local(),
+    };
+    let period = Period::of(&args, &zone)?;
+    let scope = Scope {
+        dir: args.dir.clone(),
+        since: period.since,
+        until: period.until,
+        project: args.project.clone(),
+        threads: args.threads,
+    };
 
     let started = Instant::now();
     let files = transcripts::list(&scope)?;
+    if files.is_empty() {
+        nothing_matched(&scope)?;
+    }
     let total_bytes: u64 = files.iter().map(|f| f.size).sum();
     let mut agg = Aggregator::new();
     let mut progress = Progress::new(total_bytes);
@@ -78,28 +136,67 @@ pub fn run(args: Args) -> Result<i32> {
     progress.clear();
     let seconds = started.elapsed().as_secs_f64();
 
-    let mut scope_json = BTreeMap::new();
-    scope_json.insert("dir".to_string(), json!(scope.projects_dir().display().to_string()));
-    let rfc3339 = |t: chrono::DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    scope_json.insert("since".to_string(), json!(since.map(rfc3339)));
-    scope_json.insert("until".to_string(), json!(until.map(rfc3339)));
-    scope_json.insert("days".to_string(), json!(args.days));
-    scope_json.insert("project".to_string(), json!(args.project));
+    let rfc3339 = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let date = |d: Option<NaiveDate>| d.map(|d| d.format("%Y-%m-%d").to_string());
+    let scope_json: BTreeMap<String, serde_json::Value> = [
+        ("dir", json!(scope.projects_dir().display().to_string())),
+        ("since", json!(period.since.map(rfc3339))),
+        ("until", json!(period.until.map(rfc3339))),
+        ("since_date", json!(date(period.since_date))),
+        ("until_date", json!(date(period.until_date))),
+        ("days", json!(args.days)),
+        ("project", json!(args.project)),
+        ("timezone", json!(zone.name())),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+
+    if let Some(view) = args.by {
+        let b = breakdown::build(&agg, &prices, view, &zone, scope_json, ReadStats::new(&stats, seconds));
+        let text = match (args.json, args.format) {
+            (true, _) => json_text(&b)?,
+            (false, Some(Format::Md)) => render::breakdown_markdown(&b),
+            (false, Some(Format::Csv)) => render::breakdown_csv(&b),
+            (false, None) => render::breakdown_table(&b),
+        };
+        out!("{text}")?;
+        return Ok(0);
+    }
+
     let log = SpawnLog::read(&args.log.clone().unwrap_or_else(crate::paths::routing_log), &scope);
     let report = Report::build(&agg, &prices, &stats, seconds, scope_json, &log);
-
     if let Some(path) = &args.svg {
         std::fs::write(path, svg::render(&report)).context(|| format!("cannot write {}", path.display()))?;
     }
-    let text = if args.json {
-        let mut s = serde_json::to_string_pretty(&report).map_err(|e| Error::failure(e.to_string()))?;
-        s.push('\n');
-        s
-    } else {
-        render::table(&report)
-    };
+    let text = if args.json { json_text(&report)? } else { render::table(&report) };
     out!("{text}")?;
     Ok(0)
+}
+
+fn json_text(value: &impl serde::Serialize) -> Result<String> {
+    let mut s = serde_json::to_string_pretty(value).map_err(|e| Error::failure(e.to_string()))?;
+    s.push('\n');
+    Ok(s)
+}
+
+/// No transcript in scope: fine for a period with no use, but a `--project` that names no project
+/// at all is most likely a typo, and is said so with the names there are.
+fn nothing_matched(scope: &Scope) -> Result<()> {
+    let Some(project) = &scope.project else { return Ok(()) };
+    let names = transcripts::project_names(scope);
+    if names.iter().any(|n| scope.project_matches(n)) {
+        return Ok(());
+    }
+    let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
+    let more = names.len().saturating_sub(shown.len());
+    let hint = match (shown.is_empty(), more) {
+        (true, _) => format!("{} holds no project at all", scope.projects_dir().display()),
+        (false, 0) => format!("projects there: {}", shown.join(", ")),
+        (false, n) => format!("projects there: {} and {n} more", shown.join(", ")),
+    };
+    Err(Error::usage(format!("--project {project:?}: no project under {} matches it", scope.projects_dir().display()))
+        .with_hint(hint))
 }
 
 /// Bytes read, on a one-line meter that shows only when stderr is a terminal and the run has

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
-use crate::report::prices::{Day, day_of_timestamp};
+use crate::report::prices::{Minute, minute_of_timestamp};
 use crate::tier::Tier;
 
 use crate::routing::{HINT_MARKER as ROUTING_HINT, SKILL_HINT_MARKER as SKILL_HINT};
@@ -30,8 +30,8 @@ pub struct UsageRec {
     pub sidechain: bool,
     pub hint_write: u64,
     pub hint_read: u64,
-    /// The UTC day of the line's timestamp, which picks the price in force.
-    pub day: Day,
+    /// The line's timestamp, whose UTC day picks the price in force.
+    pub minute: Minute,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +42,7 @@ pub struct PromptRec {
     pub hinted: bool,
     /// Long enough for the routing hook to consider it (it stays silent under `MIN_WORDS` words).
     pub long: bool,
+    pub minute: Minute,
 }
 
 #[derive(Debug, Clone)]
@@ -63,6 +64,14 @@ pub struct SpawnRec {
     pub agent_id: Option<String>,
     /// The model of the assistant reply that spawned it (what `inherit` means).
     pub parent_model: Option<String>,
+    /// The Agent call's `subagent_type`.
+    pub subagent_type: Option<String>,
+    /// When the spawn was made.
+    pub minute: Minute,
+    /// The brief (the call's `prompt`), kept only for `--what-if` ([`Collector::with_briefs`]).
+    pub brief: Option<String>,
+    /// The session and project it was made in: set by the aggregator (an index into its origins).
+    pub origin: u32,
 }
 
 /// Everything the report needs from one file.
@@ -72,6 +81,8 @@ pub struct FileFacts {
     pub agent_id: Option<String>,
     /// The spawning tool use, from the subagent's `.meta.json`.
     pub agent_tool_use_id: Option<String>,
+    /// The subagent type, from the same.
+    pub agent_type: Option<String>,
     pub models: Vec<String>,
     pub usage: Vec<UsageRec>,
     pub prompts: Vec<PromptRec>,
@@ -79,6 +90,8 @@ pub struct FileFacts {
     pub spawns: Vec<SpawnRec>,
     /// The first model the subagent's own replies name.
     pub first_model: Option<String>,
+    /// The working directory the file's lines name first (the project's path).
+    pub cwd: Option<String>,
 }
 
 /// 128-bit FNV-1a: ids are hashed rather than kept, so memory per request stays small.
@@ -133,6 +146,8 @@ pub struct Collector {
     pending_hint: Option<Option<Tier>>,
     hint_ctx: u64,
     hint_new: u64,
+    /// Keep each spawn's brief (for `--what-if`); the report itself never keeps prompt text.
+    keep_briefs: bool,
     needles: &'static Needles,
 }
 
@@ -170,6 +185,7 @@ impl Collector {
                 session_id: info.session_id.clone(),
                 agent_id: agent.map(|a| a.agent_id.clone()),
                 agent_tool_use_id: agent.and_then(|a| a.meta.as_ref()).and_then(|m| m.tool_use_id.clone()),
+                agent_type: agent.and_then(|a| a.meta.as_ref()).and_then(|m| m.agent_type.clone()),
                 ..FileFacts::default()
             },
             model_index: HashMap::new(),
@@ -182,7 +198,17 @@ impl Collector {
             pending_hint: None,
             hint_ctx: 0,
             hint_new: 0,
+            keep_briefs: false,
             needles: &NEEDLES,
+        }
+    }
+
+    /// The first working directory a line names.
+    fn note_cwd(&mut self, line: &Line<'_>) {
+        if self.facts.cwd.is_none()
+            && let Some(cwd) = line.cwd.as_deref().filter(|c| !c.is_empty())
+        {
+            self.facts.cwd = Some(cwd.to_string());
         }
     }
 
@@ -231,8 +257,8 @@ impl Collector {
                     if let Some(k) = key {
                         self.usage_index.insert(k, self.facts.usage.len());
                     }
-                    let day = day_of_timestamp(line.timestamp.as_deref());
-                    self.facts.usage.push(UsageRec { key, model, tokens, sidechain, hint_write, hint_read, day });
+                    let minute = minute_of_timestamp(line.timestamp.as_deref());
+                    self.facts.usage.push(UsageRec { key, model, tokens, sidechain, hint_write, hint_read, minute });
                 }
             }
         }
@@ -252,6 +278,9 @@ impl Collector {
                 hint,
                 requested: input.model,
                 parent_model: msg.model.as_deref().map(str::to_string),
+                subagent_type: input.subagent_type,
+                minute: minute_of_timestamp(line.timestamp.as_deref()),
+                brief: if self.keep_briefs { input.prompt } else { None },
                 ..SpawnRec::default()
             });
         }
@@ -274,7 +303,8 @@ impl Collector {
                 if uuid.is_empty() { hash(&["prompt", &self.facts.session_id, &n]) } else { hash(&["prompt", uuid]) };
             self.turn_prompt = Some((uuid.to_string(), self.facts.prompts.len()));
             let long = prompt_words(line) >= crate::routing::MIN_WORDS;
-            self.facts.prompts.push(PromptRec { key, hinted: self.turn_hint.is_some(), long });
+            let minute = minute_of_timestamp(line.timestamp.as_deref());
+            self.facts.prompts.push(PromptRec { key, hinted: self.turn_hint.is_some(), long, minute });
             return;
         }
         if self.spawn_index.is_empty() {
@@ -350,6 +380,7 @@ impl FileVisitor for Collector {
     }
 
     fn line(&mut self, line: &Line<'_>, _raw: &[u8]) {
+        self.note_cwd(line);
         match line.kind.as_deref() {
             Some("assistant") => self.assistant(line),
             Some("user") => self.user(line),

@@ -56,6 +56,16 @@ impl Models {
     fn in_order(&self) -> impl DoubleEndedIterator<Item = usize> + '_ {
         self.by_name.iter().copied()
     }
+
+    /// The tier of the model with this index.
+    pub(super) fn tier(&self, model: u32) -> Option<Tier> {
+        self.list[model as usize].tier
+    }
+
+    /// Whether a price entry covers the model with this index.
+    pub(super) fn priced(&self, model: u32) -> bool {
+        self.list[model as usize].entry.is_some()
+    }
 }
 
 /// The requests of one model: integer sums, exact in whatever order the requests come.
@@ -71,17 +81,17 @@ struct Count {
 
 /// What one request costs, and its hint tokens in the cache, at the price in force on its day.
 #[derive(Debug, Clone, Copy, Default)]
-struct Priced {
-    cost: Pico,
+pub(super) struct Priced {
+    pub(super) cost: Pico,
     hint_cost: Pico,
 }
 
 impl Priced {
-    fn of(r: &Rec, tokens: &Tokens, models: &Models, prices: &Prices) -> Priced {
+    pub(super) fn of(r: &Rec, tokens: &Tokens, models: &Models, prices: &Prices) -> Priced {
         match models.list[r.model as usize].entry {
             None => Priced::default(),
             Some(e) => {
-                let price = prices.price(e, r.day, tokens);
+                let price = prices.price(e, r.day(), tokens);
                 Priced {
                     cost: price.cost(tokens),
                     hint_cost: price.cache_cost(u64::from(r.hint_write), u64::from(r.hint_read)),
@@ -276,26 +286,41 @@ pub(super) fn reach(agg: &Aggregator) -> Reach {
     }
 }
 
-/// A spawn that ran above its hinted tier.
-struct Upgrade {
-    agent: Option<u32>,
-    hint: Tier,
+/// What a spawn did with its turn's hint.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Fate {
+    /// No routing hint in its turn.
+    Unhinted,
+    /// Ran on the hinted tier.
+    Followed,
+    /// Ran above the hinted tier (the hint's).
+    Upgraded(Tier),
+    Downgraded,
+    /// The hint or the tier that ran could not be told.
+    Unknown,
+}
+
+/// One spawn, with the subagent run it started, the tier it ran on, and its fate.
+pub(super) struct Judged<'a> {
+    pub(super) spawn: &'a SpawnRec,
+    pub(super) agent: Option<u32>,
+    pub(super) tier: Option<Tier>,
+    pub(super) fate: Fate,
 }
 
 /// What one pass over the spawns gathers: adherence, and which spawns the savings price.
-pub(super) struct Spawns {
+pub(super) struct Spawns<'a> {
     pub(super) adherence: Adherence,
     /// Spawns by the tier they ran on (`None` when none could be told).
     by_tier: BTreeMap<Option<Tier>, u64>,
     /// Spawns without a hint, by tier: the usual mix when there are any.
     unhinted_by_tier: PerTier<u64>,
-    /// The agent of each spawn that ran on its hinted tier.
-    followed: Vec<Option<u32>>,
-    upgraded: Vec<Upgrade>,
+    /// Every spawn, in tool use id order: the order every sum over them runs in.
+    pub(super) all: Vec<Judged<'a>>,
 }
 
-impl Spawns {
-    pub(super) fn sort(agg: &Aggregator) -> Spawns {
+impl<'a> Spawns<'a> {
+    pub(super) fn sort(agg: &'a Aggregator) -> Spawns<'a> {
         let by_tool_use = agents_by_tool_use(agg);
         let mut out = Spawns {
             adherence: Adherence {
@@ -310,8 +335,7 @@ impl Spawns {
             },
             by_tier: BTreeMap::new(),
             unhinted_by_tier: [0; Tier::COUNT],
-            followed: Vec::new(),
-            upgraded: Vec::new(),
+            all: Vec::with_capacity(agg.spawns.len()),
         };
         // In tool use id order, so that the savings add up in the same order on every run.
         let mut all: Vec<&SpawnRec> = agg.spawns.values().collect();
@@ -321,28 +345,31 @@ impl Spawns {
             let agent = spawn_agent(agg, &by_tool_use, s);
             let tier = spawn_tier(agg, s, agent);
             *out.by_tier.entry(tier).or_default() += 1;
-            let Some(hint) = s.hint else {
-                if let Some(t) = tier {
-                    out.unhinted_by_tier[t.index()] += 1;
-                }
-                continue;
+            let fate = match (s.hint, tier) {
+                (None, _) => Fate::Unhinted,
+                (Some(Some(h)), Some(t)) if t == h => Fate::Followed,
+                (Some(Some(h)), Some(t)) if t > h => Fate::Upgraded(h),
+                (Some(Some(_)), Some(_)) => Fate::Downgraded,
+                (Some(_), _) => Fate::Unknown,
             };
-            a.hinted_spawns += 1;
-            if s.requested.as_deref().is_some_and(|m| m != "inherit") {
-                a.with_model_given += 1;
-            }
-            match (hint, tier) {
-                (Some(h), Some(t)) if t == h => {
-                    a.followed += 1;
-                    out.followed.push(agent);
+            match fate {
+                Fate::Unhinted => {
+                    if let Some(t) = tier {
+                        out.unhinted_by_tier[t.index()] += 1;
+                    }
                 }
-                (Some(h), Some(t)) if t > h => {
-                    a.upgraded += 1;
-                    out.upgraded.push(Upgrade { agent, hint: h });
-                }
-                (Some(_), Some(_)) => a.downgraded += 1,
-                _ => a.unknown += 1,
+                Fate::Followed => a.followed += 1,
+                Fate::Upgraded(_) => a.upgraded += 1,
+                Fate::Downgraded => a.downgraded += 1,
+                Fate::Unknown => a.unknown += 1,
             }
+            if fate != Fate::Unhinted {
+                a.hinted_spawns += 1;
+                if s.requested.as_deref().is_some_and(|m| m != "inherit") {
+                    a.with_model_given += 1;
+                }
+            }
+            out.all.push(Judged { spawn: s, agent, tier, fate });
         }
         a.share = ratio(a.followed, a.followed + a.upgraded + a.downgraded);
         out
@@ -375,7 +402,7 @@ pub(super) fn spawn_tier(agg: &Aggregator, s: &SpawnRec, agent: Option<u32>) -> 
 
 /// Subagent cost by tier, cheapest first, then what no model id names; a tier not always listed
 /// (fable), and the unknown row, only when something ran there.
-pub(super) fn tier_rows(models: &Models, usage: &Usage, spawns: &Spawns) -> Vec<TierRow> {
+pub(super) fn tier_rows(models: &Models, usage: &Usage, spawns: &Spawns<'_>) -> Vec<TierRow> {
     Tier::ALL
         .map(Some)
         .into_iter()
@@ -415,7 +442,13 @@ pub(super) struct Baseline {
 impl Baseline {
     /// The tiers of spawns without a hint, else of main-thread requests. Each tier is repriced at
     /// its most used priced model (ties to the first name), else at the price file's default.
-    pub(super) fn new(agg: &Aggregator, prices: &Prices, models: &Models, usage: &Usage, spawns: &Spawns) -> Baseline {
+    pub(super) fn new(
+        agg: &Aggregator,
+        prices: &Prices,
+        models: &Models,
+        usage: &Usage,
+        spawns: &Spawns<'_>,
+    ) -> Baseline {
         let main_by_tier = usage.main_by_tier(models);
         let (name, counts) = if spawns.unhinted_by_tier.iter().sum::<u64>() > 0 {
             ("unhinted spawns", spawns.unhinted_by_tier)
@@ -451,11 +484,21 @@ impl Baseline {
         b
     }
 
+    /// What the mix is drawn from: `unhinted spawns`, `main thread`, or `none`.
+    pub(super) fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// How many spawns (or main-thread requests) it is drawn from.
+    pub(super) fn samples(&self) -> u64 {
+        self.total
+    }
+
     fn share(&self, t: Tier) -> f64 {
         self.counts[t.index()] as f64 / self.total as f64
     }
 
-    fn mix(&self) -> BTreeMap<String, f64> {
+    pub(super) fn mix(&self) -> BTreeMap<String, f64> {
         Tier::ALL
             .iter()
             .filter(|t| self.total > 0 && self.counts[t.index()] > 0)
@@ -480,7 +523,7 @@ impl Baseline {
             let costs = out.entry(r.agent).or_default();
             for t in Tier::ALL {
                 if let Some(e) = self.entries[t.index()] {
-                    costs[t.index()] += prices.price(e, r.day, &tokens).cost(&tokens);
+                    costs[t.index()] += prices.price(e, r.day(), &tokens).cost(&tokens);
                 }
             }
         }
@@ -493,6 +536,32 @@ impl Baseline {
     }
 }
 
+/// What each spawn that followed its hint saved against the usual mix (its index in
+/// `spawns.all`, and the dollars), in that order; none when the usual mix has no price. A spawn
+/// whose run is unpriced, or spent nothing, is left out.
+pub(super) fn realised_each(
+    baseline: &Baseline,
+    repriced: &Repriced,
+    models: &Models,
+    usage: &Usage,
+    spawns: &Spawns<'_>,
+) -> Vec<(usize, f64)> {
+    let none: PerTier<Pico> = [0; Tier::COUNT];
+    if !baseline.priced() {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for (i, j) in spawns.all.iter().enumerate().filter(|(_, j)| j.fate == Fate::Followed) {
+        let Some(spent) = usage.spent(j.agent, models) else { continue };
+        if spent.tokens.total() == 0 {
+            continue;
+        }
+        let at_mix = baseline.usual_cost(j.agent.and_then(|a| repriced.get(&a)).unwrap_or(&none));
+        out.push((i, at_mix - usd(spent.cost)));
+    }
+    out
+}
+
 /// Realised savings of followed hints, missed savings of upgrades past a hint, the hints' own
 /// overhead, and the net.
 pub(super) fn savings(
@@ -501,42 +570,35 @@ pub(super) fn savings(
     repriced: &Repriced,
     models: &Models,
     usage: &Usage,
-    spawns: &Spawns,
+    spawns: &Spawns<'_>,
 ) -> Savings {
-    let none: PerTier<Pico> = [0; Tier::COUNT];
     let hint_overhead = usage.hint_overhead(models);
     let priced = baseline.priced();
+    let each = realised_each(baseline, repriced, models, usage, spawns);
     let mut realised = 0.0;
-    let mut followed_priced = 0;
-    if priced {
-        for agent in &spawns.followed {
-            let Some(spent) = usage.spent(*agent, models) else { continue };
-            if spent.tokens.total() == 0 {
-                continue;
-            }
-            let at_mix = baseline.usual_cost(agent.and_then(|a| repriced.get(&a)).unwrap_or(&none));
-            realised += at_mix - usd(spent.cost);
-            followed_priced += 1;
-        }
+    for (_, saved) in &each {
+        realised += saved;
     }
     let mut missed = 0.0;
     let mut upgraded_priced = 0;
-    for u in &spawns.upgraded {
-        let (Some(spent), Some(_)) = (usage.spent(u.agent, models), baseline.entries[u.hint.index()]) else { continue };
+    for j in &spawns.all {
+        let Fate::Upgraded(hint) = j.fate else { continue };
+        let (Some(spent), Some(_)) = (usage.spent(j.agent, models), baseline.entries[hint.index()]) else { continue };
         if spent.tokens.total() == 0 {
             continue;
         }
-        let at_hint = u.agent.and_then(|a| repriced.get(&a)).map_or(0, |c| c[u.hint.index()]);
+        let at_hint = j.agent.and_then(|a| repriced.get(&a)).map_or(0, |c| c[hint.index()]);
         missed += usd(spent.cost) - usd(at_hint);
         upgraded_priced += 1;
     }
     let realised_usd = priced.then_some(realised);
     Savings {
         baseline: baseline.name.to_string(),
+        baseline_samples: baseline.total,
         mix: baseline.mix(),
         tier_models: baseline.models.clone(),
         realised_usd,
-        followed_spawns_priced: followed_priced,
+        followed_spawns_priced: each.len() as u64,
         missed_usd: missed,
         upgraded_spawns_priced: upgraded_priced,
         hint_tokens: agg.hints.values().map(|h| h.tokens).sum(),

@@ -23,6 +23,7 @@
 //! The spawn section ([`spawns`]) reads the routing log instead: record-only against enforced spawns,
 //! the rule's tier against the tier that ran, outcomes, and what the model rewrites did and saved.
 
+pub mod breakdown;
 pub mod collect;
 mod figures;
 pub mod prices;
@@ -39,7 +40,7 @@ use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
 use figures::{Baseline, Models, Spawns, Usage};
-use prices::{Day, PriceFile, Prices};
+use prices::{Day, Minute, PriceFile, Prices, day_of_minute};
 use spawns::{SpawnLog, SpawnSection};
 
 const NO_AGENT: u32 = u32::MAX;
@@ -54,8 +55,11 @@ struct Rec {
     counts: [u32; 5],
     hint_write: u32,
     hint_read: u32,
-    /// The UTC day of the request, for the price in force (fits beside `sidechain`: no growth).
-    day: Day,
+    /// When the request was made: its UTC day picks the price in force, its local day the row of
+    /// `--by day`.
+    minute: Minute,
+    /// The session and project whose file it was counted from (an index into the origins).
+    origin: u32,
     sidechain: bool,
 }
 
@@ -64,11 +68,12 @@ fn small(n: u64) -> u32 {
 }
 
 impl Rec {
-    fn new(model: u32, agent: u32, t: &Tokens, sidechain: bool, hints: (u64, u64), day: Day) -> Rec {
+    fn new(model: u32, agent: u32, t: &Tokens, sidechain: bool, hints: (u64, u64), minute: Minute) -> Rec {
         let (hint_write, hint_read) = hints;
         Rec {
             model,
             agent,
+            origin: 0,
             counts: [
                 small(t.input),
                 small(t.output),
@@ -78,9 +83,14 @@ impl Rec {
             ],
             hint_write: small(hint_write),
             hint_read: small(hint_read),
-            day,
+            minute,
             sidechain,
         }
+    }
+
+    /// The UTC day whose prices apply.
+    fn day(&self) -> Day {
+        day_of_minute(self.minute)
     }
 
     fn tokens(&self) -> Tokens {
@@ -92,11 +102,41 @@ impl Rec {
         self.counts.iter().map(|&c| u64::from(c)).sum()
     }
 
-    /// The dedup rule: more tokens wins (a finished stream beats its placeholder), then the main thread.
-    fn better_than(&self, other: &Rec) -> bool {
+    /// The dedup rule: more tokens wins (a finished stream beats its placeholder), then the main
+    /// thread, then (for a forked session's copy) the session that comes first.
+    fn better_than(&self, other: &Rec, origins: &[Origin]) -> bool {
         let (a, b) = (self.total(), other.total());
-        a > b || (a == b && !self.sidechain && other.sidechain)
+        a > b
+            || (a == b && !self.sidechain && other.sidechain)
+            || (a == b && self.sidechain == other.sidechain && first_origin(origins, self.origin, other.origin))
     }
+}
+
+/// Where a line was counted from: one session's files in one project.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// The project directory's name (the encoded cwd).
+    pub project: String,
+    pub session_id: String,
+    /// The working directory its lines name, when one does.
+    pub cwd: Option<String>,
+    /// Whether anything in scope was counted from it (a request or a prompt).
+    active: bool,
+}
+
+impl Origin {
+    /// How the project is shown: the path its lines name, else the directory's name.
+    pub fn project_path(&self) -> &str {
+        self.cwd.as_deref().unwrap_or(&self.project)
+    }
+}
+
+/// Whether origin `a` comes before `b`: copies of one line in several files (a forked session
+/// copies the history) count once, in the first session by id (then project), whatever order the
+/// reader threads finished in.
+fn first_origin(origins: &[Origin], a: u32, b: u32) -> bool {
+    let (a, b) = (&origins[a as usize], &origins[b as usize]);
+    (&a.session_id, &a.project) < (&b.session_id, &b.project)
 }
 
 /// The dedup key in memory: the 128-bit id hash folded to 64 bits (a collision among a million
@@ -109,6 +149,8 @@ fn fold(k: u128) -> u64 {
 struct AgentInfo {
     tool_use_id: Option<String>,
     first_model: Option<String>,
+    /// From its `.meta.json`.
+    agent_type: Option<String>,
 }
 
 /// A prompt, seen in one file or more.
@@ -118,6 +160,8 @@ struct PromptSeen {
     hinted: bool,
     /// At least `MIN_WORDS` words: a prompt the routing hook considers at all.
     long: bool,
+    minute: Minute,
+    origin: u32,
 }
 
 /// Merges per-file facts, deduplicating as it goes.
@@ -133,7 +177,8 @@ pub struct Aggregator {
     spawns: HashMap<String, SpawnRec>,
     agents: Vec<AgentInfo>,
     agent_index: HashMap<String, u32>,
-    sessions: HashSet<String>,
+    origins: Vec<Origin>,
+    origin_index: HashMap<(String, String), u32>,
 }
 
 impl Aggregator {
@@ -151,6 +196,27 @@ impl Aggregator {
         i
     }
 
+    fn origin(&mut self, info: &FileInfo) -> u32 {
+        let key = (info.project.clone(), info.session_id.clone());
+        if let Some(&i) = self.origin_index.get(&key) {
+            return i;
+        }
+        let i = self.origins.len() as u32;
+        self.origins.push(Origin {
+            project: info.project.clone(),
+            session_id: info.session_id.clone(),
+            cwd: None,
+            active: false,
+        });
+        self.origin_index.insert(key, i);
+        i
+    }
+
+    /// The sessions with something in scope (a request or a prompt), however many files each has.
+    fn sessions(&self) -> u64 {
+        self.origins.iter().filter(|o| o.active).map(|o| &o.session_id).collect::<HashSet<_>>().len() as u64
+    }
+
     fn agent(&mut self, id: &str) -> u32 {
         if let Some(&i) = self.agent_index.get(id) {
             return i;
@@ -163,22 +229,25 @@ impl Aggregator {
 
     pub fn add(&mut self, info: &FileInfo, facts: FileFacts) {
         let local: Vec<u32> = facts.models.iter().map(|m| self.model(m)).collect();
+        let origin = self.origin(info);
+        let o = &mut self.origins[origin as usize];
+        o.cwd = o.cwd.take().or(facts.cwd);
+        o.active |= facts.usage.iter().any(|u| u.tokens.total() > 0) || !facts.prompts.is_empty();
         let agent = match &facts.agent_id {
             Some(id) => {
                 let i = self.agent(id);
                 let a = &mut self.agents[i as usize];
                 a.tool_use_id = a.tool_use_id.take().or(facts.agent_tool_use_id);
                 a.first_model = a.first_model.take().or(facts.first_model);
+                a.agent_type = a.agent_type.take().or(facts.agent_type);
                 i
             }
-            None => {
-                self.sessions.insert(info.session_id.clone());
-                NO_AGENT
-            }
+            None => NO_AGENT,
         };
         for u in facts.usage {
-            let rec =
-                Rec::new(local[u.model as usize], agent, &u.tokens, u.sidechain, (u.hint_write, u.hint_read), u.day);
+            let mut rec =
+                Rec::new(local[u.model as usize], agent, &u.tokens, u.sidechain, (u.hint_write, u.hint_read), u.minute);
+            rec.origin = origin;
             match u.key.map(fold) {
                 None => self.unkeyed.push(rec),
                 Some(k) => match self.usage.get_mut(&k) {
@@ -187,7 +256,7 @@ impl Aggregator {
                     }
                     Some(old) => {
                         self.duplicates += 1;
-                        if rec.better_than(old) {
+                        if rec.better_than(old, &self.origins) {
                             *old = rec;
                         }
                     }
@@ -195,22 +264,39 @@ impl Aggregator {
             }
         }
         for p in facts.prompts {
-            let e = self.prompts.entry(p.key).or_insert(PromptSeen { hinted: false, long: p.long });
-            e.hinted |= p.hinted;
+            let seen = PromptSeen { hinted: p.hinted, long: p.long, minute: p.minute, origin };
+            match self.prompts.get_mut(&p.key) {
+                None => {
+                    self.prompts.insert(p.key, seen);
+                }
+                Some(old) => {
+                    let hinted = old.hinted || p.hinted;
+                    if first_origin(&self.origins, origin, old.origin) {
+                        *old = seen;
+                    }
+                    old.hinted = hinted;
+                }
+            }
         }
         for h in facts.hints {
             self.hints.entry(h.key).or_insert(h);
         }
-        for s in facts.spawns {
+        for mut s in facts.spawns {
+            s.origin = origin;
             match self.spawns.get_mut(&s.tool_use_id) {
                 None => {
                     self.spawns.insert(s.tool_use_id.clone(), s);
                 }
                 Some(old) => {
+                    if first_origin(&self.origins, origin, old.origin) {
+                        (old.origin, old.minute) = (origin, s.minute);
+                    }
                     old.hint = old.hint.or(s.hint);
                     old.resolved = old.resolved.take().or(s.resolved);
                     old.agent_id = old.agent_id.take().or(s.agent_id);
                     old.requested = old.requested.take().or(s.requested);
+                    old.subagent_type = old.subagent_type.take().or(s.subagent_type);
+                    old.brief = old.brief.take().or(s.brief);
                 }
             }
         }
@@ -321,6 +407,8 @@ pub struct TierRow {
 pub struct Savings {
     /// What "usual" means here: `unhinted spawns`, `main thread`, or `none` (no savings computed).
     pub baseline: String,
+    /// How many spawns (or main-thread requests) the usual mix is drawn from.
+    pub baseline_samples: u64,
     /// Share of each tier in the baseline.
     pub mix: BTreeMap<String, f64>,
     /// The model each tier is priced at when repricing.
@@ -335,14 +423,33 @@ pub struct Savings {
 }
 
 impl Savings {
+    /// What the usual mix is drawn from, with how many: `2 unhinted spawns`.
+    pub fn mix_source(&self) -> String {
+        mix_source(&self.baseline, self.baseline_samples)
+    }
+
     /// The mix in tier order, cheapest first: `haiku 25%, sonnet 30%, opus 45%`.
     pub fn mix_text(&self) -> String {
-        Tier::ALL
-            .iter()
-            .filter_map(|t| self.mix.get(t.name()).map(|w| format!("{} {}", t.name(), text::pct(*w, 0))))
-            .collect::<Vec<_>>()
-            .join(", ")
+        mix_text(&self.mix)
     }
+}
+
+/// What a usual mix is drawn from (`unhinted spawns`, `main thread`, `none`), with how many.
+pub fn mix_source(baseline: &str, samples: u64) -> String {
+    match baseline {
+        "unhinted spawns" => text::count(samples, "unhinted spawn"),
+        "main thread" => text::count(samples, "main-thread request"),
+        other => other.to_string(),
+    }
+}
+
+/// A mix in tier order, cheapest first: `haiku 25%, sonnet 30%, opus 45%`.
+pub fn mix_text(mix: &BTreeMap<String, f64>) -> String {
+    Tier::ALL
+        .iter()
+        .filter_map(|t| mix.get(t.name()).map(|w| format!("{} {}", t.name(), text::pct(*w, 0))))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -399,7 +506,7 @@ fn ratio(a: u64, b: u64) -> Option<f64> {
 }
 
 impl ReadStats {
-    fn new(stats: &Stats, seconds: f64) -> ReadStats {
+    pub fn new(stats: &Stats, seconds: f64) -> ReadStats {
         ReadStats {
             files: stats.files,
             subagent_files: stats.subagent_files,
@@ -458,7 +565,7 @@ impl Report {
                 main: usage.main(&models).part(),
                 subagents: usage.subagents(&models).part(),
                 duplicate_copies: agg.duplicates,
-                sessions: agg.sessions.len() as u64,
+                sessions: agg.sessions(),
             },
             models: model_rows,
             unknown_models,
@@ -545,15 +652,23 @@ mod tests {
     use super::*;
 
     fn rec(total_output: u64, sidechain: bool) -> Rec {
-        Rec::new(0, NO_AGENT, &Tokens { output: total_output, ..Tokens::default() }, sidechain, (0, 0), prices::NO_DAY)
+        Rec::new(
+            0,
+            NO_AGENT,
+            &Tokens { output: total_output, ..Tokens::default() },
+            sidechain,
+            (0, 0),
+            prices::NO_MINUTE,
+        )
     }
 
     #[test]
     fn packed_records_give_back_their_tokens() {
         let t = Tokens { input: 1, output: 2, cache_write_5m: 3, cache_write_1h: 4, cache_read: 5_000_000_000 };
-        let r = Rec::new(0, NO_AGENT, &t, false, (7, 8), 20_733);
-        assert_eq!(r.day, 20_733);
-        assert_eq!(std::mem::size_of::<Rec>(), 40, "one per request in the whole history: keep it small");
+        let r = Rec::new(0, NO_AGENT, &t, false, (7, 8), 20_733 * 1440 + 59);
+        assert_eq!(r.day(), 20_733);
+        // 48 bytes: the minute and the origin cost 8 over the day alone, for the --by views.
+        assert_eq!(std::mem::size_of::<Rec>(), 48, "one per request in the whole history: keep it small");
         assert_eq!(r.tokens().input, 1);
         assert_eq!(r.tokens().cache_write_1h, 4);
         // Beyond 32 bits saturates rather than wrapping.
@@ -562,11 +677,19 @@ mod tests {
 
     #[test]
     fn dedup_keeps_the_fullest_copy_then_the_main_thread_one() {
-        assert!(rec(50, true).better_than(&rec(3, false)));
-        assert!(!rec(3, false).better_than(&rec(50, true)));
-        assert!(rec(50, false).better_than(&rec(50, true)));
-        assert!(!rec(50, true).better_than(&rec(50, false)));
-        assert!(!rec(50, false).better_than(&rec(50, false)));
+        let origin =
+            |session: &str| Origin { project: "p".into(), session_id: session.into(), cwd: None, active: true };
+        let origins = [origin("b"), origin("a")];
+        let o = &origins;
+        assert!(rec(50, true).better_than(&rec(3, false), o));
+        assert!(!rec(3, false).better_than(&rec(50, true), o));
+        assert!(rec(50, false).better_than(&rec(50, true), o));
+        assert!(!rec(50, true).better_than(&rec(50, false), o));
+        assert!(!rec(50, false).better_than(&rec(50, false), o));
+        // A forked session's copy: the session that sorts first keeps it, whichever came first.
+        let in_session = |origin: u32| Rec { origin, ..rec(50, false) };
+        assert!(in_session(1).better_than(&in_session(0), o));
+        assert!(!in_session(0).better_than(&in_session(1), o));
     }
 
     /// Twenty main files, each spawning a subagent (a file of its own) after a haiku hint, plus an
@@ -594,7 +717,7 @@ mod tests {
                     sidechain: false,
                     hint_write: i % 5,
                     hint_read: i % 7,
-                    day: prices::NO_DAY,
+                    minute: prices::NO_MINUTE,
                 })
                 .collect()
         };
@@ -677,6 +800,7 @@ mod tests {
     fn savings(net: Option<f64>) -> Savings {
         Savings {
             baseline: "unhinted spawns".into(),
+            baseline_samples: 0,
             mix: BTreeMap::new(),
             tier_models: BTreeMap::new(),
             realised_usd: net,

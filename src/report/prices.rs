@@ -198,17 +198,36 @@ pub fn day_of_date(date: &str) -> Option<Day> {
     Day::try_from(days).ok().filter(|&d| d != NO_DAY)
 }
 
-/// The UTC day of a transcript line's RFC 3339 timestamp; [`NO_DAY`] when it has none or it does
-/// not read. Claude Code writes UTC (`…Z`), read straight off the date; an offset needs the time.
-pub fn day_of_timestamp(timestamp: Option<&str>) -> Day {
-    let Some(ts) = timestamp else { return NO_DAY };
-    if ts.ends_with('Z') || ts.ends_with("+00:00") {
-        return day_of_date(ts).unwrap_or(NO_DAY);
+/// A moment to the minute, counted from 1970-01-01 00:00 UTC; [`NO_MINUTE`] when a line carries no
+/// readable timestamp. Fine enough for any time zone's midnight, and small beside a request.
+pub type Minute = u32;
+pub const NO_MINUTE: Minute = 0;
+
+/// The minute of a transcript line's RFC 3339 timestamp, [`NO_MINUTE`] when it has none or it does
+/// not read. Claude Code writes UTC (`2026-11-10T12:34:56.789Z`), read straight off the text.
+pub fn minute_of_timestamp(timestamp: Option<&str>) -> Minute {
+    let Some(ts) = timestamp else { return NO_MINUTE };
+    let b = ts.as_bytes();
+    if (ts.ends_with('Z') || ts.ends_with("+00:00")) && b.len() >= 16 && b[10] == b'T' && b[13] == b':' {
+        let num = |r: std::ops::Range<usize>| ts.get(r).and_then(|s| s.parse::<u32>().ok());
+        if let (Some(day), Some(h), Some(m)) = (day_of_date(ts), num(11..13), num(14..16))
+            && h < 24
+            && m < 60
+        {
+            return u32::from(day) * 1440 + h * 60 + m;
+        }
+        return NO_MINUTE;
     }
     chrono::DateTime::parse_from_rfc3339(ts)
         .ok()
-        .and_then(|t| day_of_date(&t.with_timezone(&chrono::Utc).format("%Y-%m-%d").to_string()))
-        .unwrap_or(NO_DAY)
+        .and_then(|t| u32::try_from(t.timestamp().div_euclid(60)).ok())
+        .filter(|m| *m >= 1440)
+        .unwrap_or(NO_MINUTE)
+}
+
+/// The UTC day of a minute ([`NO_DAY`] for [`NO_MINUTE`]).
+pub fn day_of_minute(minute: Minute) -> Day {
+    Day::try_from(minute / 1440).unwrap_or(NO_DAY)
 }
 
 /// One price of an entry and the day it holds from.
@@ -446,10 +465,15 @@ mod tests {
         assert_eq!(p.price(e, day("2025-01-01"), &t).rates.cache_read, 0.2, "before every date: the first price");
         assert_eq!(p.price(e, NO_DAY, &t).rates.cache_read, 0.1);
         // A line's UTC day: 23:30 at -02:00 is already the next day.
-        assert_eq!(day_of_timestamp(Some("2026-10-06T23:59:59.999Z")), day("2026-10-06"));
-        assert_eq!(day_of_timestamp(Some("2026-10-06T23:30:00-02:00")), day("2026-10-07"));
-        assert_eq!(day_of_timestamp(Some("yesterday")), NO_DAY);
-        assert_eq!(day_of_timestamp(None), NO_DAY);
+        let day_of = |ts| day_of_minute(minute_of_timestamp(ts));
+        assert_eq!(day_of(Some("2026-10-06T23:59:59.999Z")), day("2026-10-06"));
+        assert_eq!(day_of(Some("2026-10-06T23:30:00-02:00")), day("2026-10-07"));
+        assert_eq!(day_of(Some("yesterday")), NO_DAY);
+        assert_eq!(day_of(None), NO_DAY);
+        // To the minute, UTC or with an offset.
+        assert_eq!(minute_of_timestamp(Some("1970-01-02T01:02:59.999Z")), 1440 + 62);
+        assert_eq!(minute_of_timestamp(Some("1970-01-02T03:02:00+02:00")), 1440 + 62);
+        assert_eq!(minute_of_timestamp(Some("2026-10-06T24:00:00.000Z")), NO_MINUTE);
         assert_eq!(day_of_date("1970-01-02"), Some(1));
         assert_eq!(day_of_date("2026-12-01"), Some(20_788));
         assert_eq!(day_of_date("2026-13-01"), None);

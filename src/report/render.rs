@@ -1,10 +1,14 @@
 //! The report as a terminal table: the System-1 figures first (what the user asked), then usage by
 //! model, then the price note and the calibrate offer. Plain text, no colour, fits 100 columns.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
+use serde_json::Value;
+
+use super::breakdown::{Breakdown, Figures, View};
 use super::spawns::{Group, SpawnSection, cells_text};
-use super::{Part, Report, Savings, TierRow, TokenTotals};
+use super::{Part, ReadStats, Report, Savings, TierRow, TokenTotals, mix_source, mix_text};
 use crate::text;
 
 /// `1234567` → `1.2M`; small counts stay exact.
@@ -21,16 +25,7 @@ pub fn money(x: f64) -> String {
     let sign = if x < 0.0 { "-" } else { "" };
     let x = x.abs();
     if x >= 1000.0 {
-        let whole = x.round() as u64;
-        let s = whole.to_string();
-        let mut out = String::new();
-        for (i, c) in s.chars().enumerate() {
-            if i > 0 && (s.len() - i).is_multiple_of(3) {
-                out.push(',');
-            }
-            out.push(c);
-        }
-        format!("{sign}${out}")
+        format!("{sign}${}", thousands(x.round() as u64))
     } else if x >= 1.0 || x == 0.0 {
         format!("{sign}${x:.2}")
     } else {
@@ -77,19 +72,34 @@ fn token_cells(t: &TokenTotals) -> String {
     )
 }
 
-/// An RFC 3339 moment for the header: the date alone at midnight UTC, else to the minute.
+/// An RFC 3339 moment for the header, to the minute.
 fn moment(rfc3339: &str) -> String {
     match chrono::DateTime::parse_from_rfc3339(rfc3339) {
-        Ok(t) => {
-            let t = t.with_timezone(&chrono::Utc);
-            if t.format("%H:%M:%S").to_string() == "00:00:00" {
-                t.format("%Y-%m-%d").to_string()
-            } else {
-                t.format("%Y-%m-%d %H:%M UTC").to_string()
-            }
-        }
+        Ok(t) => t.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string(),
         Err(_) => rfc3339.to_string(),
     }
+}
+
+/// The period and projects a report covers, as the user gave them: `2026-11-01 to 2026-11-30`
+/// (dates count whole, the last one included), `the last 3 days (since 2026-11-28)`, `since
+/// 2026-11-10 12:00 UTC`, `all history`; then `, projects matching "w1"`.
+pub fn period(scope: &BTreeMap<String, Value>) -> String {
+    let get = |key: &str| scope.get(key).and_then(|v| v.as_str());
+    let since = get("since_date").map(String::from).or_else(|| get("since").map(moment));
+    let until = get("until_date").map(String::from).or_else(|| get("until").map(moment));
+    let mut period = match (since, until) {
+        (None, None) => "all history".to_string(),
+        (Some(s), None) => format!("since {s}"),
+        (None, Some(u)) => format!("until {u}"),
+        (Some(s), Some(u)) => format!("{s} to {u}"),
+    };
+    if let Some(days) = scope.get("days").and_then(|v| v.as_u64()) {
+        period = format!("the last {} ({period})", text::count(days, "day"));
+    }
+    if let Some(project) = get("project") {
+        period.push_str(&format!(", projects matching {project:?}"));
+    }
+    period
 }
 
 fn group_line(out: &mut String, name: &str, g: &Group) {
@@ -172,21 +182,13 @@ pub fn table(r: &Report) -> String {
 
 /// The period and project the report covers, its sessions, and what was read.
 fn header(out: &mut String, r: &Report) {
-    let when = |key: &str| r.scope.get(key).and_then(|v| v.as_str()).map(moment);
-    let mut period = match (when("since"), when("until")) {
-        (None, None) => "all history".to_string(),
-        (Some(s), None) => format!("since {s}"),
-        (None, Some(u)) => format!("until {u}"),
-        (Some(s), Some(u)) => format!("{s} to {u}"),
-    };
-    if let Some(days) = r.scope.get("days").and_then(|v| v.as_u64()) {
-        period = format!("the last {} ({period})", text::count(days, "day"));
-    }
-    if let Some(project) = r.scope.get("project").and_then(|v| v.as_str()) {
-        period.push_str(&format!(", projects matching {project:?}"));
-    }
+    let period = period(&r.scope);
     let _ = writeln!(out, "System-1 usage report: {period}, {}", text::count(r.totals.sessions, "session"));
-    let rd = &r.read;
+    read_line(out, &r.read);
+}
+
+/// What was read, and what was skipped.
+fn read_line(out: &mut String, rd: &ReadStats) {
     let _ = write!(
         out,
         "read {} in {} ({} subagent) in {:.1} s",
@@ -258,7 +260,7 @@ fn savings(out: &mut String, s: &Savings) {
                 "  realised   {:>10}   {} that followed a hint, against the usual mix ({}: {})",
                 signed_money(v),
                 text::count(s.followed_spawns_priced, "spawn"),
-                s.baseline,
+                s.mix_source(),
                 mix
             );
         }
@@ -329,6 +331,276 @@ fn prices_and_next(out: &mut String, r: &Report) {
     } else {
         let _ = writeln!(out, "Next: {}.", c.instructions);
     }
+}
+
+/// The widest a `--by` table's key column gets: the table then fits 100 columns.
+const KEY_WIDTH: usize = 22;
+
+/// A row's key as the `--by` table shows it (the Markdown, CSV and JSON keep it whole): a session
+/// by the first 8 characters of its id and its project's last folder, a project's path cut from the
+/// left, a model without `claude-`, a subagent type with its tier.
+fn short_key(view: View, key: &str, tier: Option<&str>, project: Option<&str>) -> String {
+    let shown = match view {
+        View::Session => {
+            let folder = project.and_then(|p| p.rsplit(['/', '\\']).find(|s| !s.is_empty())).unwrap_or("");
+            format!("{} {folder}", key.chars().take(8).collect::<String>())
+        }
+        View::Model => key.strip_prefix("claude-").unwrap_or(key).to_string(),
+        View::Agent => format!("{key} {}", tier.unwrap_or("unknown")),
+        _ => key.to_string(),
+    };
+    let n = shown.chars().count();
+    if n <= KEY_WIDTH {
+        shown
+    } else if view == View::Project {
+        format!("…{}", shown.chars().skip(n - (KEY_WIDTH - 1)).collect::<String>())
+    } else {
+        text::ellipsis(&shown, KEY_WIDTH)
+    }
+}
+
+/// `3/4`, or `-` when the view has no such figure.
+fn of(part: Option<u64>, whole: Option<u64>) -> String {
+    match (part, whole) {
+        (Some(p), Some(w)) => format!("{p}/{w}"),
+        _ => "-".to_string(),
+    }
+}
+
+fn figure_cells(out: &mut String, key: &str, width: usize, f: &Figures) {
+    let saved = match f.realised_usd {
+        Some(v) if f.followed > 0 => signed_money(v),
+        Some(_) => "-".to_string(),
+        None => "n/a".to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "{key:<width$} {:>6} {:>7} {:>7} {:>8} {:>8} {:>9}  {:>7} {:>8} {:>9}",
+        f.requests,
+        tokens(f.input),
+        tokens(f.output),
+        tokens(f.cache_creation),
+        tokens(f.cache_read),
+        if f.requests > 0 && f.unpriced_requests == f.requests { "unpriced".to_string() } else { money(f.cost_usd) },
+        of(f.hinted_prompts, f.prompts),
+        of(Some(f.followed), Some(f.hinted_spawns)),
+        saved,
+    );
+}
+
+/// `system1 report --by VIEW`: one line per row, then the total, then what the columns mean.
+pub fn breakdown_table(b: &Breakdown) -> String {
+    let mut out = String::new();
+    let view = b.by;
+    let _ = writeln!(
+        out,
+        "System-1 usage by {} ({}): {}, {}",
+        view.name(),
+        b.timezone,
+        period(&b.scope),
+        text::count(b.total.sessions, "session")
+    );
+    read_line(&mut out, &b.read);
+    let keys: Vec<String> =
+        b.rows.iter().map(|r| short_key(view, &r.key, r.tier.as_deref(), r.project.as_deref())).collect();
+    let width = keys.iter().map(|k| k.chars().count()).chain([view.name().len(), 5]).max().unwrap_or(10);
+    let _ = writeln!(
+        out,
+        "{:<width$} {:>6} {:>7} {:>7} {:>8} {:>8} {:>9}  {:>7} {:>8} {:>9}",
+        view.name(),
+        "reqs",
+        "input",
+        "output",
+        "cache wr",
+        "cache rd",
+        "cost",
+        "hinted",
+        "followed",
+        "saved"
+    );
+    if b.rows.is_empty() {
+        let _ = writeln!(out, "(nothing in this period)");
+    }
+    for (row, key) in b.rows.iter().zip(&keys) {
+        figure_cells(&mut out, key, width, &row.figures);
+    }
+    figure_cells(&mut out, "total", width, &b.total);
+    let m = &b.usual_mix;
+    out.push('\n');
+    if view.has_prompts() {
+        let _ = writeln!(out, "hinted    prompts that got a routing hint, of all prompts");
+    }
+    let _ = writeln!(out, "followed  spawns that ran on their hint's tier, of the spawns with a hint");
+    let _ = writeln!(
+        out,
+        "saved     what those saved against the usual mix ({}: {})",
+        mix_source(m.baseline.as_str(), m.baseline_samples),
+        mix_text(&m.mix)
+    );
+    if !b.unknown_models.is_empty() {
+        let _ = writeln!(out, "Not priced (left out of every cost): {}.", b.unknown_models.join(", "));
+    }
+    let _ = writeln!(
+        out,
+        "Costs at API list prices as of {}; a Claude Code subscription does not pay these.",
+        b.prices_as_of
+    );
+    out
+}
+
+/// The figures of a row in the order the Markdown and CSV columns name them.
+fn figure_values(f: &Figures) -> [String; 19] {
+    let opt = |v: Option<u64>| v.map(|n| n.to_string()).unwrap_or_default();
+    [
+        f.requests.to_string(),
+        f.input.to_string(),
+        f.output.to_string(),
+        f.cache_creation.to_string(),
+        f.cache_write_5m.to_string(),
+        f.cache_write_1h.to_string(),
+        f.cache_read.to_string(),
+        f.total_tokens.to_string(),
+        format!("{:.6}", f.cost_usd),
+        f.unpriced_requests.to_string(),
+        f.sessions.to_string(),
+        opt(f.prompts),
+        opt(f.hinted_prompts),
+        f.spawns.to_string(),
+        f.hinted_spawns.to_string(),
+        f.followed.to_string(),
+        f.upgraded.to_string(),
+        f.downgraded.to_string(),
+        f.realised_usd.map(|v| format!("{v:.6}")).unwrap_or_default(),
+    ]
+}
+
+const FIGURE_COLUMNS: [&str; 19] = [
+    "requests",
+    "input",
+    "output",
+    "cache_creation",
+    "cache_write_5m",
+    "cache_write_1h",
+    "cache_read",
+    "total_tokens",
+    "cost_usd",
+    "unpriced_requests",
+    "sessions",
+    "prompts",
+    "hinted_prompts",
+    "spawns",
+    "hinted_spawns",
+    "followed",
+    "upgraded",
+    "downgraded",
+    "realised_usd",
+];
+
+/// Every row with its key whole (and its tier and project, where the view has them), the figures
+/// as exact numbers, then the total.
+fn breakdown_cells(b: &Breakdown) -> (Vec<&'static str>, Vec<Vec<String>>) {
+    let mut head = vec!["key"];
+    let with_tier = matches!(b.by, View::Model | View::Agent);
+    let with_project = b.by == View::Session;
+    if with_tier {
+        head.push("tier");
+    }
+    if with_project {
+        head.push("project");
+    }
+    head.extend(FIGURE_COLUMNS);
+    let line = |key: &str, tier: Option<&str>, project: Option<&str>, f: &Figures| {
+        let mut cells = vec![key.to_string()];
+        if with_tier {
+            cells.push(tier.unwrap_or_default().to_string());
+        }
+        if with_project {
+            cells.push(project.unwrap_or_default().to_string());
+        }
+        cells.extend(figure_values(f));
+        cells
+    };
+    let mut rows: Vec<Vec<String>> =
+        b.rows.iter().map(|r| line(&r.key, r.tier.as_deref(), r.project.as_deref(), &r.figures)).collect();
+    rows.push(line("total", None, None, &b.total));
+    (head, rows)
+}
+
+/// `1234567` → `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `--format md`: the table as Markdown (GitHub's flavour) to paste into an issue or a note, with
+/// each key whole and exact token counts.
+pub fn breakdown_markdown(b: &Breakdown) -> String {
+    let view = b.by;
+    let with_tier = matches!(view, View::Model | View::Agent);
+    let with_project = view == View::Session;
+    let mut head = vec![view.name()];
+    head.extend(with_tier.then_some("tier"));
+    head.extend(with_project.then_some("project"));
+    let text_columns = head.len();
+    head.extend(["requests", "input", "output", "cache write", "cache read", "cost", "hinted", "followed", "saved"]);
+    let cell = |s: &str| s.replace('|', "\\|");
+    let line = |key: &str, tier: Option<&str>, project: Option<&str>, f: &Figures| {
+        let mut cells = vec![cell(key)];
+        if with_tier {
+            cells.push(tier.unwrap_or_default().to_string());
+        }
+        if with_project {
+            cells.push(cell(project.unwrap_or_default()));
+        }
+        let saved = match f.realised_usd {
+            Some(v) if f.followed > 0 => signed_money(v),
+            Some(_) => "-".to_string(),
+            None => "n/a".to_string(),
+        };
+        cells.extend([
+            thousands(f.requests),
+            thousands(f.input),
+            thousands(f.output),
+            thousands(f.cache_creation),
+            thousands(f.cache_read),
+            money(f.cost_usd),
+            of(f.hinted_prompts, f.prompts),
+            of(Some(f.followed), Some(f.hinted_spawns)),
+            saved,
+        ]);
+        format!("| {} |", cells.join(" | "))
+    };
+    let mut out = format!("System-1 usage by {} ({}): {}\n\n", view.name(), b.timezone, period(&b.scope));
+    let _ = writeln!(out, "| {} |", head.join(" | "));
+    let rule: Vec<&str> = (0..head.len()).map(|i| if i < text_columns { "---" } else { "---:" }).collect();
+    let _ = writeln!(out, "|{}|", rule.join("|"));
+    for r in &b.rows {
+        let _ = writeln!(out, "{}", line(&r.key, r.tier.as_deref(), r.project.as_deref(), &r.figures));
+    }
+    let _ = writeln!(out, "{}", line("**total**", None, None, &b.total));
+    out
+}
+
+/// `--format csv`: RFC 4180 CSV, a header line then one line per row and the total, every figure
+/// exact.
+pub fn breakdown_csv(b: &Breakdown) -> String {
+    let (head, rows) = breakdown_cells(b);
+    let field = |s: &str| {
+        if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+    };
+    let mut out = String::new();
+    let _ = write!(out, "{}\r\n", head.join(","));
+    for r in &rows {
+        let _ = write!(out, "{}\r\n", r.iter().map(|c| field(c)).collect::<Vec<_>>().join(","));
+    }
+    out
 }
 
 #[cfg(test)]

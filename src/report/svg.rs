@@ -109,12 +109,7 @@ pub fn render(r: &Report) -> String {
 /// The question, and the period with its counts under it.
 fn title(o: &mut String, r: &Report) {
     text(o, (32.0, 46.0), 24.0, INK, "start", 700, "Is System-1 worth it?");
-    let period = match (r.scope.get("since").and_then(|v| v.as_str()), r.scope.get("until").and_then(|v| v.as_str())) {
-        (None, None) => "all history".to_string(),
-        (Some(s), None) => format!("since {s}"),
-        (None, Some(u)) => format!("until {u}"),
-        (Some(s), Some(u)) => format!("{s} to {u}"),
-    };
+    let period = super::render::period(&r.scope);
     text(
         o,
         (32.0, 70.0),
@@ -265,7 +260,15 @@ fn waterfall(o: &mut String, s: &Savings) {
     }
     if s.realised_usd.is_some() {
         let mix = s.mix_text();
-        text(o, (rx, top + height + 44.0), 11.0, MUTED, "start", 400, &format!("usual mix ({}): {}", s.baseline, mix));
+        text(
+            o,
+            (rx, top + height + 44.0),
+            11.0,
+            MUTED,
+            "start",
+            400,
+            &format!("usual mix ({}): {}", s.mix_source(), mix),
+        );
     }
 }
 

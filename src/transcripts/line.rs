@@ -22,6 +22,9 @@ pub struct Line<'a> {
     pub parent_uuid: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub timestamp: Option<Cow<'a, str>>,
+    /// The working directory of the session (its project's path).
+    #[serde(borrow)]
+    pub cwd: Option<Cow<'a, str>>,
     #[serde(rename = "isSidechain")]
     pub is_sidechain: Option<bool>,
     /// Lines Claude Code adds on its own (skill bodies, command caveats), not typed by the user.
@@ -365,7 +368,7 @@ fn texts_of(raw: &str) -> Option<String> {
 
 /// A string field that tolerates any other JSON value (read as absent), so one odd field never makes
 /// a whole line unreadable.
-fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     struct V;
     impl<'de> Visitor<'de> for V {
         type Value = Option<String>;

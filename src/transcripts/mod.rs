@@ -50,6 +50,7 @@ use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
+use crate::zone::{self, Zone};
 
 /// Which transcripts to read.
 #[derive(Debug, Clone, Default)]
@@ -89,16 +90,36 @@ impl Scope {
     }
 }
 
-/// A `--since`/`--until` value: a date means its midnight UTC (`end_of_day` moves it to the next
-/// midnight, so that `--until` takes the day whole); anything else must be an RFC 3339 time.
-pub fn parse_when(s: &str, flag: &str, end_of_day: bool) -> Result<DateTime<Utc>> {
-    if let Ok(d) = NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d") {
-        let d = if end_of_day { d.succ_opt().unwrap_or(d) } else { d };
-        return Ok(d.and_hms_opt(0, 0, 0).unwrap_or_default().and_utc());
+/// A `--since`/`--until` value: a date means its midnight in `zone` (`end_of_day` moves it to the
+/// next midnight, so that `--until` takes the day whole); anything else must be an RFC 3339 time.
+pub fn parse_when(s: &str, flag: &str, end_of_day: bool, zone: &Zone) -> Result<DateTime<Utc>> {
+    if let Some(d) = date_in(s) {
+        let day = zone::day(d) + i64::from(end_of_day);
+        return Ok(DateTime::from_timestamp(zone.start_of(day), 0).unwrap_or_default());
     }
     DateTime::parse_from_rfc3339(s.trim())
         .map(|t| t.with_timezone(&Utc))
         .map_err(|_| Error::usage(format!("{flag} {s:?}: expected a date (2026-11-01) or an RFC 3339 time")))
+}
+
+/// The date a `--since`/`--until` value names, when it is one (not a time).
+pub fn date_in(s: &str) -> Option<NaiveDate> {
+    NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").ok()
+}
+
+/// The names of every project directory under the scope's projects dir, sorted.
+pub fn project_names(scope: &Scope) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(scope.projects_dir())
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
 }
 
 /// How Claude Code turns a working directory into a project directory name.
@@ -136,10 +157,13 @@ pub struct AgentFile {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub struct AgentMeta {
-    /// The parent's Agent tool use that spawned this subagent (the only field read: the others
-    /// are left unparsed, so that an odd one cannot cost this one).
-    #[serde(rename = "toolUseId")]
+    /// The parent's Agent tool use that spawned this subagent. Each field is read leniently and
+    /// the others are left unparsed, so that an odd one cannot cost the rest.
+    #[serde(rename = "toolUseId", deserialize_with = "line::lenient_string")]
     pub tool_use_id: Option<String>,
+    /// The subagent type (`general-purpose`, `Explore`, a plugin's own agent).
+    #[serde(rename = "agentType", deserialize_with = "line::lenient_string")]
+    pub agent_type: Option<String>,
 }
 
 /// Counts for a whole read (and, per file, in [`FileVisitor::finish`]).
@@ -594,11 +618,17 @@ mod tests {
 
     #[test]
     fn when_is_a_date_or_a_time() {
-        let at = |s, end| parse_when(s, "--since", end).map(|t| t.to_rfc3339());
+        let utc = Zone::utc();
+        let at = |s, end| parse_when(s, "--since", end, &utc).map(|t| t.to_rfc3339());
         assert_eq!(at("2026-10-01", false).unwrap(), "2026-10-01T00:00:00+00:00");
         assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-02T00:00:00+00:00");
         assert_eq!(at("2026-10-01T12:00:00+02:00", false).unwrap(), "2026-10-01T10:00:00+00:00");
         assert!(at("last week", false).unwrap_err().to_string().contains("--since"));
+        // A date is the midnight of the zone's day; a time stands as written.
+        let tokyo = Zone::named("+09:00").unwrap();
+        let at = |s, end| parse_when(s, "--until", end, &tokyo).map(|t| t.to_rfc3339());
+        assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-01T15:00:00+00:00");
+        assert_eq!(at("2026-10-01T12:00:00Z", true).unwrap(), "2026-10-01T12:00:00+00:00");
     }
 
     #[test]
@@ -733,6 +763,10 @@ mod tests {
         assert_eq!(agent.session_id, "s1");
         let meta = agent.agent.as_ref().unwrap().meta.as_ref().unwrap();
         assert_eq!(meta.tool_use_id.as_deref(), Some("toolu_1"));
+        assert_eq!(meta.agent_type.as_deref(), Some("Explore"));
+        // An odd field costs only itself.
+        let odd: AgentMeta = serde_json::from_str(r#"{"agentType":7,"toolUseId":"toolu_2"}"#).unwrap();
+        assert_eq!((odd.agent_type, odd.tool_use_id.as_deref()), (None, Some("toolu_2")));
 
         let make = |f: &FileInfo| Collect {
             session: f.session_id.clone(),

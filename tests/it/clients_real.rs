@@ -24,16 +24,7 @@ const KEY: &str = "sk-laya-from-the-shell";
 
 /// A client `scripts/test` installed, named by `var`; required under CI, else a loud skip.
 fn find(test: &str, var: &str, default: &str) -> Option<PathBuf> {
-    let candidates =
-        [std::env::var_os(var).map(PathBuf::from), Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(default))];
-    if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
-        return Some(found);
-    }
-    support::missing_test_dep(
-        &format!("{test}: {var} is missing: run scripts/test"),
-        &format!("{test}: {var} is not installed; run scripts/test"),
-    );
-    None
+    support::test_dep(test, var, default)
 }
 
 /// The user's shell: system1 installed in the scratch install dir, its config elsewhere, a Laya key

@@ -45,6 +45,7 @@ mod private_files;
 mod real_laya;
 mod report;
 mod report_e2e;
+mod report_views;
 mod routing_enforce;
 mod routing_hook;
 mod routing_laya;

@@ -19,63 +19,87 @@ const PROMPT_TEXT: &str = "SECRET-PROMPT-TEXT please refactor the parser module 
 const SHORT_TEXT: &str = "SECRET yes go";
 
 /// A routing hint of exactly 80 characters (20 tokens at four characters a token).
-fn routing_hint(tier: &str) -> String {
+pub(crate) fn routing_hint(tier: &str) -> String {
     let h = format!("System-1 routing hint: spawn subagents with model \"{tier}\"");
     format!("{h:.<80}")
 }
 
 /// A skill hint of exactly 40 characters (10 tokens).
-fn skill_hint() -> String {
+pub(crate) fn skill_hint() -> String {
     format!("{:.<40}", "System-1 skill hint: consider `pdf`")
 }
 
-struct File {
-    lines: Vec<String>,
+pub(crate) struct File {
+    pub(crate) lines: Vec<String>,
     session: String,
     ts: String,
+    /// The working directory every line names, as Claude Code writes it.
+    cwd: Option<String>,
 }
 
 impl File {
-    fn new(session: &str, ts: &str) -> Self {
-        File { lines: Vec::new(), session: session.into(), ts: ts.into() }
+    pub(crate) fn new(session: &str, ts: &str) -> Self {
+        File { lines: Vec::new(), session: session.into(), ts: ts.into(), cwd: None }
     }
 
-    fn push(&mut self, mut v: Value) {
+    pub(crate) fn in_dir(mut self, cwd: &str) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// Lines from here on carry this timestamp.
+    pub(crate) fn at(&mut self, ts: &str) {
+        self.ts = ts.into();
+    }
+
+    pub(crate) fn push(&mut self, mut v: Value) {
         let obj = v.as_object_mut().unwrap();
         obj.insert("sessionId".into(), json!(self.session));
         obj.insert("timestamp".into(), json!(self.ts));
+        if let Some(cwd) = &self.cwd {
+            obj.insert("cwd".into(), json!(cwd));
+        }
         obj.entry("isSidechain").or_insert(json!(false));
         obj.insert("userType".into(), json!("external"));
         self.lines.push(serde_json::to_string(&v).unwrap());
     }
 
-    fn raw(&mut self, s: &str) {
+    pub(crate) fn raw(&mut self, s: &str) {
         self.lines.push(s.to_string());
     }
 
-    fn prompt(&mut self, uuid: &str) {
+    pub(crate) fn prompt(&mut self, uuid: &str) {
         self.push(json!({"type":"user","uuid":uuid,"parentUuid":null,"promptId":"p",
             "message":{"role":"user","content":format!("{PROMPT_TEXT} {uuid}")}}));
     }
 
-    fn short_prompt(&mut self, uuid: &str) {
+    pub(crate) fn short_prompt(&mut self, uuid: &str) {
         self.push(json!({"type":"user","uuid":uuid,"parentUuid":null,"promptId":"p",
             "message":{"role":"user","content":SHORT_TEXT}}));
     }
 
-    fn hint(&mut self, uuid: &str, parent: &str, text: &str) {
+    pub(crate) fn hint(&mut self, uuid: &str, parent: &str, text: &str) {
         self.push(json!({"type":"attachment","uuid":uuid,"parentUuid":parent,
             "attachment":{"type":"hook_additional_context","content":[text],"hookName":"UserPromptSubmit",
                           "toolUseID":"UserPromptSubmit","hookEvent":"UserPromptSubmit"}}));
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn reply(&mut self, uuid: &str, id: &str, req: &str, model: &str, usage: Value, content: Value, sidechain: bool) {
+    pub(crate) fn reply(
+        &mut self,
+        uuid: &str,
+        id: &str,
+        req: &str,
+        model: &str,
+        usage: Value,
+        content: Value,
+        sidechain: bool,
+    ) {
         self.push(json!({"type":"assistant","uuid":uuid,"isSidechain":sidechain,"requestId":req,
             "message":{"id":id,"model":model,"role":"assistant","content":content,"stop_reason":null,"usage":usage}}));
     }
 
-    fn agent_result(&mut self, tool_use: &str, agent: &str, resolved: &str) {
+    pub(crate) fn agent_result(&mut self, tool_use: &str, agent: &str, resolved: &str) {
         // The parent's copy of the subagent's usage must never be counted: huge numbers make it obvious.
         self.push(json!({"type":"user","uuid":format!("r-{tool_use}"),
             "message":{"role":"user","content":[{"tool_use_id":tool_use,"type":"tool_result",
@@ -84,7 +108,7 @@ impl File {
                 "totalTokens":999999,"usage":{"input_tokens":900000,"output_tokens":90000}}}));
     }
 
-    fn write(&self, path: &Path, trailing_newline: bool) {
+    pub(crate) fn write(&self, path: &Path, trailing_newline: bool) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let mut text = self.lines.join("\n");
         if trailing_newline {
@@ -94,13 +118,13 @@ impl File {
     }
 }
 
-fn usage(input: u64, output: u64, w5: u64, w1: u64, read: u64) -> Value {
+pub(crate) fn usage(input: u64, output: u64, w5: u64, w1: u64, read: u64) -> Value {
     json!({"input_tokens":input,"output_tokens":output,"cache_creation_input_tokens":w5 + w1,
            "cache_read_input_tokens":read,"cache_creation":{"ephemeral_5m_input_tokens":w5,"ephemeral_1h_input_tokens":w1},
            "service_tier":"standard"})
 }
 
-fn spawn(id: &str, model: Option<&str>) -> Value {
+pub(crate) fn spawn(id: &str, model: Option<&str>) -> Value {
     let mut input =
         json!({"description":"look around","prompt":"SECRET-SUBAGENT-PROMPT","subagent_type":"general-purpose"});
     if let Some(m) = model {
@@ -109,11 +133,11 @@ fn spawn(id: &str, model: Option<&str>) -> Value {
     json!([{"type":"tool_use","id":id,"name":"Agent","input":input}])
 }
 
-fn text_block() -> Value {
+pub(crate) fn text_block() -> Value {
     json!([{"type":"text","text":"working on it\nnow"}])
 }
 
-fn subagent(dir: &Path, session: &str, agent: &str, tool_use: &str, f: &File, complete: bool) {
+pub(crate) fn subagent(dir: &Path, session: &str, agent: &str, tool_use: &str, f: &File, complete: bool) {
     let sub = dir.join(session).join("subagents");
     f.write(&sub.join(format!("agent-{agent}.jsonl")), complete);
     std::fs::write(
@@ -125,14 +149,14 @@ fn subagent(dir: &Path, session: &str, agent: &str, tool_use: &str, f: &File, co
 }
 
 /// Writes the fixture history under `<claude_dir>/projects` and returns that dir.
-fn fixtures(claude_dir: &Path) -> PathBuf {
+pub(crate) fn fixtures(claude_dir: &Path) -> PathBuf {
     let projects = claude_dir.join("projects");
     let w1 = projects.join("-home-u-w1");
     let other = projects.join("-home-u-other");
     let t_ab = "2026-11-10T12:00:00.000Z";
 
     // Session A.
-    let mut a = File::new("sA", t_ab);
+    let mut a = File::new("sA", t_ab).in_dir("/home/u/w1");
     a.push(json!({"type":"attachment","uuid":"ss","attachment":{"type":"hook_additional_context",
         "content":["System-1 is ready"],"hookName":"SessionStart","hookEvent":"SessionStart"}}));
     a.prompt("p1");
@@ -157,7 +181,7 @@ fn fixtures(claude_dir: &Path) -> PathBuf {
     a.raw(r#"{"type":"user","message":{"content":"x"}, oops}"#);
     a.write(&w1.join("sA.jsonl"), true);
 
-    let mut s1 = File::new("sA", t_ab);
+    let mut s1 = File::new("sA", t_ab).in_dir("/home/u/w1");
     s1.push(json!({"type":"user","uuid":"s1u","isSidechain":true,"agentId":"a1","message":{"role":"user","content":"SECRET-SUBAGENT-PROMPT"}}));
     s1.reply("s1a", "s1", "rs1", HAIKU, usage(1000, 1, 0, 4000, 10000), text_block(), true);
     s1.reply("s1b", "s1", "rs1", HAIKU, usage(1000, 200, 0, 4000, 10000), text_block(), true);
@@ -172,7 +196,7 @@ fn fixtures(claude_dir: &Path) -> PathBuf {
 
     // Session B: a fork of A (same lines, new sessionId), then its own turn, whose hint was written
     // before its prompt.
-    let mut b = File::new("sB", t_ab);
+    let mut b = File::new("sB", t_ab).in_dir("/home/u/w1");
     for l in &fork_prefix {
         let mut v: Value = serde_json::from_str(l).unwrap();
         v["sessionId"] = json!("sB");
@@ -193,7 +217,7 @@ fn fixtures(claude_dir: &Path) -> PathBuf {
 
     // Session C, another project, ten days later: no routing hint, one skill hint, one spawn.
     let t_c = "2026-11-20T12:00:00.000Z";
-    let mut c = File::new("sC", t_c);
+    let mut c = File::new("sC", t_c).in_dir("/home/u/other");
     c.prompt("p5");
     c.hint("h5", "p5", &skill_hint());
     c.reply("a6", "m6", "r6", SONNET, usage(20, 10, 0, 0, 0), spawn("tu5", Some("sonnet")), false);
@@ -205,7 +229,7 @@ fn fixtures(claude_dir: &Path) -> PathBuf {
     projects
 }
 
-fn report_json(env: &TestEnv, args: &[&str]) -> Value {
+pub(crate) fn report_json(env: &TestEnv, args: &[&str]) -> Value {
     let mut all = vec!["report", "--json"];
     all.extend_from_slice(args);
     let out = env.run(&all, "");
@@ -215,7 +239,7 @@ fn report_json(env: &TestEnv, args: &[&str]) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-fn close(v: &Value, expected: f64) {
+pub(crate) fn close(v: &Value, expected: f64) {
     let got = v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"));
     assert!((got - expected).abs() < 1e-9, "got {got}, expected {expected}");
 }
@@ -524,7 +548,7 @@ fn a_price_override_reprices_everything() {
 /// A routing log beside the fixture history: the agent hook's entries for its spawns tu1 to tu5 and
 /// two spawns the transcripts do not hold (tu6, tu7), the PostToolUse hook's spawn entries, and
 /// lines the section must pass over.
-fn routing_log(path: &Path) {
+pub(crate) fn routing_log(path: &Path) {
     let (w1, other) = ("/home/u/w1", "/home/u/other");
     let (t_ab, t_c) = ("2026-11-10T12:00:01.000Z", "2026-11-20T12:00:01.000Z");
     let agent = |session: &str, id: &str, cwd: &str, time: &str, extra: Value| {

@@ -82,7 +82,9 @@ impl TestEnv {
             .env("USERPROFILE", &self.home)
             .env("SYSTEM1_INSTALL_DIR", &self.install_dir)
             .env("SYSTEM1_CONFIG", &self.config)
-            .env("CLAUDE_CONFIG_DIR", &self.claude_dir);
+            .env("CLAUDE_CONFIG_DIR", &self.claude_dir)
+            // Days and dates are counted in UTC unless a test says otherwise.
+            .env("TZ", "UTC");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
@@ -183,6 +185,21 @@ pub fn write(path: &Path, text: &str) {
 
 /// A dependency that `scripts/test` installs is missing: under CI that fails the test with
 /// `ci_message`; elsewhere the test is skipped loudly (see [`skip_loudly`]).
+/// A tool `scripts/test` installed, named by the environment variable `var`, else at `default`
+/// under the checkout; required under CI, else a loud skip (`None`).
+pub fn test_dep(test: &str, var: &str, default: &str) -> Option<PathBuf> {
+    let candidates =
+        [std::env::var_os(var).map(PathBuf::from), Some(Path::new(env!("CARGO_MANIFEST_DIR")).join(default))];
+    if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
+        return Some(found);
+    }
+    missing_test_dep(
+        &format!("{test}: {var} is missing: run scripts/test"),
+        &format!("{test}: {var} is not installed; run scripts/test"),
+    );
+    None
+}
+
 pub fn missing_test_dep(ci_message: &str, skipped: &str) {
     assert!(std::env::var_os("CI").is_none(), "{ci_message}");
     skip_loudly(skipped);
