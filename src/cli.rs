@@ -34,6 +34,8 @@ enum Command {
     Toggle(commands::toggle::Args),
     /// Is System-1 used, and does it pay off? A report from Claude Code transcripts.
     Report(commands::report::Args),
+    /// Claude Code's status line: model, session and today's cost, what routing saved, System-1's state.
+    Statusline(commands::statusline::Args),
     /// Propose outcome labels for subagent spawns from the transcripts.
     Outcomes(commands::outcomes::Args),
     /// Label the routing log and fit the confidence calibration.
@@ -58,6 +60,9 @@ pub fn run() -> Result<i32> {
     if let Some(event) = hook_fast_path() {
         return Ok(crate::hook::run(event));
     }
+    if statusline_fast_path() {
+        return Ok(commands::statusline::show());
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -76,6 +81,7 @@ pub fn run() -> Result<i32> {
         Command::Doctor(a) => commands::doctor::run(a),
         Command::Toggle(a) => commands::toggle::run(a),
         Command::Report(a) => commands::report::run(a),
+        Command::Statusline(a) => commands::statusline::run(a),
         Command::Outcomes(a) => commands::outcomes::run(a),
         Command::Calibrate(a) => commands::calibrate::run(a),
         Command::Evaluate(a) => commands::evaluate::run(a),
@@ -86,6 +92,13 @@ pub fn run() -> Result<i32> {
         Command::Config(a) => commands::config::run(a),
         Command::Schema(a) => commands::schema::run(a),
     }
+}
+
+/// `system1 statusline` exactly, recognised without clap, as the hooks are: Claude Code runs it each
+/// time the status line updates.
+fn statusline_fast_path() -> bool {
+    let mut args = std::env::args_os().skip(1);
+    matches!((args.next(), args.next()), (Some(cmd), None) if cmd == "statusline")
 }
 
 /// `system1 hook <event>` exactly, recognised without clap: Claude Code runs it on every prompt, and

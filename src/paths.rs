@@ -69,6 +69,11 @@ pub fn no_engine_notice() -> PathBuf {
     install_dir().join("told-no-engine")
 }
 
+/// The status line's cache (`system1 statusline`): what it read of today's transcripts.
+pub fn statusline_cache() -> PathBuf {
+    install_dir().join("statusline")
+}
+
 /// Calibration fitted on this machine; takes precedence over the shipped fits.
 pub fn local_calibration() -> PathBuf {
     install_dir().join("calibration.json")

@@ -15,5 +15,6 @@ pub mod report;
 pub mod route;
 pub mod schema;
 pub mod smoke;
+pub mod statusline;
 pub mod study;
 pub mod toggle;

@@ -75,14 +75,14 @@ fn answer(event: Event) -> Output {
 }
 
 /// How long a hook waits for its input: Claude Code writes it at once, and gives a hook 5 s in all.
-const STDIN_DEADLINE: Duration = Duration::from_secs(2);
+pub const STDIN_DEADLINE: Duration = Duration::from_secs(2);
 /// The most hook input read; a bigger payload is no hook input Claude Code sends.
 const MAX_INPUT: u64 = 16 * 1024 * 1024;
 
 /// The hook input: the first JSON object on `stdin`, as its text and parsed. Reading stops at that
 /// object's closing brace, so a caller that writes it and leaves stdin open is not waited on, and
 /// at `deadline` when no complete object has come by then.
-fn read_input(stdin: impl Read, deadline: Duration) -> Result<(String, Value), String> {
+pub fn read_input(stdin: impl Read, deadline: Duration) -> Result<(String, Value), String> {
     let mut reader = Recorded {
         inner: std::io::BufReader::with_capacity(
             64 * 1024,

@@ -7,6 +7,7 @@
 pub mod binary;
 pub mod claude;
 pub mod config_file;
+pub mod statusline;
 
 use crate::error::{Context, Error, Result};
 use crate::servers::{self, autostart};
@@ -127,6 +128,14 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
         }
     }
 
+    // The status line would run a binary that is gone: system1's goes, anyone else's stays.
+    let settings = statusline::settings_file();
+    match statusline::remove(&settings) {
+        Ok(true) => report.push(format!("statusLine: removed system1's from {}", settings.display())),
+        Ok(false) => {}
+        Err(e) => failed.push(e.to_string()),
+    }
+
     let bin = paths::installed_binary();
     match binary::remove_installed() {
         Ok(true) => report.push(format!("removed {}", bin.display())),
@@ -177,6 +186,7 @@ fn own_files_left() -> Vec<std::path::PathBuf> {
     let mut kept: Vec<std::path::PathBuf> = vec![paths::config_file()];
     kept.extend(OWN_ENGINES.iter().map(|n| paths::engines_dir().join(n)));
     kept.push(dir.join(BUILD_DIR));
+    kept.push(paths::statusline_cache());
     let logs = paths::logs_dir();
     let mut entries: Vec<(bool, std::path::PathBuf)> = std::fs::read_dir(&logs)
         .map(|e| e.flatten().map(|e| (is_own_log(&e.file_name().to_string_lossy()), e.path())).collect())
@@ -254,6 +264,7 @@ fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
         remove(engines.join(name), true);
     }
     remove(dir.join(BUILD_DIR), true);
+    remove(paths::statusline_cache(), true);
     let logs = paths::logs_dir();
     if let Ok(entries) = std::fs::read_dir(&logs) {
         let mut own: Vec<_> =

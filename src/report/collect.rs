@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+use serde::{Deserialize, Serialize};
+
 use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
 use crate::report::prices::{Minute, minute_of_timestamp};
@@ -20,7 +22,7 @@ use crate::tier::Tier;
 use crate::routing::{HINT_MARKER as ROUTING_HINT, SKILL_HINT_MARKER as SKILL_HINT};
 
 /// One API request's usage as this file has it (the largest copy within the file).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct UsageRec {
     /// Hash of `message.id` + `requestId`; `None` when either is missing (counted as unique).
     pub key: Option<u128>,
@@ -34,7 +36,7 @@ pub struct UsageRec {
     pub minute: Minute,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct PromptRec {
     /// Hash of the prompt line's uuid.
     pub key: u128,
@@ -45,14 +47,14 @@ pub struct PromptRec {
     pub minute: Minute,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct HintRec {
     pub key: u128,
     pub routing: bool,
     pub tokens: u64,
 }
 
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct SpawnRec {
     pub tool_use_id: String,
     /// Set when the spawn came in a turn with a routing hint; the inner value is the hinted tier.
@@ -75,7 +77,7 @@ pub struct SpawnRec {
 }
 
 /// Everything the report needs from one file.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct FileFacts {
     pub session_id: String,
     pub agent_id: Option<String>,
@@ -132,13 +134,10 @@ pub fn approx_tokens(text: &str) -> u64 {
     (text.chars().count() as u64).div_ceil(4)
 }
 
-pub struct Collector {
-    subagent_file: bool,
-    facts: FileFacts,
-    model_index: HashMap<String, u32>,
-    usage_index: HashMap<u128, usize>,
-    spawn_index: HashMap<String, usize>,
-    // Turn state (main-thread lines only).
+/// The turn a file's reader is in (main-thread lines only): what a later line needs of the earlier
+/// ones.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Turn {
     turn_open: bool,
     turn_hint: Option<Option<Tier>>,
     turn_has_reply: bool,
@@ -146,6 +145,23 @@ pub struct Collector {
     pending_hint: Option<Option<Tier>>,
     hint_ctx: u64,
     hint_new: u64,
+}
+
+/// What a collector has read of a file so far, kept between two reads of a file that grows (the
+/// statusline's cache): its facts and its turn, from which [`Collector::resume`] reads on.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub struct Resume {
+    pub facts: FileFacts,
+    turn: Turn,
+}
+
+pub struct Collector {
+    subagent_file: bool,
+    facts: FileFacts,
+    model_index: HashMap<String, u32>,
+    usage_index: HashMap<u128, usize>,
+    spawn_index: HashMap<String, usize>,
+    turn: Turn,
     /// Keep each spawn's brief (for `--what-if`); the report itself never keeps prompt text.
     keep_briefs: bool,
     needles: &'static Needles,
@@ -191,16 +207,26 @@ impl Collector {
             model_index: HashMap::new(),
             usage_index: HashMap::new(),
             spawn_index: HashMap::new(),
-            turn_open: false,
-            turn_hint: None,
-            turn_has_reply: false,
-            turn_prompt: None,
-            pending_hint: None,
-            hint_ctx: 0,
-            hint_new: 0,
+            turn: Turn::default(),
             keep_briefs: false,
             needles: &NEEDLES,
         }
+    }
+
+    /// A collector that reads on where `from` stopped, with the indexes rebuilt from its facts.
+    pub fn resume(info: &FileInfo, from: Resume) -> Self {
+        let mut c = Collector::new(info);
+        c.model_index = from.facts.models.iter().enumerate().map(|(i, m)| (m.clone(), i as u32)).collect();
+        c.usage_index = from.facts.usage.iter().enumerate().filter_map(|(i, u)| u.key.map(|k| (k, i))).collect();
+        c.spawn_index = from.facts.spawns.iter().enumerate().map(|(i, s)| (s.tool_use_id.clone(), i)).collect();
+        c.facts = from.facts;
+        c.turn = from.turn;
+        c
+    }
+
+    /// What has been read so far, to read on from later.
+    pub fn into_resume(self) -> Resume {
+        Resume { facts: self.facts, turn: self.turn }
     }
 
     /// The first working directory a line names.
@@ -226,7 +252,7 @@ impl Collector {
         let Some(msg) = &line.message else { return };
         let main_thread = !self.subagent_file && !line.sidechain();
         if main_thread {
-            self.turn_has_reply = true;
+            self.turn.turn_has_reply = true;
         }
         let model = msg.model.as_deref().unwrap_or("unknown");
         if self.subagent_file && self.facts.first_model.is_none() && model != "<synthetic>" && model != "unknown" {
@@ -249,10 +275,11 @@ impl Collector {
                 }
                 None => {
                     let model = self.model(model);
-                    let (hint_write, hint_read) = if main_thread { (self.hint_new, self.hint_ctx) } else { (0, 0) };
+                    let (hint_write, hint_read) =
+                        if main_thread { (self.turn.hint_new, self.turn.hint_ctx) } else { (0, 0) };
                     if main_thread {
-                        self.hint_ctx += self.hint_new;
-                        self.hint_new = 0;
+                        self.turn.hint_ctx += self.turn.hint_new;
+                        self.turn.hint_new = 0;
                     }
                     if let Some(k) = key {
                         self.usage_index.insert(k, self.facts.usage.len());
@@ -271,7 +298,7 @@ impl Collector {
                 continue;
             }
             let input = block.agent_input();
-            let hint = if main_thread { self.turn_hint } else { None };
+            let hint = if main_thread { self.turn.turn_hint } else { None };
             self.spawn_index.insert(id.to_string(), self.facts.spawns.len());
             self.facts.spawns.push(SpawnRec {
                 tool_use_id: id.to_string(),
@@ -289,22 +316,22 @@ impl Collector {
     fn user(&mut self, line: &Line<'_>) {
         if line.is_compact_summary == Some(true) {
             // The summary replaces the history, hints included.
-            self.hint_ctx = 0;
-            self.hint_new = 0;
+            self.turn.hint_ctx = 0;
+            self.turn.hint_new = 0;
         }
         if !self.subagent_file && line.is_user_prompt() {
-            self.turn_open = true;
-            self.turn_hint = self.pending_hint.take();
-            self.turn_has_reply = false;
+            self.turn.turn_open = true;
+            self.turn.turn_hint = self.turn.pending_hint.take();
+            self.turn.turn_has_reply = false;
             let uuid = line.uuid.as_deref().unwrap_or_default();
             // Forks copy lines with their uuid, which makes it the key; a line without one is unique.
             let n = self.facts.prompts.len().to_string();
             let key =
                 if uuid.is_empty() { hash(&["prompt", &self.facts.session_id, &n]) } else { hash(&["prompt", uuid]) };
-            self.turn_prompt = Some((uuid.to_string(), self.facts.prompts.len()));
+            self.turn.turn_prompt = Some((uuid.to_string(), self.facts.prompts.len()));
             let long = prompt_words(line) >= crate::routing::MIN_WORDS;
             let minute = minute_of_timestamp(line.timestamp.as_deref());
-            self.facts.prompts.push(PromptRec { key, hinted: self.turn_hint.is_some(), long, minute });
+            self.facts.prompts.push(PromptRec { key, hinted: self.turn.turn_hint.is_some(), long, minute });
             return;
         }
         if self.spawn_index.is_empty() {
@@ -342,21 +369,21 @@ impl Collector {
             let tier = if routing { hinted_tier(text) } else { None };
             let uuid = line.uuid.as_deref().unwrap_or_default();
             self.facts.hints.push(HintRec { key: hash(&["hint", uuid, text]), routing, tokens });
-            self.hint_new += tokens;
+            self.turn.hint_new += tokens;
             if !routing {
                 continue;
             }
-            let names_current = match (&self.turn_prompt, line.parent_uuid.as_deref()) {
+            let names_current = match (&self.turn.turn_prompt, line.parent_uuid.as_deref()) {
                 (Some((prompt, _)), Some(parent)) => prompt == parent,
                 _ => false,
             };
-            if names_current || (self.turn_open && !self.turn_has_reply && self.turn_hint.is_none()) {
-                self.turn_hint = Some(tier);
-                if let Some((_, i)) = &self.turn_prompt {
+            if names_current || (self.turn.turn_open && !self.turn.turn_has_reply && self.turn.turn_hint.is_none()) {
+                self.turn.turn_hint = Some(tier);
+                if let Some((_, i)) = &self.turn.turn_prompt {
                     self.facts.prompts[*i].hinted = true;
                 }
             } else {
-                self.pending_hint = Some(tier);
+                self.turn.pending_hint = Some(tier);
             }
         }
     }
@@ -432,7 +459,7 @@ mod tests {
         c.line(&crate::transcripts::line::parse(raw.as_bytes()).unwrap(), raw.as_bytes());
         let hints = &c.facts.hints;
         assert_eq!(hints.iter().map(|h| h.routing).collect::<Vec<_>>(), vec![true, false]);
-        assert_eq!(c.pending_hint, Some(Some(Tier::Haiku)));
+        assert_eq!(c.turn.pending_hint, Some(Some(Tier::Haiku)));
     }
 
     #[test]

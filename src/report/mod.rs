@@ -29,6 +29,7 @@ mod figures;
 pub mod prices;
 pub mod render;
 pub mod spawns;
+pub mod statusline;
 pub mod svg;
 
 use std::collections::{BTreeMap, HashMap, HashSet};

@@ -25,7 +25,7 @@ use crate::transcripts::{Scope, encode_project};
 
 /// What the report read of the routing log: its agent entries in the report's scope, and the
 /// spawn entries that complete them.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Serialize, serde::Deserialize)]
 pub struct SpawnLog {
     pub path: String,
     pub entries: Vec<Entry>,

@@ -77,7 +77,7 @@ pub struct CacheCreation {
 }
 
 /// Usage split the way it is priced.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize, Deserialize)]
 pub struct Tokens {
     pub input: u64,
     pub output: u64,

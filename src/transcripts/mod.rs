@@ -256,6 +256,31 @@ pub fn list(scope: &Scope) -> Result<Vec<FileInfo>> {
     Ok(files)
 }
 
+/// The main transcripts of one project directory (`<root>/<project>/*.jsonl`), without those last
+/// written before `since`.
+pub fn project_files(root: &Path, project: &str, since: Option<SystemTime>) -> Vec<FileInfo> {
+    list_project(&root.join(project), project, since).0
+}
+
+/// The subagent transcripts of one session (`<root>/<project>/<session>/subagents/`), each with
+/// its `.meta.json` read, without those last written before `since`.
+pub fn session_subagents(root: &Path, project: &str, session_id: &str, since: Option<SystemTime>) -> Vec<FileInfo> {
+    let session = SessionDir {
+        dir: root.join(project).join(session_id),
+        project: project.to_string(),
+        session_id: session_id.to_string(),
+    };
+    list_subagents(&session, since)
+}
+
+/// The main transcript at `path` (`<root>/<project>/<session>.jsonl`) as listed, when it is one.
+pub fn main_file(path: &Path) -> Option<FileInfo> {
+    let session_id = path.file_name()?.to_str()?.strip_suffix(".jsonl")?.to_string();
+    let project = path.parent()?.file_name()?.to_str()?.to_string();
+    let md = std::fs::metadata(path).ok().filter(|m| m.is_file())?;
+    Some(FileInfo { path: path.to_path_buf(), project, session_id, agent: None, size: md.len() })
+}
+
 /// A directory beside the main files that may hold `subagents/`: its path, project and session.
 struct SessionDir {
     dir: PathBuf,
@@ -485,15 +510,46 @@ impl TimeRange {
 /// small file costs one read and no copy. It grows to hold the longest line.
 const CHUNK: usize = 256 * 1024;
 
+/// Streams one file from byte `from` (the end of a line an earlier read stopped at) through
+/// `visitor`, on this thread, with no time range: for a caller that keeps what it read of a file
+/// and reads on as the file grows. Returns the counts and where the next read starts: after the
+/// last whole line (a last line that is cut off mid-write is read again next time).
+pub fn read_from<V: FileVisitor>(info: &FileInfo, from: u64, visitor: &mut V) -> (Stats, u64) {
+    let mut buf = vec![0; CHUNK];
+    let listed = FileInfo { size: info.size.saturating_sub(from), ..info.clone() };
+    let mut stats = Stats::default();
+    let done = read_file_from(&listed, from, visitor, &TimeRange::new(None, None), &mut buf, &mut stats);
+    (stats, from + done)
+}
+
 /// Reads the file up to its listed size, and on to its end only when the data stops mid-line there
 /// (a session written to while the report runs): a small file costs one read, not one more to see
 /// its end.
 fn read_file<V: FileVisitor>(info: &FileInfo, visitor: &mut V, range: &TimeRange, buf: &mut Vec<u8>) -> Stats {
-    let mut stats = Stats { files: 1, subagent_files: u64::from(info.is_subagent()), ..Stats::default() };
+    let mut stats = Stats::default();
+    read_file_from(info, 0, visitor, range, buf, &mut stats);
+    stats
+}
+
+/// [`read_file`] from byte `from`; returns how many bytes of whole lines it read (a last line that
+/// does not parse and has no newline is not whole: a writer may be half-way through it).
+fn read_file_from<V: FileVisitor>(
+    info: &FileInfo,
+    from: u64,
+    visitor: &mut V,
+    range: &TimeRange,
+    buf: &mut Vec<u8>,
+    stats: &mut Stats,
+) -> u64 {
+    *stats = Stats { files: 1, subagent_files: u64::from(info.is_subagent()), ..Stats::default() };
     let Ok(mut file) = File::open(&info.path) else {
         stats.unreadable_files = 1;
-        return stats;
+        return 0;
     };
+    if from > 0 && std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(from)).is_err() {
+        stats.unreadable_files = 1;
+        return 0;
+    }
     // buf[start..end] holds data not yet handed out; no newline in buf[start..scanned].
     let (mut start, mut end, mut scanned) = (0, 0, 0);
     let mut listed = info.size;
@@ -502,7 +558,7 @@ fn read_file<V: FileVisitor>(info: &FileInfo, visitor: &mut V, range: &TimeRange
         if let Some(k) = memchr::memchr(b'\n', &buf[scanned..end]) {
             let stop = scanned + k;
             stats.bytes += (stop + 1 - start) as u64;
-            one_line(&buf[start..stop], true, visitor, range, &mut stats);
+            one_line(&buf[start..stop], true, visitor, range, stats);
             start = stop + 1;
             scanned = start;
             continue;
@@ -510,8 +566,12 @@ fn read_file<V: FileVisitor>(info: &FileInfo, visitor: &mut V, range: &TimeRange
         scanned = end;
         if eof {
             if start < end {
+                let torn = stats.truncated_files;
                 stats.bytes += (end - start) as u64;
-                one_line(&buf[start..end], false, visitor, range, &mut stats);
+                one_line(&buf[start..end], false, visitor, range, stats);
+                if stats.truncated_files != torn {
+                    return stats.bytes - (end - start) as u64;
+                }
             }
             break;
         }
@@ -544,7 +604,7 @@ fn read_file<V: FileVisitor>(info: &FileInfo, visitor: &mut V, range: &TimeRange
             }
         }
     }
-    stats
+    stats.bytes
 }
 
 /// One line, without its newline: counted, pre-filtered, parsed, range-checked, visited.

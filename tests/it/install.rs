@@ -699,3 +699,31 @@ fn autostart_off_says_what_holds_when_the_service_manager_fails() {
     assert!(!text.contains("takes effect at the next login"), "the file is gone: {text}");
     assert!(text.contains("so it no longer starts at login"), "{text}");
 }
+
+#[test]
+fn uninstall_takes_out_system1s_status_line_and_no_other() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    let settings = s.env.claude_dir.join("settings.json");
+    support::write(&settings, r#"{"theme": "dark"}"#);
+    ok(&s.run(&s.bin(), &["statusline", "--install"]));
+    let set: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(set["statusLine"]["command"], format!("{} statusline", s.bin().display()));
+    // The status line the installed binary was set to runs it.
+    let line = s.run(&s.bin(), &["statusline"]);
+    assert!(line.status.success() && line.stdout.is_empty(), "no input, no line");
+    let out = s.env.run(&["uninstall"], "");
+    ok(&out);
+    assert!(stdout(&out).contains("statusLine: removed system1's from"), "{}", stdout(&out));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), "{\n  \"theme\": \"dark\"\n}\n");
+
+    // Another tool's status line stays through an uninstall.
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    let theirs = r#"{"statusLine": {"type": "command", "command": "~/.claude/statusline.sh"}}"#;
+    support::write(&s.env.claude_dir.join("settings.json"), theirs);
+    let out = s.env.run(&["uninstall"], "");
+    ok(&out);
+    assert!(!stdout(&out).contains("statusLine"), "{}", stdout(&out));
+    assert_eq!(std::fs::read_to_string(s.env.claude_dir.join("settings.json")).unwrap(), theirs);
+}

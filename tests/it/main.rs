@@ -53,5 +53,6 @@ mod schema_files;
 mod sdk_client;
 mod skill_picker;
 mod static_build;
+mod statusline;
 mod study;
 mod tournament;
