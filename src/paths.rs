@@ -74,6 +74,11 @@ pub fn statusline_cache() -> PathBuf {
     install_dir().join("statusline")
 }
 
+/// The engine's answers `system1 report --what-if` got, by brief: a rerun asks nothing twice.
+pub fn what_if_cache() -> PathBuf {
+    install_dir().join("what-if.json")
+}
+
 /// Calibration fitted on this machine; takes precedence over the shipped fits.
 pub fn local_calibration() -> PathBuf {
     install_dir().join("calibration.json")

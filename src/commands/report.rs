@@ -8,11 +8,13 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
 
+use crate::config::Enforce;
 use crate::error::{Context, Error, Result};
 use crate::report::breakdown::{self, View};
 use crate::report::collect::Collector;
 use crate::report::prices::Prices;
 use crate::report::spawns::SpawnLog;
+use crate::report::what_if::{self, EngineAsker};
 use crate::report::{Aggregator, ReadStats, Report, render, svg};
 use crate::text::Meter;
 use crate::transcripts::{self, Scope};
@@ -44,6 +46,10 @@ pub struct Args {
     /// (Europe/Paris).
     #[arg(long, value_name = "ZONE")]
     timezone: Option<String>,
+    /// Replay `[routing] enforce = MODE` on every subagent spawn in scope with the configured
+    /// engine, and price what it would have changed (an estimate).
+    #[arg(long, value_name = "MODE", conflicts_with = "by")]
+    what_if: Option<WhatIfMode>,
     /// Only projects whose directory matches: a path (/home/me/repo) or part of a name.
     #[arg(long, value_name = "PROJECT")]
     project: Option<String>,
@@ -63,6 +69,23 @@ pub struct Args {
     /// Reader threads (default: one per available core).
     #[arg(long, value_name = "N", default_value_t = 0)]
     threads: usize,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum WhatIfMode {
+    Fill,
+    Raise,
+    Set,
+}
+
+impl WhatIfMode {
+    fn enforce(self) -> Enforce {
+        match self {
+            WhatIfMode::Fill => Enforce::Fill,
+            WhatIfMode::Raise => Enforce::Raise,
+            WhatIfMode::Set => Enforce::Set,
+        }
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -129,7 +152,8 @@ pub fn run(args: Args) -> Result<i32> {
     let total_bytes: u64 = files.iter().map(|f| f.size).sum();
     let mut agg = Aggregator::new();
     let mut progress = Progress::new(total_bytes);
-    let stats = transcripts::read(files, &scope, Collector::new, |info, facts, file_stats| {
+    let collector = if args.what_if.is_some() { Collector::with_briefs } else { Collector::new };
+    let stats = transcripts::read(files, &scope, collector, |info, facts, file_stats| {
         agg.add(info, facts);
         progress.advance(file_stats.bytes);
     });
@@ -165,7 +189,16 @@ pub fn run(args: Args) -> Result<i32> {
     }
 
     let log = SpawnLog::read(&args.log.clone().unwrap_or_else(crate::paths::routing_log), &scope);
-    let report = Report::build(&agg, &prices, &stats, seconds, scope_json, &log);
+    let mut report = Report::build(&agg, &prices, &stats, seconds, scope_json, &log);
+    if let Some(mode) = args.what_if {
+        let loaded = crate::config::load();
+        let briefs = report.adherence.spawns;
+        let mut asker = EngineAsker::new(&loaded, briefs)
+            .map_err(|e| Error::config(format!("--what-if needs an engine, and the config is broken: {e}")))?;
+        let w = what_if::build(&agg, &prices, &log, &loaded, mode.enforce(), &mut asker);
+        asker.save();
+        report.what_if = Some(w);
+    }
     if let Some(path) = &args.svg {
         std::fs::write(path, svg::render(&report)).context(|| format!("cannot write {}", path.display()))?;
     }

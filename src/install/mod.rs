@@ -221,7 +221,7 @@ fn purge_files(report: &mut Vec<String>) -> Result<()> {
 
 /// The files system1 keeps directly in the install dir (the binary and its folder go first, with
 /// `binary::remove_installed`).
-const OWN_FILES: [&str; 4] = ["calibration.json", "local-heads.json", "paused", "told-no-engine"];
+const OWN_FILES: [&str; 5] = ["calibration.json", "local-heads.json", "paused", "told-no-engine", "what-if.json"];
 /// The engine folders under `engines/`: the servers system1 runs, and the local engine's model.
 const OWN_ENGINES: [&str; 3] = ["laya", "von", "local"];
 /// Where `scripts/install.sh` has cargo build (out of the clone, whose files Claude Code copies).

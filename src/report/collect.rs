@@ -229,6 +229,11 @@ impl Collector {
         Resume { facts: self.facts, turn: self.turn }
     }
 
+    /// A collector that also keeps each spawn's brief, which `--what-if` replays.
+    pub fn with_briefs(info: &FileInfo) -> Self {
+        Collector { keep_briefs: true, ..Collector::new(info) }
+    }
+
     /// The first working directory a line names.
     fn note_cwd(&mut self, line: &Line<'_>) {
         if self.facts.cwd.is_none()

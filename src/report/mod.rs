@@ -31,6 +31,7 @@ pub mod render;
 pub mod spawns;
 pub mod statusline;
 pub mod svg;
+pub mod what_if;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -499,6 +500,9 @@ pub struct Report {
     pub savings: Savings,
     /// The spawns of the routing log: record-only against enforced, and what the rewrites did.
     pub spawns: SpawnSection,
+    /// `--what-if`: what enforcement would have done to the spawns in scope.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub what_if: Option<what_if::WhatIf>,
     pub calibrate: Calibrate,
 }
 
@@ -575,6 +579,7 @@ impl Report {
             adherence: spawns.adherence,
             savings,
             spawns: logged,
+            what_if: None,
             calibrate,
         }
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::breakdown::{Breakdown, Figures, View};
 use super::spawns::{Group, SpawnSection, cells_text};
+use super::what_if::WhatIf;
 use super::{Part, ReadStats, Report, Savings, TierRow, TokenTotals, mix_source, mix_text};
 use crate::text;
 
@@ -168,6 +169,78 @@ fn spawn_section(out: &mut String, s: &SpawnSection) {
     }
 }
 
+/// `--what-if`: what enforcement would have changed, what it would have cost, and how spawns
+/// already on those tiers fared.
+fn what_if_section(out: &mut String, w: &WhatIf) {
+    let _ = writeln!(
+        out,
+        "\nWhat routing would have done with [routing] enforce = \"{}\", on {}",
+        w.mode,
+        text::count(w.spawns, "spawn")
+    );
+    let _ = writeln!(out, "  {}", w.estimate);
+    let _ = writeln!(
+        out,
+        "  changed    {:>4}: {} lowered, {} raised; {} set to the tier it ran on",
+        w.changed, w.lowered, w.raised, w.unchanged
+    );
+    let left: u64 = w.left_alone.values().sum();
+    let why: Vec<String> = w.left_alone.iter().map(|(k, n)| format!("{} {n}", k.replace('_', " "))).collect();
+    let _ = writeln!(
+        out,
+        "  left alone {left:>4}{}",
+        if why.is_empty() { String::new() } else { format!(": {}", why.join(", ")) }
+    );
+    let _ = writeln!(
+        out,
+        "  cost       {} as they ran, {} projected: {} {}{}",
+        money(w.cost_usd),
+        money(w.projected_cost_usd),
+        if w.savings_usd >= 0.0 { "saves" } else { "costs" },
+        money(w.savings_usd.abs()),
+        if w.not_priced > 0 { format!(" ({} not priced)", w.not_priced) } else { String::new() }
+    );
+    for m in &w.moves {
+        let _ = writeln!(
+            out,
+            "  {:<12} {:>4} {:>10} → {}{}",
+            format!("{}→{}", m.from, m.to),
+            text::count(m.spawns, "spawn"),
+            money(m.cost_usd),
+            money(m.projected_cost_usd),
+            if m.not_priced > 0 { format!(" ({} not priced)", m.not_priced) } else { String::new() }
+        );
+    }
+    if !w.outcomes.is_empty() {
+        let each: Vec<String> = w
+            .outcomes
+            .iter()
+            .map(|o| {
+                if o.labelled == 0 {
+                    format!("on {}: none labelled", o.tier)
+                } else {
+                    format!("on {}: {} of {} succeeded ({})", o.tier, o.succeeded, o.labelled, pct(o.success))
+                }
+            })
+            .collect();
+        let _ = writeln!(out, "  outcomes of spawns that already ran {}", each.join("; "));
+    }
+    let e = &w.engine;
+    let mut engine =
+        format!("{} asked, {} answered from answers it gave before", text::count(e.asked, "brief"), e.cached);
+    if e.failed > 0 {
+        engine.push_str(&format!(
+            "; {} no answer{}",
+            e.failed,
+            e.failure.as_deref().map(|f| format!(": {f}")).unwrap_or_default()
+        ));
+    }
+    if e.gave_up {
+        engine.push_str(&format!("; stopped asking (check `{}`)", text::command("doctor")));
+    }
+    let _ = writeln!(out, "  engine     {engine}");
+}
+
 pub fn table(r: &Report) -> String {
     let mut out = String::new();
     header(&mut out, r);
@@ -175,6 +248,9 @@ pub fn table(r: &Report) -> String {
     tiers(&mut out, &r.subagents_by_tier);
     savings(&mut out, &r.savings);
     spawn_section(&mut out, &r.spawns);
+    if let Some(w) = &r.what_if {
+        what_if_section(&mut out, w);
+    }
     usage(&mut out, r);
     prices_and_next(&mut out, r);
     out

@@ -179,7 +179,11 @@ pub fn run_prompt(loaded: &Loaded, input: &Input, until: Until) -> Run {
 
 /// Asks the features of `text` and applies the rule.
 pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Instant, rid: &str) -> Routed {
-    let asked = features::ask(gateway, text, Some(deadline), rid);
+    apply_rule(cfg, features::ask(gateway, text, Some(deadline), rid))
+}
+
+/// The rule's tier for the features `asked` gave (none unless every feature has an answer).
+pub fn apply_rule(cfg: &RoutingConfig, asked: Asked) -> Routed {
     let tier = match &asked.features {
         Ok(fs) if fs.iter().all(|f| f.answer.is_some()) => {
             let answers: BTreeMap<Feature, bool> = fs.iter().filter_map(|f| Some((f.feature, f.answer?))).collect();

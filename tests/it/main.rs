@@ -46,6 +46,7 @@ mod real_laya;
 mod report;
 mod report_e2e;
 mod report_views;
+mod report_what_if;
 mod routing_enforce;
 mod routing_hook;
 mod routing_laya;

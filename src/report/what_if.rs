@@ -1,0 +1,473 @@
+//! `system1 report --what-if fill|raise|set`: what `[routing] enforce` would have done to the
+//! subagent spawns in scope, had it been on. Each spawn's brief (its Agent call's `prompt`, from the
+//! transcript) goes through the routing code itself: `enforce::before_engine` (fork, short brief, a
+//! `model` that names no tier, fill and a named model), the four features from the configured
+//! engine (`features::ask`, through the gateway, calibrated), the user's rule (`apply_rule`), the
+//! `min_confidence` bar (`settled`) and `enforce::verdict`. Each spawn that would have been set to
+//! another tier than it ran on is priced there (each of its subagent's requests at that tier's price
+//! on its day, as the realised savings reprice), against what it cost.
+//!
+//! It is an estimate: a cheaper model might have needed more turns, or failed where the dearer one
+//! did not. So the labelled outcomes of spawns that already ran on each tier it would set are shown
+//! beside it, where the routing log has some.
+//!
+//! The engine is asked once per brief: its answers are kept in the install dir
+//! ([`paths::what_if_cache`]), keyed by the brief and the engine's config, so a rerun asks nothing
+//! it asked before. The rule and `min_confidence` are applied afresh each run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Aggregator;
+use super::collect::hash;
+use super::figures::{Baseline, Models, Spawns, Usage};
+use super::prices::{Prices, usd};
+use super::spawns::SpawnLog;
+use crate::config::{Enforce, Loaded};
+use crate::feature::Feature;
+use crate::gateway::{Gateway, new_request_id};
+use crate::routing::enforce::{self, Left, Model};
+use crate::routing::entry::Outcome;
+use crate::routing::features::{Asked, FeatureAnswer};
+use crate::routing::{Routed, apply_rule, features, settled};
+use crate::text::Meter;
+use crate::tier::Tier;
+use crate::{fsutil, paths};
+
+/// What the section says, first, wherever it is shown.
+pub const ESTIMATE: &str = "an estimate: a cheaper model may need more turns, or fail where the one that ran did not";
+
+/// After this many briefs in a row with no answer, and none answered before, the engine is not
+/// asked again in this run.
+const GIVE_UP_AFTER: u32 = 3;
+
+/// Why a spawn would have been left as Claude made it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum WhyLeft {
+    /// A reason the hook itself logs (fork, short brief, at the rule's tier, ...).
+    Kept(String),
+    /// The engine gave no answer (down, timed out, or given up on in this run).
+    NoEngineAnswer,
+    /// The transcript holds no brief for it.
+    NoBrief,
+}
+
+impl WhyLeft {
+    fn of(left: &Left) -> WhyLeft {
+        match &left.kept {
+            Some(k) => WhyLeft::Kept(k.as_str().to_string()),
+            None => WhyLeft::NoEngineAnswer,
+        }
+    }
+
+    fn name(&self) -> &str {
+        match self {
+            WhyLeft::Kept(k) => k,
+            WhyLeft::NoEngineAnswer => "no_engine_answer",
+            WhyLeft::NoBrief => "no_brief",
+        }
+    }
+}
+
+/// The spawns that would have gone from one tier to another.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Move {
+    /// The tier it ran on (`unknown` when nothing says).
+    pub from: String,
+    pub to: String,
+    pub spawns: u64,
+    /// What the priced ones cost, and would have.
+    pub cost_usd: f64,
+    pub projected_cost_usd: f64,
+    pub not_priced: u64,
+}
+
+/// Spawns that ran on a tier, and their labelled outcomes.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TierOutcomes {
+    pub tier: String,
+    pub labelled: u64,
+    pub succeeded: u64,
+    pub failed: u64,
+    pub success: Option<f64>,
+}
+
+/// How the engine was used.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct EngineUse {
+    /// Briefs asked now, and answered from the engine's earlier answers (this run's or an earlier
+    /// run's: a brief is asked about once).
+    pub asked: u64,
+    pub cached: u64,
+    pub failed: u64,
+    /// Why the first failure failed.
+    pub failure: Option<String>,
+    /// Whether asking stopped early: the engine answered none of the first few.
+    pub gave_up: bool,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WhatIf {
+    pub mode: String,
+    pub estimate: &'static str,
+    /// Spawns in scope.
+    pub spawns: u64,
+    /// Those it would have set to another tier than the one they ran on, lower or higher.
+    pub changed: u64,
+    pub lowered: u64,
+    pub raised: u64,
+    /// Set to the tier they ran on anyway (a filled call that got its parent's tier).
+    pub unchanged: u64,
+    /// Left as Claude made them, by why (the routing log's words: `fork`, `short_brief`,
+    /// `at_tier`, `above_rule`, `low_confidence`, ..., and `no_engine_answer`, `no_brief`).
+    pub left_alone: BTreeMap<String, u64>,
+    /// What the priced spawns cost, and would have; the difference.
+    pub cost_usd: f64,
+    pub projected_cost_usd: f64,
+    pub savings_usd: f64,
+    /// Spawns whose subagent is not in the transcripts, or ran on a model with no price.
+    pub not_priced: u64,
+    pub moves: Vec<Move>,
+    /// For each tier it would set spawns to: the labelled outcomes of spawns that already ran there.
+    pub outcomes: Vec<TierOutcomes>,
+    pub engine: EngineUse,
+}
+
+/// Asks the engine the four features of a brief.
+pub trait Asker {
+    fn features(&mut self, brief: &str) -> Asked;
+    /// How the engine was used so far.
+    fn used(&self) -> EngineUse;
+}
+
+/// One engine answer as kept between runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Kept4 {
+    /// Each feature's name, answer (`null`: abstained), calibrated confidence, and whether it was
+    /// calibrated.
+    answers: Vec<(String, Option<bool>, f64, bool)>,
+    provider: Option<String>,
+    model: Option<String>,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct CacheFile {
+    format: String,
+    version: u64,
+    /// By the brief and engine's key (hex).
+    answers: HashMap<String, Kept4>,
+}
+
+const CACHE_FORMAT: &str = "system1-what-if-answers";
+const CACHE_VERSION: u64 = 1;
+/// The cache holds a few hundred bytes per brief.
+const MAX_CACHE_BYTES: u64 = 64 << 20;
+
+/// The configured engine, through the gateway, with the answers of earlier runs kept.
+pub struct EngineAsker {
+    gateway: Gateway,
+    budget: Duration,
+    /// What the answers depend on besides the brief: the engine's config and the calibration.
+    engine_key: String,
+    cache: CacheFile,
+    dirty: bool,
+    used: EngineUse,
+    answered: u64,
+    failed_in_a_row: u32,
+    meter: Meter,
+    total: u64,
+    done: u64,
+}
+
+impl EngineAsker {
+    /// For `total` briefs; `None` when the config does not make a gateway (the reason).
+    pub fn new(loaded: &Loaded, total: u64) -> Result<EngineAsker, String> {
+        let gateway = Gateway::new(loaded.clone());
+        if !gateway.is_ok() {
+            return Err(gateway.config_errors.join("; "));
+        }
+        let calibration = std::fs::metadata(paths::local_calibration())
+            .ok()
+            .map(|m| (m.len(), m.modified().ok()))
+            .map_or_else(String::new, |m| format!("{m:?}"));
+        let providers: Vec<String> =
+            loaded.chain().iter().map(|p| format!("{p}={:?}", loaded.config.providers.get(p))).collect();
+        let engine_key =
+            format!("{}|{:?}|{}|{calibration}", crate::gateway::VERSION, loaded.config.gateway, providers.join(";"));
+        let cache = fsutil::read_small_file(&paths::what_if_cache(), MAX_CACHE_BYTES)
+            .ok()
+            .and_then(|t| serde_json::from_str::<CacheFile>(&t).ok())
+            .filter(|c| c.format == CACHE_FORMAT && c.version == CACHE_VERSION)
+            .unwrap_or_default();
+        Ok(EngineAsker {
+            gateway,
+            budget: Duration::from_millis(loaded.config.routing.budget_ms),
+            engine_key,
+            cache,
+            dirty: false,
+            used: EngineUse::default(),
+            answered: 0,
+            failed_in_a_row: 0,
+            meter: Meter::after(Duration::from_millis(500), Duration::from_millis(200)),
+            total,
+            done: 0,
+        })
+    }
+
+    fn key(&self, brief: &str) -> String {
+        format!("{:032x}", hash(&[&self.engine_key, brief]))
+    }
+
+    /// Keeps the answers for the next run (best effort).
+    pub fn save(&mut self) {
+        self.meter.clear();
+        if !self.dirty {
+            return;
+        }
+        self.cache.format = CACHE_FORMAT.into();
+        self.cache.version = CACHE_VERSION;
+        if let Ok(bytes) = serde_json::to_vec(&self.cache) {
+            let path = paths::what_if_cache();
+            let _ = paths::ensure_parent(&path)
+                .and_then(|()| fsutil::private_dir(&paths::install_dir()))
+                .and_then(|()| fsutil::write_private(&path, &bytes));
+        }
+    }
+
+    fn progress(&mut self) {
+        self.done += 1;
+        let (done, total, cached) = (self.done, self.total, self.used.cached);
+        self.meter.draw(|| {
+            format!("asking the engine about each spawn's brief: {done} of {total} ({cached} answered before)")
+        });
+    }
+}
+
+impl Asker for EngineAsker {
+    fn features(&mut self, brief: &str) -> Asked {
+        let key = self.key(brief);
+        if let Some(k) = self.cache.answers.get(&key) {
+            self.used.cached += 1;
+            let features = k
+                .answers
+                .iter()
+                .filter_map(|(name, answer, confidence, calibrated)| {
+                    Some(FeatureAnswer {
+                        feature: Feature::named(name)?,
+                        answer: *answer,
+                        confidence: *confidence,
+                        calibrated: *calibrated,
+                    })
+                })
+                .collect();
+            let asked =
+                Asked { features: Ok(features), provider: k.provider.clone(), model: k.model.clone(), latency_ms: 0.0 };
+            self.progress();
+            return asked;
+        }
+        if self.used.gave_up {
+            self.progress();
+            return Asked {
+                features: Err("not asked: the engine answered none of the first briefs".into()),
+                provider: None,
+                model: None,
+                latency_ms: 0.0,
+            };
+        }
+        let asked = features::ask(&self.gateway, brief, Some(Instant::now() + self.budget), &new_request_id());
+        self.used.asked += 1;
+        match &asked.features {
+            Ok(fs) => {
+                self.answered += 1;
+                self.failed_in_a_row = 0;
+                self.cache.answers.insert(
+                    key,
+                    Kept4 {
+                        answers: fs
+                            .iter()
+                            .map(|f| (f.feature.name().to_string(), f.answer, f.confidence, f.calibrated))
+                            .collect(),
+                        provider: asked.provider.clone(),
+                        model: asked.model.clone(),
+                    },
+                );
+                self.dirty = true;
+            }
+            Err(e) => {
+                self.used.failed += 1;
+                self.used.failure.get_or_insert_with(|| e.clone());
+                self.failed_in_a_row += 1;
+                if self.answered == 0 && self.failed_in_a_row >= GIVE_UP_AFTER {
+                    self.used.gave_up = true;
+                }
+            }
+        }
+        self.progress();
+        asked
+    }
+
+    fn used(&self) -> EngineUse {
+        self.used.clone()
+    }
+}
+
+/// Replays `mode` on every spawn of `agg`, pricing each with `prices`; outcomes from `log`.
+pub fn build(
+    agg: &Aggregator,
+    prices: &Prices,
+    log: &SpawnLog,
+    loaded: &Loaded,
+    mode: Enforce,
+    asker: &mut dyn Asker,
+) -> WhatIf {
+    let models = Models::new(agg, prices);
+    let usage = Usage::tally(agg, &models, prices);
+    let spawns = Spawns::sort(agg);
+    let baseline = Baseline::new(agg, prices, &models, &usage, &spawns);
+    let repriced = baseline.reprice(agg, prices);
+    let cfg = &loaded.config.routing;
+
+    let mut w = WhatIf {
+        mode: mode.name().to_string(),
+        estimate: ESTIMATE,
+        spawns: spawns.all.len() as u64,
+        changed: 0,
+        lowered: 0,
+        raised: 0,
+        unchanged: 0,
+        left_alone: BTreeMap::new(),
+        cost_usd: 0.0,
+        projected_cost_usd: 0.0,
+        savings_usd: 0.0,
+        not_priced: 0,
+        moves: Vec::new(),
+        outcomes: Vec::new(),
+        engine: EngineUse::default(),
+    };
+    let mut moves: BTreeMap<(Option<Tier>, Tier), Move> = BTreeMap::new();
+    let mut left: BTreeMap<WhyLeft, u64> = BTreeMap::new();
+    let tier_name = |t: Option<Tier>| t.map_or("unknown", Tier::name).to_string();
+    for j in &spawns.all {
+        let s = j.spawn;
+        // What the spawn cost, and what it would have on each tier; `None` when not priced.
+        let spent = j.agent.and_then(|a| usage.spent(Some(a), &models)).filter(|sp| sp.tokens.total() > 0);
+        let verdict = match s.brief.as_deref().filter(|b| !b.trim().is_empty()) {
+            None => Err(WhyLeft::NoBrief),
+            Some(brief) => {
+                let model = Model::read(s.requested.clone().map(Value::String).as_ref());
+                let words = brief.split_whitespace().count();
+                match enforce::before_engine(mode, &model, s.subagent_type.as_deref(), words) {
+                    Some(l) => Err(WhyLeft::of(&l)),
+                    None => {
+                        let routed: Routed = apply_rule(cfg, asker.features(brief));
+                        settled(cfg, &routed)
+                            .and_then(|t| enforce::verdict(mode, &model, t))
+                            .map_err(|l| WhyLeft::of(&l))
+                    }
+                }
+            }
+        };
+        let cost = spent.as_ref().map(|sp| usd(sp.cost));
+        // Left as it was, or set to the tier it ran on: it costs what it cost.
+        let mut stays = || match cost {
+            Some(c) => {
+                w.cost_usd += c;
+                w.projected_cost_usd += c;
+            }
+            None => w.not_priced += 1,
+        };
+        let to = match verdict {
+            Err(why) => {
+                *left.entry(why).or_default() += 1;
+                stays();
+                continue;
+            }
+            Ok(t) if j.tier == Some(t) => {
+                stays();
+                w.unchanged += 1;
+                continue;
+            }
+            Ok(t) => t,
+        };
+        w.changed += 1;
+        match j.tier {
+            Some(t) if t > to => w.lowered += 1,
+            _ => w.raised += 1,
+        }
+        let m = moves.entry((j.tier, to)).or_insert_with(|| Move {
+            from: tier_name(j.tier),
+            to: to.name().to_string(),
+            spawns: 0,
+            cost_usd: 0.0,
+            projected_cost_usd: 0.0,
+            not_priced: 0,
+        });
+        m.spawns += 1;
+        let would = j
+            .agent
+            .and_then(|a| repriced.get(&a))
+            .filter(|_| baseline.entries[to.index()].is_some())
+            .map(|c| usd(c[to.index()]));
+        match (cost, would) {
+            (Some(c), Some(p)) => {
+                m.cost_usd += c;
+                m.projected_cost_usd += p;
+                w.cost_usd += c;
+                w.projected_cost_usd += p;
+            }
+            _ => {
+                m.not_priced += 1;
+                w.not_priced += 1;
+            }
+        }
+    }
+    w.savings_usd = w.cost_usd - w.projected_cost_usd;
+    // Order: the cheapest target first, then where from.
+    let order = |t: Option<Tier>| t.map_or(Tier::COUNT, Tier::index);
+    let mut list: Vec<((Option<Tier>, Tier), Move)> = moves.into_iter().collect();
+    list.sort_by_key(|((from, to), _)| (to.index(), order(*from)));
+    let targets: Vec<Tier> = {
+        let mut t: Vec<Tier> = list.iter().map(|((_, to), _)| *to).collect();
+        t.dedup();
+        t
+    };
+    w.moves = list.into_iter().map(|(_, m)| m).collect();
+    w.left_alone = left.into_iter().map(|(why, n)| (why.name().to_string(), n)).collect();
+    w.outcomes = outcomes(&spawns, log, &targets);
+    w.engine = asker.used();
+    w
+}
+
+/// The labelled outcomes (the routing log's) of spawns that ran on each of `tiers`: the tier from
+/// the transcripts, else the one the labeller recorded.
+fn outcomes(spawns: &Spawns<'_>, log: &SpawnLog, tiers: &[Tier]) -> Vec<TierOutcomes> {
+    let ran: HashMap<&str, Option<Tier>> = spawns.all.iter().map(|j| (j.spawn.tool_use_id.as_str(), j.tier)).collect();
+    let mut counts: BTreeMap<Tier, (u64, u64)> = BTreeMap::new();
+    for e in log.entries.iter().filter(|e| e.is_agent()) {
+        let Some(outcome) = e.outcome else { continue };
+        let tier = e.tool_use_id.as_deref().and_then(|id| ran.get(id).copied().flatten()).or(e.outcome_tier);
+        let Some(tier) = tier else { continue };
+        let c = counts.entry(tier).or_default();
+        match outcome {
+            Outcome::Succeeded => c.0 += 1,
+            Outcome::Failed => c.1 += 1,
+        }
+    }
+    tiers
+        .iter()
+        .map(|t| {
+            let (succeeded, failed) = counts.get(t).copied().unwrap_or_default();
+            let labelled = succeeded + failed;
+            TierOutcomes {
+                tier: t.name().to_string(),
+                labelled,
+                succeeded,
+                failed,
+                success: (labelled > 0).then(|| succeeded as f64 / labelled as f64),
+            }
+        })
+        .collect()
+}
