@@ -32,7 +32,7 @@ use crate::gateway::{Gateway, new_request_id};
 use crate::routing::enforce::{self, Left, Model};
 use crate::routing::entry::Outcome;
 use crate::routing::features::{Asked, FeatureAnswer};
-use crate::routing::{Routed, apply_rule, features, settled};
+use crate::routing::{agent, apply_rule, features};
 use crate::text::Meter;
 use crate::tier::Tier;
 use crate::{fsutil, paths};
@@ -57,8 +57,9 @@ enum WhyLeft {
 
 impl WhyLeft {
     fn of(left: &Left) -> WhyLeft {
-        match &left.kept {
+        match left.kept() {
             Some(k) => WhyLeft::Kept(k.as_str().to_string()),
+            // The engine failed or gave no tier (record-only and a failed rewrite cannot come here).
             None => WhyLeft::NoEngineAnswer,
         }
     }
@@ -361,11 +362,10 @@ pub fn build(
                 let words = brief.split_whitespace().count();
                 match enforce::before_engine(mode, &model, s.subagent_type.as_deref(), words) {
                     Some(l) => Err(WhyLeft::of(&l)),
+                    // The engine is asked only where its answer could change the call.
                     None => {
-                        let routed: Routed = apply_rule(cfg, asker.features(brief));
-                        settled(cfg, &routed)
-                            .and_then(|t| enforce::verdict(mode, &model, t))
-                            .map_err(|l| WhyLeft::of(&l))
+                        let routed = apply_rule(cfg, asker.features(brief));
+                        agent::action(cfg, mode, &model, None, &routed).map_err(|l| WhyLeft::of(&l))
                     }
                 }
             }

@@ -21,7 +21,7 @@ use super::enforce::{self, Left, Model};
 use super::entry::{Entry, Source};
 use super::gate::{self, Gate};
 use super::{Input, Routed, Until, cwd_of, log, meet, route, routed_entry, settled};
-use crate::config::{Enforce, Loaded};
+use crate::config::{Enforce, Loaded, RoutingConfig};
 use crate::gateway::{Gateway, new_request_id};
 use crate::tier::Tier;
 
@@ -143,12 +143,7 @@ pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
     }
     let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
     let routed = route(&gateway, cfg, &spawn.brief, deadline, &new_request_id());
-    let mut action = match early {
-        Some(left) => Err(left),
-        None => settled(cfg, &routed)
-            .map_err(Left::Unsettled)
-            .and_then(|tier| enforce::verdict(cfg.enforce, &spawn.model, tier)),
-    };
+    let mut action = action(cfg, cfg.enforce, &spawn.model, early, &routed);
     if run.gates.is_empty()
         && let Ok(tier) = action
     {
@@ -159,6 +154,22 @@ pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
     }
     run.verdict = Some(Verdict { routed, action });
     run.ended(started)
+}
+
+/// What `mode` does with a call naming `model` whose brief was `routed`: the tier it sets, or why
+/// the call passes as Claude made it (`early`, what `enforce::before_engine` found, else features not
+/// settled enough, else the verdict). The step the hook and `report --what-if` share.
+pub fn action(
+    cfg: &RoutingConfig,
+    mode: Enforce,
+    model: &Model,
+    early: Option<Left>,
+    routed: &Routed,
+) -> Result<Tier, Left> {
+    match early {
+        Some(left) => Err(left),
+        None => settled(cfg, routed).map_err(Left::Unsettled).and_then(|tier| enforce::verdict(mode, model, tier)),
+    }
 }
 
 /// The agent entry of a spawn run: `None` unless `cwd` is inside `log_dirs` and the engine answered.
