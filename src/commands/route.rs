@@ -1,18 +1,27 @@
 //! `system1 route`: what the prompt hook would do with a prompt (`--prompt`), or the agent hook with
 //! a subagent's brief (`--brief`), step by step. It runs the hooks' own code (`routing::run_prompt`,
 //! `routing::agent::run`) `Until::End`, which goes on past the gates a hook would stop at and
-//! records them, and it never writes the routing log.
+//! records them, and it never writes the routing log. The run becomes a typed record
+//! (`PromptRecord`, `BriefRecord`) that `--json` serializes and the text form prints, so both say
+//! the same thing.
 
 use std::path::PathBuf;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::json;
 
+use crate::config::Enforce;
 use crate::error::{Error, Result};
 use crate::gateway::millis;
 use crate::logging;
 use crate::routing::agent::{AgentRun, Spawn};
-use crate::routing::enforce::Model;
+use crate::routing::enforce::{Left, Model};
+use crate::routing::entry::Kept;
+use crate::routing::features::FeatureAnswer;
+use crate::routing::gate::{Gate, NoSkillHint};
+use crate::routing::skills::Picked;
 use crate::routing::{self, Input, Until, rule::Chosen};
+use crate::tier::Tier;
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("text").required(true).args(["prompt", "brief"])))]
@@ -51,11 +60,11 @@ pub fn run(args: Args) -> Result<i32> {
     if let Some(brief) = &args.brief {
         let spawn = spawn(brief, args.model.as_deref(), &args.subagent_type, cwd);
         let run = routing::agent::run(&loaded, &spawn, Until::End);
-        let report = brief_json(&loaded, &spawn, &run);
+        let record = BriefRecord::new(&loaded, &spawn, &run);
         if args.json {
-            outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
+            outln!("{}", serde_json::to_string_pretty(&record).unwrap_or_default())?;
         } else {
-            print_brief(&report)?;
+            record.print()?;
         }
         return Ok(0);
     }
@@ -64,153 +73,311 @@ pub fn run(args: Args) -> Result<i32> {
     let run = routing::run_prompt(&loaded, &input, Until::End);
     // The hook's own choice of entries (none when silent, or when the engine gave nothing to log).
     let logged = !routing::entries(&input, &run).is_empty();
-    let report = to_json(&loaded, &run, logged);
+    let record = PromptRecord::new(&loaded, &run, logged);
     if args.json {
-        outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
+        outln!("{}", serde_json::to_string_pretty(&record).unwrap_or_default())?;
     } else {
-        print_text(&report)?;
+        record.print()?;
     }
     Ok(0)
 }
 
-/// The features, the tier and the rule, as `--json` shows them for a prompt and for a brief.
-fn routed_json(loaded: &crate::config::Loaded, r: &routing::Routed) -> Value {
-    let features = match &r.asked.features {
-        Ok(fs) => json!(
-            fs.iter()
-                .map(|f| (
-                    f.feature.name().to_string(),
-                    json!({"answer": f.answer, "confidence": f.confidence, "calibrated": f.calibrated})
-                ))
-                .collect::<serde_json::Map<String, Value>>()
-        ),
-        Err(_) => Value::Null,
-    };
-    let (tier, rule, rule_text) = match &r.tier {
-        Some((t, Chosen::Rule(n))) => {
-            let text = loaded.config.routing.rules.get(n - 1).map(routing::rule::describe);
-            (json!(t), json!(n), json!(text))
-        }
-        Some((t, Chosen::Default)) => (json!(t), json!("default"), json!("no rule matched")),
-        None => (Value::Null, Value::Null, Value::Null),
-    };
-    json!({
-        "features": features,
-        "engine_error": r.asked.features.as_ref().err(),
-        "provider": r.asked.provider, "model": r.asked.model, "engine_ms": r.asked.latency_ms,
-        "tier": tier, "rule": rule, "rule_text": rule_text,
-    })
+/// The features, the tier and the rule, as a prompt's and a brief's record show them.
+#[derive(Serialize)]
+struct RoutingView<'a> {
+    /// `null` when the engine gave no answers.
+    features: Option<Features<'a>>,
+    engine_error: Option<&'a String>,
+    provider: Option<&'a str>,
+    model: Option<&'a str>,
+    engine_ms: f64,
+    tier: Option<Tier>,
+    rule: Option<Chosen>,
+    rule_text: Option<String>,
 }
 
-fn to_json(loaded: &crate::config::Loaded, run: &routing::Run, logged: bool) -> Value {
-    let hints = run.hints.as_ref();
-    let routing = hints.and_then(|h| h.routing.as_ref()).map(|r| routed_json(loaded, r));
-    let skills = hints.and_then(|h| h.picked.as_ref()).map(|p| {
-        let (pick, confidence, why) = match p.pick.skill() {
-            Ok((skill, confidence)) => (json!(skill), json!(confidence), Value::Null),
-            Err(why) => (Value::Null, Value::Null, json!(why)),
+/// The feature answers, keyed by feature name.
+struct Features<'a>(&'a [FeatureAnswer]);
+
+impl Serialize for Features<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct One {
+            answer: Option<bool>,
+            confidence: f64,
+            calibrated: bool,
+        }
+        s.collect_map(
+            self.0
+                .iter()
+                .map(|f| (f.feature, One { answer: f.answer, confidence: f.confidence, calibrated: f.calibrated })),
+        )
+    }
+}
+
+impl<'a> RoutingView<'a> {
+    fn new(loaded: &crate::config::Loaded, r: &'a routing::Routed) -> Self {
+        let rule_text = match &r.tier {
+            Some((_, Chosen::Rule(n))) => loaded.config.routing.rules.get(n - 1).map(routing::rule::describe),
+            Some((_, Chosen::Default)) => Some("no rule matched".to_string()),
+            None => None,
         };
-        json!({
-            "candidates": p.candidates.iter().map(|s| json!({"name": s.name, "origin": s.origin})).collect::<Vec<_>>(),
-            "pick": pick, "confidence": confidence, "not_picked_because": why,
-            "provider": p.provider, "engine_ms": p.latency_ms,
-        })
-    });
-    // A hint's own reason first; a hint the hook would give but for a gate, the gate.
-    let gate = run.gates.first();
-    let hint = |h: std::result::Result<&String, String>| match (h, gate) {
-        (Ok(text), None) => json!({"given": true, "text": text}),
-        (Ok(_), Some(gate)) => json!({"given": false, "because": gate}),
-        (Err(why), _) => json!({"given": false, "because": why}),
-    };
-    json!({
-        "silent_because": gate,
-        "routing": routing,
-        "routing_hint": hints.map(|h| hint(h.routing_hint.as_ref().map_err(ToString::to_string))),
-        "skills": skills,
-        "skill_hint": hints.map(|h| hint(h.skill_hint.as_ref().map_err(ToString::to_string))),
-        "logged": logged,
-        "log_dir": run.log_dir.as_ref().map(|d| d.display().to_string()),
-        "elapsed_ms": millis(run.elapsed),
-    })
-}
-
-fn print_text(r: &Value) -> Result<()> {
-    if let Some(why) = r["silent_because"].as_str() {
-        outln!("hook: silent ({why}); what it would ask anyway:")?;
-    }
-    print_routing(&r["routing"])?;
-    let hint_line = |label: &str, h: &Value| {
-        if h["given"].as_bool() == Some(true) {
-            outln!("{label}: given: {}", shown(&h["text"]))?;
-        } else {
-            outln!("{label}: none ({})", shown(&h["because"]))?;
-        }
-        Ok::<(), crate::error::Error>(())
-    };
-    hint_line("routing hint", &r["routing_hint"])?;
-    if let Some(sk) = r["skills"].as_object() {
-        let names: Vec<String> = sk["candidates"]
-            .as_array()
-            .map(|a| a.iter().map(|c| format!("{} ({})", shown(&c["name"]), shown(&c["origin"]))).collect())
-            .unwrap_or_default();
-        outln!("skills: {} candidates{}{}", names.len(), if names.is_empty() { "" } else { ": " }, names.join(", "))?;
-        match sk["pick"].as_str() {
-            Some(p) => outln!(
-                "skill pick: {p} ({:.2}, {:.1} ms)",
-                sk["confidence"].as_f64().unwrap_or(0.0),
-                sk["engine_ms"].as_f64().unwrap_or(0.0)
-            )?,
-            None => outln!("skill pick: none ({})", shown(&sk["not_picked_because"]))?,
+        RoutingView {
+            features: r.asked.features.as_deref().ok().map(Features),
+            engine_error: r.asked.features.as_ref().err(),
+            provider: r.asked.provider.as_deref(),
+            model: r.asked.model.as_deref(),
+            engine_ms: r.asked.latency_ms,
+            tier: r.tier.map(|(t, _)| t),
+            rule: r.tier.map(|(_, c)| c),
+            rule_text,
         }
     }
-    hint_line("skill hint", &r["skill_hint"])?;
-    match r["log_dir"].as_str() {
-        Some(d) if r["logged"].as_bool() == Some(true) => outln!("log: the hook would log this prompt (inside {d})")?,
-        Some(d) if r["silent_because"].is_string() => {
-            outln!("log: not logged (the hook is silent), though inside {d}")?
+
+    /// The features with their confidences, and the tier with the rule that chose it.
+    fn print(&self) -> Result<()> {
+        if let Some(Features(fs)) = &self.features {
+            outln!("features ({} {}, {:.1} ms):", or_null(self.provider), or_null(self.model), self.engine_ms)?;
+            for f in *fs {
+                let answer = match f.answer {
+                    Some(true) => "yes",
+                    Some(false) => "no",
+                    None => "abstained",
+                };
+                let cal = if f.calibrated { "calibrated" } else { "uncalibrated" };
+                outln!("  {:<10} {answer:<9} {:.2} ({cal})", f.feature.name(), f.confidence)?;
+            }
+        } else if let Some(e) = self.engine_error {
+            outln!("features: no answer ({e})")?;
         }
-        Some(d) => outln!("log: not logged (the engine gave nothing to log), though inside {d}")?,
-        None => outln!("log: not logged (cwd is outside [routing] log_dirs)")?,
-    }
-    outln!("time: {:.1} ms", r["elapsed_ms"].as_f64().unwrap_or(0.0))?;
-    Ok(())
-}
-
-/// A report field as printed: a string as it is, anything else as JSON.
-fn shown(v: &Value) -> String {
-    v.as_str().map(String::from).unwrap_or_else(|| v.to_string())
-}
-
-/// The features with their confidences, and the tier with the rule that chose it.
-fn print_routing(routing: &Value) -> Result<()> {
-    if let Some(fs) = routing["features"].as_object() {
-        outln!(
-            "features ({} {}, {:.1} ms):",
-            shown(&routing["provider"]),
-            shown(&routing["model"]),
-            routing["engine_ms"].as_f64().unwrap_or(0.0)
-        )?;
-        for (name, f) in fs {
-            let answer = match f["answer"].as_bool() {
-                Some(true) => "yes",
-                Some(false) => "no",
-                None => "abstained",
+        if let (Some(tier), Some(rule)) = (self.tier, self.rule) {
+            let rule = match rule {
+                Chosen::Default => "default".to_string(),
+                Chosen::Rule(n) => format!("rule {n}"),
             };
-            let cal = if f["calibrated"].as_bool() == Some(true) { "calibrated" } else { "uncalibrated" };
-            outln!("  {name:<10} {answer:<9} {:.2} ({cal})", f["confidence"].as_f64().unwrap_or(0.0))?;
+            outln!("tier: {tier} ({rule}: {})", or_null(self.rule_text.as_deref()))?;
         }
-    } else if let Some(e) = routing["engine_error"].as_str() {
-        outln!("features: no answer ({e})")?;
+        Ok(())
     }
-    if routing["tier"].is_string() {
-        let rule = match &routing["rule"] {
-            Value::String(d) => d.clone(),
-            n => format!("rule {n}"),
+}
+
+/// A field the record may lack, as printed.
+fn or_null(v: Option<&str>) -> &str {
+    v.unwrap_or("null")
+}
+
+/// A hint line, or why the hook gives none.
+enum Hint<'a> {
+    Given(&'a str),
+    Withheld(String),
+}
+
+impl<'a> Hint<'a> {
+    /// A hint's own reason first; a hint the hook would give but for a gate, the gate.
+    fn new<E: std::fmt::Display>(hint: &'a std::result::Result<String, E>, gate: Option<&Gate>) -> Self {
+        match (hint, gate) {
+            (Ok(text), None) => Hint::Given(text),
+            (Ok(_), Some(gate)) => Hint::Withheld(gate.to_string()),
+            (Err(why), _) => Hint::Withheld(why.to_string()),
+        }
+    }
+
+    fn print(&self, label: &str) -> Result<()> {
+        match self {
+            Hint::Given(text) => outln!("{label}: given: {text}"),
+            Hint::Withheld(why) => outln!("{label}: none ({why})"),
+        }
+    }
+}
+
+impl Serialize for Hint<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        match self {
+            Hint::Given(text) => {
+                m.serialize_entry("given", &true)?;
+                m.serialize_entry("text", text)?;
+            }
+            Hint::Withheld(why) => {
+                m.serialize_entry("given", &false)?;
+                m.serialize_entry("because", why)?;
+            }
+        }
+        m.end()
+    }
+}
+
+/// What the skill picker had to choose from and what it picked.
+#[derive(Serialize)]
+struct SkillsView<'a> {
+    candidates: Vec<Candidate<'a>>,
+    pick: Option<&'a str>,
+    confidence: Option<f64>,
+    not_picked_because: Option<NoSkillHint>,
+    provider: Option<&'a str>,
+    engine_ms: f64,
+}
+
+#[derive(Serialize)]
+struct Candidate<'a> {
+    name: &'a str,
+    origin: &'a str,
+}
+
+impl<'a> SkillsView<'a> {
+    fn new(p: &'a Picked) -> Self {
+        let (pick, confidence, not_picked_because) = match p.pick.skill() {
+            Ok((skill, confidence)) => (Some(skill), Some(confidence), None),
+            Err(why) => (None, None, Some(why)),
         };
-        outln!("tier: {} ({rule}: {})", shown(&routing["tier"]), shown(&routing["rule_text"]))?;
+        SkillsView {
+            candidates: p.candidates.iter().map(|s| Candidate { name: &s.name, origin: s.origin }).collect(),
+            pick,
+            confidence,
+            not_picked_because,
+            provider: p.provider.as_deref(),
+            engine_ms: p.latency_ms,
+        }
     }
-    Ok(())
+
+    fn print(&self) -> Result<()> {
+        let names: Vec<String> = self.candidates.iter().map(|c| format!("{} ({})", c.name, c.origin)).collect();
+        outln!("skills: {} candidates{}{}", names.len(), if names.is_empty() { "" } else { ": " }, names.join(", "))?;
+        match (self.pick, &self.not_picked_because) {
+            (Some(p), _) => outln!("skill pick: {p} ({:.2}, {:.1} ms)", self.confidence.unwrap_or(0.0), self.engine_ms),
+            (None, why) => {
+                outln!("skill pick: none ({})", why.as_ref().map_or("null".to_string(), ToString::to_string))
+            }
+        }
+    }
+}
+
+/// What the prompt hook would do with a prompt: `--json` prints it, the text form reads it.
+#[derive(Serialize)]
+struct PromptRecord<'a> {
+    silent_because: Option<&'a Gate>,
+    routing: Option<RoutingView<'a>>,
+    routing_hint: Option<Hint<'a>>,
+    skills: Option<SkillsView<'a>>,
+    skill_hint: Option<Hint<'a>>,
+    logged: bool,
+    log_dir: Option<String>,
+    elapsed_ms: f64,
+}
+
+impl<'a> PromptRecord<'a> {
+    fn new(loaded: &crate::config::Loaded, run: &'a routing::Run, logged: bool) -> Self {
+        let hints = run.hints.as_ref();
+        let gate = run.gates.first();
+        PromptRecord {
+            silent_because: gate,
+            routing: hints.and_then(|h| h.routing.as_ref()).map(|r| RoutingView::new(loaded, r)),
+            routing_hint: hints.map(|h| Hint::new(&h.routing_hint, gate)),
+            skills: hints.and_then(|h| h.picked.as_ref()).map(SkillsView::new),
+            skill_hint: hints.map(|h| Hint::new(&h.skill_hint, gate)),
+            logged,
+            log_dir: run.log_dir.as_ref().map(|d| d.display().to_string()),
+            elapsed_ms: millis(run.elapsed),
+        }
+    }
+
+    fn print(&self) -> Result<()> {
+        if let Some(why) = self.silent_because {
+            outln!("hook: silent ({why}); what it would ask anyway:")?;
+        }
+        if let Some(r) = &self.routing {
+            r.print()?;
+        }
+        print_hint("routing hint", &self.routing_hint)?;
+        if let Some(sk) = &self.skills {
+            sk.print()?;
+        }
+        print_hint("skill hint", &self.skill_hint)?;
+        print_log(&self.log_dir, self.logged, self.silent_because.is_some(), "prompt", "is silent")?;
+        outln!("time: {:.1} ms", self.elapsed_ms)
+    }
+}
+
+/// A hint line; a run that stopped before the hints (which `Until::End` never does) prints `null`.
+fn print_hint(label: &str, hint: &Option<Hint>) -> Result<()> {
+    match hint {
+        Some(h) => h.print(label),
+        None => outln!("{label}: none (null)"),
+    }
+}
+
+/// Whether the hook would write a routing log entry, and why not.
+fn print_log(log_dir: &Option<String>, logged: bool, silent: bool, what: &str, silence: &str) -> Result<()> {
+    match log_dir {
+        Some(d) if logged => outln!("log: the hook would log this {what} (inside {d})"),
+        Some(d) if silent => outln!("log: not logged (the hook {silence}), though inside {d}"),
+        Some(d) => outln!("log: not logged (the engine gave nothing to log), though inside {d}"),
+        None => outln!("log: not logged (cwd is outside [routing] log_dirs)"),
+    }
+}
+
+/// What the agent hook and `[routing] enforce` would do with a spawn.
+#[derive(Serialize)]
+struct BriefRecord<'a> {
+    silent_because: Option<&'a Gate>,
+    routing: Option<RoutingView<'a>>,
+    enforce: Enforce,
+    enforce_means: &'static str,
+    model: Option<&'a str>,
+    tier_before: Option<Tier>,
+    set_tier: Option<Tier>,
+    rewrites: bool,
+    kept: Option<Kept>,
+    unchanged_because: Option<&'a Left>,
+    logged: bool,
+    log_dir: Option<String>,
+    elapsed_ms: f64,
+}
+
+impl<'a> BriefRecord<'a> {
+    fn new(loaded: &crate::config::Loaded, spawn: &'a Spawn, run: &'a AgentRun) -> Self {
+        let action = run.verdict.as_ref().map(|v| &v.action);
+        let left = action.and_then(|a| a.as_ref().err());
+        BriefRecord {
+            silent_because: run.gates.first(),
+            routing: run.verdict.as_ref().map(|v| RoutingView::new(loaded, &v.routed)),
+            enforce: run.mode,
+            enforce_means: run.mode.describe(),
+            model: spawn.chosen.as_deref(),
+            tier_before: spawn.model.tier(),
+            set_tier: action.and_then(|a| a.as_ref().ok()).copied(),
+            rewrites: run.updated_input.is_some(),
+            kept: left.and_then(Left::kept),
+            unchanged_because: left,
+            logged: routing::agent::entry(spawn, run).is_some(),
+            log_dir: run.log_dir.as_ref().map(|d| d.display().to_string()),
+            elapsed_ms: millis(run.elapsed),
+        }
+    }
+
+    fn print(&self) -> Result<()> {
+        if let Some(why) = self.silent_because {
+            outln!("hook: does nothing ({why}); what it would ask anyway:")?;
+        }
+        if let Some(r) = &self.routing {
+            r.print()?;
+        }
+        outln!("enforce: {} ({})", self.enforce, self.enforce_means)?;
+        let model = self.model.map_or("no model".to_string(), |m| format!("model {m:?}"));
+        match self.set_tier {
+            Some(t) if self.rewrites => {
+                outln!("spawn: {model} → model \"{t}\" (the hook rewrites the call's model, nothing else)")?
+            }
+            Some(t) => outln!("spawn: {model} would become model \"{t}\", but the hook does nothing (above)")?,
+            None => outln!(
+                "spawn: {model}, passed as Claude made it ({})",
+                self.unchanged_because.map_or("null".to_string(), ToString::to_string)
+            )?,
+        }
+        print_log(&self.log_dir, self.logged, self.silent_because.is_some(), "spawn", "does nothing")?;
+        outln!("time: {:.1} ms", self.elapsed_ms)
+    }
 }
 
 /// The Agent call the agent hook would see for `brief`.
@@ -231,54 +398,4 @@ fn spawn(brief: &str, model: Option<&str>, subagent_type: &str, cwd: PathBuf) ->
         session_id: None,
         cwd: Some(cwd),
     }
-}
-
-fn brief_json(loaded: &crate::config::Loaded, spawn: &Spawn, run: &AgentRun) -> Value {
-    let action = run.verdict.as_ref().map(|v| &v.action);
-    let (set, because) = match action {
-        Some(Ok(t)) => (json!(t), Value::Null),
-        Some(Err(left)) => (Value::Null, json!(left)),
-        None => (Value::Null, Value::Null),
-    };
-    json!({
-        "silent_because": run.gates.first(),
-        "routing": run.verdict.as_ref().map(|v| routed_json(loaded, &v.routed)),
-        "enforce": run.mode,
-        "enforce_means": run.mode.describe(),
-        "model": spawn.chosen,
-        "tier_before": spawn.model.tier(),
-        "set_tier": set,
-        "rewrites": run.updated_input.is_some(),
-        "kept": action.and_then(|a| a.as_ref().err()).and_then(|l| l.kept()),
-        "unchanged_because": because,
-        "logged": routing::agent::entry(spawn, run).is_some(),
-        "log_dir": run.log_dir.as_ref().map(|d| d.display().to_string()),
-        "elapsed_ms": millis(run.elapsed),
-    })
-}
-
-fn print_brief(r: &Value) -> Result<()> {
-    if let Some(why) = r["silent_because"].as_str() {
-        outln!("hook: does nothing ({why}); what it would ask anyway:")?;
-    }
-    print_routing(&r["routing"])?;
-    outln!("enforce: {} ({})", shown(&r["enforce"]), shown(&r["enforce_means"]))?;
-    let model = r["model"].as_str().map_or("no model".to_string(), |m| format!("model {m:?}"));
-    match r["set_tier"].as_str() {
-        Some(t) if r["rewrites"].as_bool() == Some(true) => {
-            outln!("spawn: {model} → model \"{t}\" (the hook rewrites the call's model, nothing else)")?
-        }
-        Some(t) => outln!("spawn: {model} would become model \"{t}\", but the hook does nothing (above)")?,
-        None => outln!("spawn: {model}, passed as Claude made it ({})", shown(&r["unchanged_because"]))?,
-    }
-    match r["log_dir"].as_str() {
-        Some(d) if r["logged"].as_bool() == Some(true) => outln!("log: the hook would log this spawn (inside {d})")?,
-        Some(d) if r["silent_because"].is_string() => {
-            outln!("log: not logged (the hook does nothing), though inside {d}")?
-        }
-        Some(d) => outln!("log: not logged (the engine gave nothing to log), though inside {d}")?,
-        None => outln!("log: not logged (cwd is outside [routing] log_dirs)")?,
-    }
-    outln!("time: {:.1} ms", r["elapsed_ms"].as_f64().unwrap_or(0.0))?;
-    Ok(())
 }
