@@ -20,10 +20,12 @@ pub(crate) fn model_dir() -> Option<String> {
     }
 }
 
+// The routing budget at its maximum: these tests check what the engine answers, and a loaded machine
+// must not turn a slow answer into a skipped one.
 fn local_env(dir: &str, extra: &str) -> TestEnv {
     let env = TestEnv::new();
     env.write_config(&format!(
-        "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {dir:?}\n[routing]\nenabled = true\n{extra}"
+        "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {dir:?}\n[routing]\nenabled = true\nbudget_ms = 60000\n{extra}"
     ));
     env
 }

@@ -114,6 +114,26 @@ impl TestEnv {
     /// For input that would make a careless reader hang (a FIFO, stdin left open); `keep_open`
     /// leaves stdin open after `stdin` is written, as a client that never closes it would.
     pub fn run_within(&self, args: &[&str], stdin: &str, keep_open: bool, limit: Duration) -> Option<Output> {
+        self.run_until(args, stdin, keep_open, |_, waited| waited >= limit)
+    }
+
+    /// Runs the binary with `stdin`, killing it once it has used `limit` of CPU time (user plus
+    /// system, read from /proc): `None` then. For work whose cost is the point of the test: a busy
+    /// machine stretches the wall time but not the CPU time. A wall time of 20 times `limit` still
+    /// ends a child that waits without using the CPU.
+    pub fn run_within_cpu(&self, args: &[&str], stdin: &str, limit: Duration) -> Option<Output> {
+        self.run_until(args, stdin, false, |pid, waited| {
+            cpu_time(pid).is_some_and(|used| used >= limit) || waited >= limit * 20
+        })
+    }
+
+    fn run_until(
+        &self,
+        args: &[&str],
+        stdin: &str,
+        keep_open: bool,
+        over: impl Fn(u32, Duration) -> bool,
+    ) -> Option<Output> {
         let mut child = self.spawn_piped(args);
         let mut input = child.stdin.take();
         if let Some(pipe) = input.as_mut() {
@@ -126,12 +146,12 @@ impl TestEnv {
         // Read the pipes as the child writes, so that a chatty child never blocks on them.
         let out = drain(child.stdout.take());
         let err = drain(child.stderr.take());
-        let deadline = std::time::Instant::now() + limit;
+        let started = std::time::Instant::now();
         let status = loop {
             if let Some(status) = child.try_wait().expect("wait for system1") {
                 break Some(status);
             }
-            if std::time::Instant::now() >= deadline {
+            if over(child.id(), started.elapsed()) {
                 let _ = child.kill();
                 let _ = child.wait();
                 break None;
@@ -160,6 +180,18 @@ impl TestEnv {
 
 /// Reads `pipe` to its end on a thread of its own (the bytes, when joined), so that a child
 /// writing more than a pipe holds never blocks on it.
+/// The CPU time (user plus system) a running process has used so far, from `/proc/<pid>/stat`;
+/// `None` where that cannot be read (not Linux, or the process is gone).
+fn cpu_time(pid: u32) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name in parentheses may hold spaces: the fields counted here come after its ")".
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of the line, the 12th and 13th after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
+    Some(Duration::from_millis(ticks * 10))
+}
+
 pub fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
     std::thread::spawn(move || {
         let mut bytes = Vec::new();
