@@ -3,6 +3,8 @@
 //! (one fix per kind of failure), and how many log entries wait for labels.
 
 use crate::config::Loaded;
+use crate::gateway::Gateway;
+use crate::providers::{Cause, Failure, Provider};
 use crate::{paths, servers, text};
 
 /// From this many entries waiting for labels on, the hook suggests `/system1:calibrate`.
@@ -69,114 +71,46 @@ pub fn engine_setup_hint() -> String {
     )
 }
 
-/// The fix for an engine that failed with `detail` (a health probe's or a decision's), one per
-/// kind of failure, as one imperative phrase. The details are the adapters' and the HTTP
-/// helper's own wording.
-pub fn engine_fix(provider: &str, detail: &str) -> String {
-    let lower = detail.to_ascii_lowercase();
-    let server = servers::SPECS.iter().find(|s| s.name == provider);
-    if provider == MOCK {
-        return if lower.contains("configured as down") {
-            "the mock engine is configured as down: remove `down = true` from [providers.mock]".to_string()
+/// The fix for `failure` of `provider` (a health probe's or a decision's), as one imperative
+/// phrase. The provider words it ([`Provider::fix`]); what is said here is only what the provider
+/// cannot know, because it sits below `servers`: that System-1 installs and starts this engine's
+/// server itself, and where that server's log is.
+pub fn engine_fix(provider: &dyn Provider, failure: &Failure) -> String {
+    let name = provider.name();
+    let server = servers::SPECS.iter().find(|s| s.name == name);
+    if let (Cause::Refused, Some(spec)) = (failure.cause, server) {
+        return if spec.is_installed() {
+            format!("start it with `{}`", text::command(&format!("engine start {name} --wait 180")))
         } else {
-            "the mock engine is configured to fail: check `fail` in [providers.mock]".to_string()
+            format!(
+                "{name} is not installed: `{}`, then `{}` (or start your own server at the configured endpoint)",
+                text::command(&format!("engine install {name}")),
+                text::command(&format!("engine start {name} --wait 180"))
+            )
         };
     }
-    if lower.contains("not on this machine") {
-        return format!(
-            "set [providers.{provider}] allow_remote = true to use a remote engine, or point endpoint at 127.0.0.1"
-        );
-    }
-    if lower.contains("no answer within") {
-        return "the engine is up but slow: the first decision after a start loads the model, so try again; else \
-                check the engine's load, or raise [gateway] timeout_s"
-            .to_string();
-    }
-    if lower.contains("connection refused") {
-        return match (provider, server) {
-            ("ollama", _) if paths::find_on_path(&["ollama", "ollama.exe"]).is_none() => {
-                "Ollama is not installed (no `ollama` on PATH): install it from https://ollama.com, then `ollama pull` \
-                 the model"
-                    .to_string()
-            }
-            ("ollama", _) => "start Ollama (`ollama serve`, or its desktop app)".to_string(),
-            (_, Some(spec)) if !spec.is_installed() => format!(
-                "{provider} is not installed: `{}`, then `{}` (or start your own server at the configured endpoint)",
-                text::command(&format!("engine install {provider}")),
-                text::command(&format!("engine start {provider} --wait 180"))
-            ),
-            (_, Some(_)) => {
-                format!("start it with `{}`", text::command(&format!("engine start {provider} --wait 180")))
-            }
-            _ => format!("start the {provider} engine, or check [providers.{provider}] endpoint"),
-        };
-    }
-    if provider == "ollama" {
-        if lower.contains("too old") {
-            return "upgrade Ollama to 0.12.11 or later (older versions give no logprobs), then restart it".to_string();
-        }
-        if let Some(pull) = detail.split('`').nth(1).filter(|c| c.starts_with("ollama pull ")) {
-            return format!("pull the model: `{pull}`");
-        }
-    }
-    if provider == "local" {
-        // The engine's own message names the file at fault and the command that fixes it.
-        let install = detail.split('`').nth(1).filter(|c| c.contains("engine install local"));
-        if lower.contains("not installed") {
-            return match install {
-                Some(install) => format!("install its model with `{install}`"),
-                None => format!(
-                    "point [providers.local] model_dir at the folder that holds the model, or remove model_dir and \
-                     run `{}`",
-                    text::command("engine install local")
-                ),
+    let fix = provider.fix(failure);
+    if fix.see_log { format!("{}{}", fix.action, log_hint(server)) } else { fix.action }
+}
+
+/// The fix for each engine of `gateway`'s chain that `down` (engine names, say from a health
+/// report that came over the wire) lists, from a probe made here: a report in words carries no
+/// cause, and the cause is what a fix is chosen by. An engine that answers this probe gets the
+/// advice to try again; one the config cannot build, the config's.
+pub fn fixes_for(gateway: &Gateway, down: &[&str]) -> Vec<(String, String)> {
+    let health = gateway.health();
+    down.iter()
+        .map(|&name| {
+            let probe = health.providers.iter().find(|p| p.name == name);
+            let provider = gateway.chain().iter().find(|p| p.name() == name);
+            let fix = match (provider, probe.and_then(|p| p.failure.as_ref())) {
+                (Some(provider), Some(failure)) => engine_fix(provider.as_ref(), failure),
+                (Some(_), None) => "it answers a probe from this shell: run the check again".to_string(),
+                (None, _) => format!("check [providers.{name}] with `{}`", text::command("config check")),
             };
-        }
-        if lower.contains("model_dir with a working copy") {
-            return "replace the file it names in [providers.local] model_dir with a working copy (the model's \
-                    config.json, tokenizer.json and model.safetensors belong together), or remove model_dir to use \
-                    the model `engine install local` downloads"
-                .to_string();
-        }
-        if let Some(install) = install {
-            return format!("reinstall the model with `{install}` (it downloads and checks every file again)");
-        }
-    }
-    if lower.contains("http 401") || lower.contains("http 403") || lower.contains("api_key") {
-        return format!(
-            "the engine wants a key: set SYSTEM1_{}_API_KEY in the environment of Claude Code and the shell",
-            provider.to_ascii_uppercase()
-        );
-    }
-    if lower.contains("http 422") && lower.contains("unknown model") {
-        return format!(
-            "set [providers.{provider}] model to one the server has (the error lists them), or remove it to use the \
-             server's default"
-        );
-    }
-    if lower.contains("http 422") {
-        return format!(
-            "the engine refused the request as invalid: its version may not match the adapter (laya 0.4.15, von \
-             1.3.7); update the engine, or check the [providers.{provider}] keys{}",
-            log_hint(server)
-        );
-    }
-    if lower.contains("http 501") || lower.contains("http 404") || lower.contains("http 405") {
-        return format!(
-            "the server at [providers.{provider}] endpoint does not have {provider}'s routes: another program holds that \
-             port, or it is a version System-1 does not speak; point endpoint at a {provider} server"
-        );
-    }
-    if lower.contains("http 5") {
-        return format!(
-            "the engine failed inside (for Laya, often its checkpoint failing to load){}",
-            log_hint(server)
-        );
-    }
-    if lower.contains("host not found") || lower.contains("connection failed") {
-        return format!("check [providers.{provider}] endpoint: nothing answers there");
-    }
-    format!("check the {provider} engine{}", log_hint(server))
+            (name.to_string(), fix)
+        })
+        .collect()
 }
 
 /// `; see its log, <file>` for an engine System-1 runs.
@@ -192,40 +126,49 @@ pub fn pending_labels() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::providers;
+
+    /// A provider whose every fix says which cause it was given, and nothing else.
+    struct Echo(&'static str);
+
+    impl Provider for Echo {
+        fn name(&self) -> &'static str {
+            self.0
+        }
+        fn model(&self) -> String {
+            String::new()
+        }
+        fn capabilities(&self) -> providers::Capabilities {
+            providers::Capabilities { max_options: 2, one_pass: true }
+        }
+        fn decide(
+            &self,
+            _: &providers::EngineRequest,
+            _: std::time::Duration,
+        ) -> Result<Vec<providers::EngineAnswer>, Failure> {
+            Err(Failure::new(Cause::Other, "unused"))
+        }
+        fn health(&self, _: std::time::Duration) -> providers::Probe {
+            providers::Probe::Up(None)
+        }
+        fn fix(&self, failure: &Failure) -> providers::Fix {
+            providers::Fix::new(format!("{:?}", failure.cause))
+        }
+    }
 
     #[test]
-    fn each_kind_of_failure_has_its_own_fix() {
-        let fixes = [
-            ("laya", "laya: HTTP 422: unknown model './x'; choose one of ['english']"),
-            ("laya", "laya: HTTP 422: question 'q': unknown type 'decision'"),
-            ("laya", "laya: HTTP 501: Not Implemented"),
-            ("laya", "laya: HTTP 500: inference failed"),
-            ("laya", "no answer within 5.000 s"),
-            ("ollama", "ollama 0.11.0 at http://127.0.0.1:11434 is too old: logprobs need 0.12.11 or later"),
-            ("ollama", "ollama at http://x is up, but gemma4:e4b is not pulled (run `ollama pull gemma4:e4b`)"),
-            (
-                "local",
-                "the local model is not installed: /x/config.json is missing; run `system1 engine install local`",
-            ),
-            ("local", "the local model is not installed: /m/config.json is missing; point [providers.local] model_dir at a folder"),
-            ("local", "/x/model.safetensors: truncated?; reinstall the model with `system1 engine install local`"),
-            (
-                "local",
-                "/m/tokenizer.json: not a tokenizer.json; replace that file in [providers.local] model_dir with a working copy",
-            ),
-            ("von", "von: HTTP 401: missing key"),
-            ("mock", "configured as down"),
-        ]
-        .map(|(p, d)| engine_fix(p, d));
-        for (i, f) in fixes.iter().enumerate() {
-            assert!(!fixes[..i].contains(f), "two kinds share the fix {f:?}");
-            assert!(!f.contains("Start it with"), "{f}");
-        }
-        assert!(fixes[0].contains("[providers.laya] model"), "{}", fixes[0]);
-        assert!(fixes[5].contains("0.12.11"), "{}", fixes[5]);
-        assert!(fixes[6].contains("`ollama pull gemma4:e4b`"), "{}", fixes[6]);
-        assert!(fixes[8].starts_with("point [providers.local] model_dir"), "{}", fixes[8]);
-        assert!(fixes[9].starts_with("reinstall the model with `system1 engine install local`"), "{}", fixes[9]);
-        assert!(fixes[10].starts_with("replace the file it names in [providers.local] model_dir"), "{}", fixes[10]);
+    fn the_fix_is_the_providers_whatever_the_detail_says() {
+        // A detail that reads like another cause changes nothing: only the cause is looked at.
+        let failure = Failure::new(Cause::EngineTooOld, "connection refused: HTTP 422 unknown model not installed");
+        assert_eq!(engine_fix(&Echo("myengine"), &failure), "EngineTooOld");
+        let failure = Failure::new(Cause::Refused, "");
+        assert_eq!(engine_fix(&Echo("myengine"), &failure), "Refused", "not an engine System-1 runs");
+    }
+
+    #[test]
+    fn a_refused_engine_that_system1_runs_is_started_or_installed() {
+        let fix = engine_fix(&Echo("laya"), &Failure::new(Cause::Refused, "whatever"));
+        assert!(fix.starts_with("start it with `") || fix.starts_with("laya is not installed: `"), "{fix}");
+        assert!(fix.contains("engine start laya --wait 180"), "{fix}");
     }
 }

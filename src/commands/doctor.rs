@@ -16,7 +16,7 @@ use crate::config::Enforce;
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
-use crate::providers::{EngineRequest, Question, local};
+use crate::providers::{Cause, EngineRequest, Failure, Question, local};
 use crate::routing::{self, spawn_log};
 use crate::{logging, paths, state, text};
 
@@ -252,10 +252,13 @@ fn check_engines(gateway: &Gateway, r: &mut Report) {
     }
     let health = gateway.health();
     let any_up = health.providers.iter().any(|p| p.ok);
-    for p in &health.providers {
+    for (p, provider) in health.providers.iter().zip(gateway.chain()) {
         let detail = p.detail.as_deref().unwrap_or("");
         let endpoint = endpoint_of(gateway, &p.name);
-        let fix = || checks::engine_fix(&p.name, detail);
+        let fix = || match &p.failure {
+            Some(failure) => checks::engine_fix(provider.as_ref(), failure),
+            None => String::new(),
+        };
         if p.ok {
             r.ok(format!(
                 "{} engine ({}){endpoint} answers health in {:.0} ms: {detail}",
@@ -339,10 +342,15 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
     let timeout_s = gateway.loaded.config.gateway.timeout_s;
     for a in &outcome.attempts {
         let detail = unnamed(&a.provider, a.detail.as_deref().unwrap_or(""));
+        let provider = gateway.chain().iter().find(|p| p.name() == a.provider);
+        let fix = |cause: Cause| match provider {
+            Some(p) => checks::engine_fix(p.as_ref(), &Failure::new(cause, detail)),
+            None => String::new(),
+        };
         match a.outcome {
             Outcome::Timeout => r.fail(
                 format!("test decision: {} timed out after {:.0} ms (timeout_s = {timeout_s})", a.provider, a.latency_ms),
-                checks::engine_fix(&a.provider, "no answer within the timeout"),
+                fix(Cause::Timeout),
             ),
             Outcome::Malformed => r.fail(
                 format!("test decision: {} answered malformed: {detail}", a.provider),
@@ -352,7 +360,7 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
                 ),
             ),
             Outcome::Error => {
-                r.fail(format!("test decision: {} failed: {detail}", a.provider), checks::engine_fix(&a.provider, detail))
+                r.fail(format!("test decision: {} failed: {detail}", a.provider), fix(a.cause.unwrap_or(Cause::Other)))
             }
             Outcome::Ok | Outcome::Abstained => {}
         }

@@ -170,8 +170,8 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
     let deadline = Instant::now() + limit;
     loop {
         let probe = provider.health(Duration::from_secs(2));
-        if probe.ok {
-            outln!("{}: ready: {}", spec.name, probe.detail.unwrap_or_default())?;
+        if probe.ok() {
+            outln!("{}: ready: {}", spec.name, probe.detail().unwrap_or_default())?;
             return Ok(exit::OK);
         }
         if Instant::now() >= deadline {
@@ -179,7 +179,7 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
                 "{} is not ready after {} s: {}",
                 spec.name,
                 limit.as_secs(),
-                probe.detail.unwrap_or_default()
+                probe.detail().unwrap_or_default()
             ))
             .with_hint(format!("see its log, {}", spec.log_file().display())));
         }
@@ -208,8 +208,8 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
             "port": port,
             "listening": servers::listening(port),
             "pid": pid,
-            "healthy": health.as_ref().map(|h| h.ok),
-            "detail": health.and_then(|h| h.detail),
+            "healthy": health.as_ref().map(|h| h.ok()),
+            "detail": health.as_ref().and_then(|h| h.detail()),
             "autostart": autostart::is_enabled(spec, Platform::current()),
             "log": spec.log_file().display().to_string(),
         }));

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use crate::checks;
 use crate::error::{Result, exit};
-use crate::gateway::TOOLS;
+use crate::gateway::{Gateway, TOOLS};
 use crate::install::claude;
 use crate::{paths, text};
 
@@ -164,15 +164,18 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
         "degraded" | "paused" => outln!("warn       system1_health: {health_line}")?,
         "down" if config_ok => {
             outln!("warn       system1_health: {health_line}")?;
-            let fixes = health["providers"]
+            let down: Vec<&str> = health["providers"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter(|p| p["ok"].as_bool() != Some(true))
-                .map(|p| {
-                    let name = p["name"].as_str().unwrap_or("?");
-                    format!("{name}: {}", checks::engine_fix(name, p["detail"].as_str().unwrap_or("")))
-                })
+                .map(|p| p["name"].as_str().unwrap_or("?"))
+                .collect();
+            // The server's health report says what is down in words; the fix needs the cause,
+            // which a probe from here (with the same config) gives.
+            let fixes = checks::fixes_for(&Gateway::from_env(), &down)
+                .into_iter()
+                .map(|(name, fix)| format!("{name}: {fix}"))
                 .collect();
             return Ok(Verdict::EngineDown(fixes));
         }

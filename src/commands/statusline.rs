@@ -97,7 +97,7 @@ fn line() -> Option<String> {
 fn engine_answers(loaded: &Loaded, timeout: std::time::Duration) -> bool {
     let gateway = Gateway::new(loaded.clone());
     std::thread::scope(|s| {
-        let probes: Vec<_> = gateway.chain().iter().map(|p| s.spawn(move || p.health(timeout).ok)).collect();
+        let probes: Vec<_> = gateway.chain().iter().map(|p| s.spawn(move || p.health(timeout).ok())).collect();
         probes.into_iter().any(|h| h.join().unwrap_or(false))
     })
 }

@@ -15,7 +15,7 @@ use super::check::{self, Checked};
 use super::rounds::{self, Round};
 use super::stability::{self, Variant};
 use super::{Answer, Gateway, millis};
-use crate::providers::{EngineAnswer, EngineRequest, Failure, Probabilities, Provider, Question};
+use crate::providers::{Cause, EngineAnswer, EngineRequest, Failure, Probabilities, Provider, Question};
 
 /// Where one question of the request stands during an attempt.
 struct Track {
@@ -95,7 +95,9 @@ impl Gateway {
                         }
                     }
                 }
-                Err(Failure::Timeout(_)) if requests > 1 => return (Err(over_time(timeout, requests)), millis(spent)),
+                Err(f) if f.cause == Cause::Timeout && requests > 1 => {
+                    return (Err(over_time(timeout, requests)), millis(spent));
+                }
                 Err(f) => return (Err(f), millis(spent)),
             }
         }
@@ -159,7 +161,7 @@ impl Gateway {
     ) -> Result<Vec<String>, Failure> {
         let asked = &pass.request.questions;
         if given.len() != asked.len() {
-            return Err(Failure::Malformed(format!("{} answers for {} questions", given.len(), asked.len())));
+            return Err(Failure::malformed(format!("{} answers for {} questions", given.len(), asked.len())));
         }
         let mut given: Vec<Option<EngineAnswer>> = given.into_iter().map(Some).collect();
         let mut take = |k: usize| given.get_mut(k).and_then(Option::take);
@@ -283,8 +285,8 @@ fn checked(
     check: impl FnOnce(&Question, EngineAnswer) -> Result<(Answer, Option<String>), String>,
 ) -> Result<(Answer, Option<String>), Failure> {
     let at = |what: String| if where_.is_empty() { what } else { format!("{where_}: {what}") };
-    let given = given.ok_or_else(|| Failure::Malformed(at("no answer".to_string())))?;
-    check(asked, given).map_err(|e| Failure::Malformed(at(e)))
+    let given = given.ok_or_else(|| Failure::malformed(at("no answer".to_string())))?;
+    check(asked, given).map_err(|e| Failure::malformed(at(e)))
 }
 
 /// The parts of a place in a request that are not empty, joined by commas.
@@ -294,10 +296,13 @@ fn place(parts: &[String]) -> String {
 
 /// The timeout of an attempt that took more than one engine request.
 fn over_time(timeout: Duration, requests: usize) -> Failure {
-    Failure::Timeout(format!(
-        "no answer within {:.3} s after {requests} engine requests (elimination rounds)",
-        timeout.as_secs_f64()
-    ))
+    Failure::new(
+        Cause::Timeout,
+        format!(
+            "no answer within {:.3} s after {requests} engine requests (elimination rounds)",
+            timeout.as_secs_f64()
+        ),
+    )
 }
 
 #[cfg(test)]
@@ -472,7 +477,7 @@ mod tests {
         assert_eq!(
             out.0.map(|_| ()),
             // A lone question is not named by its internal key.
-            Err(Failure::Malformed("round 1 group 2: decision \"zz\" is not one of the options".into()))
+            Err(Failure::malformed("round 1 group 2: decision \"zz\" is not one of the options"))
         );
     }
 
@@ -493,14 +498,14 @@ mod tests {
         // An engine that runs out of time in the final: the attempt is a timeout that says so.
         let p = Scripted::answering("eng", 20, |r, t| {
             if r.questions.len() == 1 {
-                return Err(Failure::Timeout(format!("no answer within {:.3} s", t.as_secs_f64())));
+                return Err(Failure::timeout(t));
             }
             Ok(r.questions.iter().map(|q| shown_at(&q.options, 0, 0.5)).collect())
         });
         let (out, _) = run(&p, &choice(40), &[]);
         assert_eq!(
             out.map(|_| ()),
-            Err(Failure::Timeout("no answer within 5.000 s after 2 engine requests (elimination rounds)".into()))
+            Err(Failure::new(Cause::Timeout, "no answer within 5.000 s after 2 engine requests (elimination rounds)"))
         );
     }
 

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::{Answer, Attempt, ErrorCode, ErrorInfo, Gateway, Outcome};
 use crate::logging;
-use crate::providers::{EngineRequest, Failure, Provider};
+use crate::providers::{Cause, EngineRequest, Failure, Provider};
 
 /// The result of running the provider chain on one engine request.
 #[derive(Debug, Clone)]
@@ -36,7 +36,7 @@ impl Gateway {
             let name = provider.name().to_string();
             let Some(timeout) = self.attempt_timeout(deadline) else {
                 let detail = "the engine time budget was used up".to_string();
-                attempts.push(not_asked(name, Outcome::Timeout, &detail));
+                attempts.push(not_asked(name, Cause::Timeout, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
                 break;
             };
@@ -44,7 +44,7 @@ impl Gateway {
                 if self.loaded.config.gateway.tournament { None } else { over_limit(provider.as_ref(), request) };
             if let Some(detail) = refused {
                 logging::info(rid, &format!("{name}: {detail}"));
-                attempts.push(not_asked(name, Outcome::Error, &detail));
+                attempts.push(not_asked(name, Cause::OverLimit, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderError, message: detail });
                 continue;
             }
@@ -60,7 +60,7 @@ impl Gateway {
                     if logging::enabled(logging::Level::Debug) {
                         logging::debug(rid, &format!("{name}: {outcome:?} in {latency_ms} ms"));
                     }
-                    attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail });
+                    attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail, cause: None });
                     let (provider, model) = (Some(name), Some(provider.model()));
                     return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
                 }
@@ -99,21 +99,38 @@ fn over_limit(provider: &dyn Provider, request: &EngineRequest) -> Option<String
 }
 
 /// The attempt of a provider that was not asked.
-fn not_asked(provider: String, outcome: Outcome, detail: &str) -> Attempt {
-    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()) }
+fn not_asked(provider: String, cause: Cause, detail: &str) -> Attempt {
+    Attempt {
+        provider,
+        outcome: outcome_of(cause),
+        latency_ms: 0.0,
+        detail: Some(detail.to_string()),
+        cause: Some(cause),
+    }
+}
+
+/// The attempt outcome of a failure: a timeout and a malformed answer have their own, every other
+/// cause is an engine error.
+fn outcome_of(cause: Cause) -> Outcome {
+    match cause {
+        Cause::Timeout => Outcome::Timeout,
+        Cause::Malformed => Outcome::Malformed,
+        _ => Outcome::Error,
+    }
 }
 
 /// A failed attempt, and the error it makes if no provider after it answers.
 fn failed(provider: String, f: &Failure, latency_ms: f64, rid: &str) -> (Attempt, ErrorInfo) {
-    let (outcome, code) = match f {
-        Failure::Timeout(_) => (Outcome::Timeout, ErrorCode::ProviderTimeout),
-        Failure::Error(_) => (Outcome::Error, ErrorCode::ProviderError),
-        Failure::Malformed(_) => (Outcome::Malformed, ErrorCode::MalformedResponse),
+    let outcome = outcome_of(f.cause);
+    let code = match outcome {
+        Outcome::Timeout => ErrorCode::ProviderTimeout,
+        Outcome::Malformed => ErrorCode::MalformedResponse,
+        _ => ErrorCode::ProviderError,
     };
     let message = crate::providers::named(&provider, f.detail());
     logging::warn(rid, &format!("{message} ({outcome:?} after {latency_ms} ms)"));
     let info = ErrorInfo { code, message };
-    (Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()) }, info)
+    (Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()), cause: Some(f.cause) }, info)
 }
 
 #[cfg(test)]
@@ -129,10 +146,10 @@ mod tests {
     #[test]
     fn each_failure_kind_falls_back_and_every_try_is_recorded() {
         for (failure, outcome, code) in [
-            (Failure::Error("refused".into()), Outcome::Error, ErrorCode::ProviderError),
-            (Failure::Timeout("no answer within 0.5 s".into()), Outcome::Timeout, ErrorCode::ProviderTimeout),
-            (Failure::Malformed("not JSON".into()), Outcome::Malformed, ErrorCode::MalformedResponse),
-            (Failure::Error("x".into()), Outcome::Error, ErrorCode::ProviderError),
+            (Failure::new(Cause::Refused, "refused"), Outcome::Error, ErrorCode::ProviderError),
+            (Failure::new(Cause::Timeout, "no answer within 0.5 s"), Outcome::Timeout, ErrorCode::ProviderTimeout),
+            (Failure::malformed("not JSON"), Outcome::Malformed, ErrorCode::MalformedResponse),
+            (Failure::new(Cause::Other, "x"), Outcome::Error, ErrorCode::ProviderError),
         ] {
             let first = Scripted::new("first", Err(failure.clone()));
             let second = Scripted::new("second", Ok(vec![yes()]));

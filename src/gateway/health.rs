@@ -69,15 +69,15 @@ impl Gateway {
             .enumerate()
             .map(|(i, (p, r))| {
                 let (probe, latency_ms) = r.unwrap_or_else(|| {
-                    let detail = format!("no answer within {:.3} s", timeout.as_secs_f64());
-                    (providers::Probe { ok: false, detail: Some(detail) }, millis(started.elapsed()))
+                    (providers::Probe::Down(providers::Failure::timeout(timeout)), millis(started.elapsed()))
                 });
                 ProviderProbe {
                     name: p.name().to_string(),
                     role: if i == 0 { Role::Primary } else { Role::Fallback },
-                    ok: probe.ok,
+                    ok: probe.ok(),
                     latency_ms,
-                    detail: probe.detail,
+                    detail: probe.detail().map(String::from),
+                    failure: probe.failure().cloned(),
                 }
             })
             .collect()
@@ -92,7 +92,7 @@ mod tests {
     use super::super::testing::{Scripted, gateway};
     use super::*;
     use crate::calibration::Calibration;
-    use crate::providers::{EngineAnswer, EngineRequest, Failure, Probe, Provider};
+    use crate::providers::{Cause, EngineAnswer, EngineRequest, Failure, Probe, Provider};
 
     /// A provider that is only probed: its health is whatever `probe` says, when it says it.
     struct Probed(&'static str, Box<dyn Fn() -> Probe + Send + Sync>);
@@ -108,7 +108,7 @@ mod tests {
             providers::Capabilities { max_options: 2, one_pass: true }
         }
         fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<EngineAnswer>, Failure> {
-            Err(Failure::Error("unused".into()))
+            Err(Failure::new(Cause::Other, "unused"))
         }
         fn health(&self, _timeout: Duration) -> Probe {
             (self.1)()
@@ -121,7 +121,7 @@ mod tests {
             name,
             Box::new(move || {
                 std::thread::sleep(delay);
-                Probe { ok: true, detail: None }
+                Probe::Up(None)
             }),
         )
     }
@@ -138,14 +138,18 @@ mod tests {
                 all_here.notify_all();
                 let (here, _) = all_here.wait_timeout_while(here, Duration::from_secs(3), |h| *h < n).unwrap();
                 let ok = *here >= n;
-                Probe { ok, detail: (!ok).then(|| format!("probed alone ({} of {n})", *here)) }
+                if ok {
+                    Probe::Up(None)
+                } else {
+                    Probe::Down(Failure::new(Cause::Other, format!("probed alone ({} of {n})", *here)))
+                }
             }),
         )
     }
 
     #[test]
     fn health_is_degraded_when_only_a_fallback_is_up_and_bounded_by_the_timeout() {
-        let down = Scripted::new("down", Err(Failure::Error("x".into())));
+        let down = Scripted::new("down", Err(Failure::new(Cause::Other, "x")));
         let up = Scripted::new("up", Ok(vec![]));
         // The pause flag is passed in (health() reads it from the install dir), so no file is touched.
         let h = gateway(&[down.clone(), up.clone()]).health_with_pause(false);

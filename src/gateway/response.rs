@@ -7,7 +7,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::calibration::{Fit, Origin};
-use crate::providers::Probabilities;
+use crate::providers::{Cause, Failure, Probabilities};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -60,6 +60,9 @@ pub struct Attempt {
     pub outcome: Outcome,
     pub latency_ms: f64,
     pub detail: Option<String>,
+    /// Why the attempt failed, for a fix (`Provider::fix`); the wire has only the detail.
+    #[serde(skip)]
+    pub cause: Option<Cause>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -155,6 +158,9 @@ pub struct ProviderProbe {
     pub ok: bool,
     pub latency_ms: f64,
     pub detail: Option<String>,
+    /// Why the probe failed, for a fix (`Provider::fix`); the wire has only the detail.
+    #[serde(skip)]
+    pub failure: Option<Failure>,
 }
 
 /// The `system1_health` result.

@@ -123,7 +123,11 @@ impl Provider for Scripted {
         (self.answer)(request, timeout)
     }
     fn health(&self, _timeout: Duration) -> providers::Probe {
-        providers::Probe { ok: self.up, detail: None }
+        if self.up {
+            providers::Probe::Up(None)
+        } else {
+            providers::Probe::Down(Failure::new(providers::Cause::Other, "scripted as down"))
+        }
     }
 }
 

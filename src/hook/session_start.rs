@@ -17,7 +17,7 @@ use crate::checks::{self, NoEngine};
 use crate::claude_code;
 use crate::config::Loaded;
 use crate::gateway::Gateway;
-use crate::providers::Provider;
+use crate::providers::{Probe, Provider};
 use crate::{state, text};
 
 /// How long the engine may take to answer the session-start probe.
@@ -96,18 +96,19 @@ fn findings(loaded: &Loaded) -> Vec<String> {
 
 /// Probes every provider of the chain in parallel; `None` when any of them answers.
 fn engine_down(chain: &[std::sync::Arc<dyn Provider>]) -> Option<String> {
-    let probes: Vec<(String, crate::providers::Probe)> = std::thread::scope(|s| {
+    let probes: Vec<(usize, Probe)> = std::thread::scope(|s| {
         let handles: Vec<_> =
-            chain.iter().map(|p| s.spawn(move || (p.name().to_string(), p.health(PROBE_TIMEOUT)))).collect();
+            chain.iter().enumerate().map(|(i, p)| s.spawn(move || (i, p.health(PROBE_TIMEOUT)))).collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    if probes.is_empty() || probes.iter().any(|(_, p)| p.ok) {
-        return None;
-    }
-    let (name, probe) = &probes[0];
-    let detail = probe.detail.as_deref().unwrap_or("no answer");
+    let (provider, failure) = match probes.first() {
+        Some((i, Probe::Down(failure))) if !probes.iter().any(|(_, p)| p.ok()) => (&chain[*i], failure),
+        _ => return None,
+    };
     Some(format!(
-        "system1: routing is on, but the {name} engine does not answer ({detail}). To fix it, {}; or run /system1:doctor.",
-        checks::engine_fix(name, detail)
+        "system1: routing is on, but the {} engine does not answer ({}). To fix it, {}; or run /system1:doctor.",
+        provider.name(),
+        failure.detail,
+        checks::engine_fix(provider.as_ref(), failure)
     ))
 }

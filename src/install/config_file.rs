@@ -78,14 +78,17 @@ fn probe_example_engine(config_path: &Path) -> Result<(), String> {
         return Err(if why.is_empty() { format!("{EXAMPLE_ENGINE} is not available") } else { why });
     };
     let probe = engine.health(PROBE_TIMEOUT);
-    if probe.ok { Ok(()) } else { Err(probe.detail.unwrap_or_else(|| format!("{EXAMPLE_ENGINE} did not answer"))) }
+    match probe {
+        providers::Probe::Up(_) => Ok(()),
+        providers::Probe::Down(f) => Err(f.detail),
+    }
 }
 
 /// Whether the local engine's model is installed and loads (its health probe maps the model).
 fn local_engine_answers(config_path: &Path) -> bool {
     let loaded = config::load_from(config_path.to_path_buf(), &config::process_env());
     let settings = loaded.provider_settings("local");
-    providers::build("local", &settings).is_some_and(|p| p.health(PROBE_TIMEOUT).ok)
+    providers::build("local", &settings).is_some_and(|p| p.health(PROBE_TIMEOUT).ok())
 }
 
 /// The example with `engine` selected instead of the example's, and a comment saying why (`why`,

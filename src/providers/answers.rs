@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::{EngineAnswer, EngineRequest, Failure, Probabilities};
+use super::{Cause, EngineAnswer, EngineRequest, Failure, Probabilities};
 use crate::config::Settings;
 
 /// Rounds to 4 decimals, the precision engines report.
@@ -109,20 +109,19 @@ pub fn api_key(s: &Settings) -> Option<String> {
 pub fn auth_failure(engine: &str, key_set: bool, detail: &str) -> Failure {
     let var = format!("SYSTEM1_{}_API_KEY", engine.to_ascii_uppercase());
     if key_set {
-        Failure::Error(format!("{engine} refused the API key in {var}: it is wrong ({detail})"))
+        Failure::new(Cause::Unauthorised, format!("{engine} refused the API key in {var}: it is wrong ({detail})"))
     } else {
-        Failure::Error(format!("{engine} requires an API key: it is missing; set {var} to the server's key ({detail})"))
+        Failure::new(
+            Cause::Unauthorised,
+            format!("{engine} requires an API key: it is missing; set {var} to the server's key ({detail})"),
+        )
     }
 }
 
 /// Time left before `deadline`, or a timeout failure when none is left.
 pub fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration, Failure> {
     let left = deadline.saturating_duration_since(Instant::now());
-    if left.is_zero() {
-        Err(Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())))
-    } else {
-        Ok(left)
-    }
+    if left.is_zero() { Err(Failure::timeout(timeout)) } else { Ok(left) }
 }
 
 /// Refuses a request with more options than the engine takes, before anything is sent. The gateway
@@ -130,7 +129,10 @@ pub fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration, Failu
 /// own, and says why the engine has that limit.
 pub fn check_option_limit(engine: &str, request: &EngineRequest, max: usize, why: &str) -> Result<(), Failure> {
     match request.questions.iter().find(|q| q.options.len() > max) {
-        Some(q) => Err(Failure::Error(format!("{engine}: {} options exceed the limit of {max}{why}", q.options.len()))),
+        Some(q) => Err(Failure::new(
+            Cause::OverLimit,
+            format!("{engine}: {} options exceed the limit of {max}{why}", q.options.len()),
+        )),
         None => Ok(()),
     }
 }

@@ -11,7 +11,7 @@ use ureq::http::Uri;
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
 use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
-use super::Failure;
+use super::{Cause, Failure};
 
 /// An engine's base URL, checked once when the provider is built.
 #[derive(Debug, Clone)]
@@ -89,7 +89,8 @@ impl Endpoint {
     }
 
     pub fn post(&self, path: &str, body: &Value, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
-        let bytes = serde_json::to_vec(body).map_err(|e| Failure::Error(format!("cannot encode request: {e}")))?;
+        let bytes =
+            serde_json::to_vec(body).map_err(|e| Failure::new(Cause::Other, format!("cannot encode request: {e}")))?;
         let mut req = self
             .agent
             .post(format!("{}{path}", self.url))
@@ -123,19 +124,34 @@ fn read_reply(
 
 fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
     match e {
-        ureq::Error::Timeout(_) => Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())),
+        ureq::Error::Timeout(_) => Failure::timeout(timeout),
         ureq::Error::Io(io)
             if io.kind() == std::io::ErrorKind::TimedOut || io.kind() == std::io::ErrorKind::WouldBlock =>
         {
-            Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64()))
+            Failure::timeout(timeout)
         }
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            Failure::Error("connection refused: is the engine running?".to_string())
+            Failure::new(Cause::Refused, "connection refused: is the engine running?")
         }
-        ureq::Error::Io(io) => Failure::Error(format!("connection failed: {io}")),
-        ureq::Error::HostNotFound => Failure::Error("host not found".to_string()),
-        other => Failure::Error(format!("HTTP failure: {other}")),
+        ureq::Error::Io(io) => Failure::new(Cause::Unreachable, format!("connection failed: {io}")),
+        ureq::Error::HostNotFound => Failure::new(Cause::Unreachable, "host not found"),
+        other => Failure::new(Cause::Other, format!("HTTP failure: {other}")),
     }
+}
+
+/// The failure for an HTTP reply that is not a success: `prefix` (`laya: `, `von at URL: `), then
+/// `HTTP status: explanation`. Its
+/// cause is the status, except for the two every engine means the same by: 401 and 403 (a key),
+/// and a model the server says it does not have (laya-serve's 422 `unknown model`, the System One
+/// API's `Unknown model: NAME`), which the server's own explanation is the only place to read.
+pub fn status_failure(prefix: &str, reply: &Reply) -> Failure {
+    let detail = error_detail(reply);
+    let cause = match reply.status {
+        401 | 403 => Cause::Unauthorised,
+        400 | 404 | 422 if detail.to_ascii_lowercase().contains("unknown model") => Cause::UnknownModel,
+        status => Cause::HttpStatus(status),
+    };
+    Failure::new(cause, format!("{prefix}{detail}"))
 }
 
 /// The engine's own explanation from an error body, in any of the shapes engines use:
@@ -244,7 +260,7 @@ mod tests {
 
     fn assert_cut_off(result: Result<Reply, Failure>, started: Instant, timeout: Duration) {
         let took = started.elapsed();
-        assert!(matches!(result, Err(Failure::Timeout(_))), "{result:?}");
+        assert!(matches!(&result, Err(f) if f.cause == Cause::Timeout), "{result:?}");
         assert!(took >= timeout.mul_f64(0.9), "gave up early: {took:?}");
         // Generous: the point is that it returns at the timeout, not after the fake's 60 s hang.
         assert!(took < Duration::from_secs(10), "took {took:?} for a timeout of {timeout:?}");
@@ -275,7 +291,7 @@ mod tests {
         let endpoint = Endpoint::new(&format!("http://127.0.0.1:{}", free_port()), false).expect("endpoint");
         let started = Instant::now();
         let r = endpoint.get("/health", Duration::from_secs(60), None);
-        assert!(matches!(&r, Err(Failure::Error(d)) if d.contains("refused")), "{r:?}");
+        assert!(matches!(&r, Err(f) if f.cause == Cause::Refused && f.detail.contains("refused")), "{r:?}");
         assert!(started.elapsed() < Duration::from_secs(10), "not held to the 60 s timeout");
     }
 

@@ -27,7 +27,7 @@ use serde_json::{Map, Value, json};
 
 use super::answers;
 use super::http::{self, Endpoint, Reply};
-use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8765";
@@ -108,7 +108,7 @@ impl Laya {
     }
 
     fn endpoint(&self) -> Result<&Endpoint, Failure> {
-        self.endpoint.as_ref().ok_or_else(|| Failure::Error("laya: the endpoint is not usable".to_string()))
+        self.endpoint.as_ref().ok_or_else(|| Failure::new(Cause::BadEndpoint, "laya: the endpoint is not usable"))
     }
 
     /// The checkpoint name for rationales and calibration.
@@ -221,10 +221,13 @@ impl Provider for Laya {
         )?;
         let total: usize = request.questions.iter().map(|q| q.options.len()).sum();
         if request.questions.len() > SERVER_MAX_QUESTIONS || total > SERVER_MAX_TOTAL_OPTIONS {
-            return Err(Failure::Error(format!(
-                "laya: {} questions with {total} options exceed laya-serve's limits ({SERVER_MAX_QUESTIONS} questions, {SERVER_MAX_TOTAL_OPTIONS} options per request)",
-                request.questions.len()
-            )));
+            return Err(Failure::new(
+                Cause::OverLimit,
+                format!(
+                    "laya: {} questions with {total} options exceed laya-serve's limits ({SERVER_MAX_QUESTIONS} questions, {SERVER_MAX_TOTAL_OPTIONS} options per request)",
+                    request.questions.len()
+                ),
+            ));
         }
         let state = answers::state_of(request);
         let mut state_text = Vec::new();
@@ -255,26 +258,26 @@ impl Provider for Laya {
         match reply.status {
             200 => {}
             401 => return Err(answers::auth_failure("laya", self.api_key.is_some(), &http::error_detail(&reply))),
-            _ => return Err(Failure::Error(format!("laya: {}", http::error_detail(&reply)))),
+            _ => return Err(http::status_failure("laya: ", &reply)),
         }
         let Some(resp) = reply.json.as_object() else {
-            return Err(Failure::Malformed("laya: the answer is not a JSON object".to_string()));
+            return Err(Failure::malformed("laya: the answer is not a JSON object".to_string()));
         };
         let routed = resp.get("routing").and_then(|r| r.get("model")).and_then(Value::as_str);
         let mut note = None;
         match (&self.pin, routed) {
             (Pin::Builtin(want), Some(got)) if canonical(got) != Some(want) => {
-                return Err(Failure::Malformed(format!(
+                return Err(Failure::malformed(format!(
                     "laya answered with checkpoint {got:?}, but {want:?} is pinned; the calibration would not match"
                 )));
             }
             (Pin::Custom(want), Some(got)) if !got.eq_ignore_ascii_case(want) => {
-                return Err(Failure::Malformed(format!(
+                return Err(Failure::malformed(format!(
                     "laya answered with checkpoint {got:?}, but {want:?} is pinned (laya-serve auto-routes names it does not know; check LAYA_EXTRA_MODELS)"
                 )));
             }
             (Pin::Custom(want), None) => {
-                return Err(Failure::Malformed(format!(
+                return Err(Failure::malformed(format!(
                     "laya sent no routing (a strict server), so the pinned checkpoint {want:?} cannot be confirmed; pin a built-in checkpoint (english, multilingual, typed-decisions) or turn off LAYA_JEV_STRICT"
                 )));
             }
@@ -288,18 +291,18 @@ impl Provider for Laya {
             _ => self.pinned_name(),
         };
         let Some(got) = resp.get("answers").and_then(Value::as_object) else {
-            return Err(Failure::Malformed("laya: the answer has no `answers` object".to_string()));
+            return Err(Failure::malformed("laya: the answer has no `answers` object".to_string()));
         };
         for (i, q) in request.questions.iter().enumerate() {
             if results[i].is_some() {
                 continue;
             }
             let Some(a) = got.get(&ids[i]) else {
-                return Err(Failure::Malformed(format!("laya: no answer for question {:?}", q.key)));
+                return Err(Failure::malformed(format!("laya: no answer for question {:?}", q.key)));
             };
             let mut answer = self
                 .map_answer(&checkpoint, &q.options, a)
-                .map_err(|e| Failure::Malformed(format!("laya: the answer to {:?} {e}", q.key)))?;
+                .map_err(|e| Failure::malformed(format!("laya: the answer to {:?} {e}", q.key)))?;
             if let Some(n) = note.take() {
                 answer = answer.with_detail(n);
             }
@@ -311,33 +314,30 @@ impl Provider for Laya {
     fn health(&self, timeout: Duration) -> Probe {
         let endpoint = match self.endpoint() {
             Ok(e) => e,
-            Err(f) => return Probe { ok: false, detail: Some(f.detail().to_string()) },
+            Err(f) => return Probe::Down(f),
         };
         let base = endpoint.base().to_string();
         let reply = match endpoint.get("/health", timeout, self.api_key.as_deref()) {
             Ok(r) => r,
-            Err(f) => return Probe { ok: false, detail: Some(format!("laya-serve at {base}: {}", f.detail())) },
+            Err(f) => return Probe::Down(f.prefixed(&format!("laya-serve at {base}: "))),
         };
         if reply.status == 404 {
             // laya-serve 0.2.1 (the deprecated package) only has /healthz.
             return match endpoint.get("/healthz", timeout, self.api_key.as_deref()) {
-                Ok(r) if r.status == 200 => Probe {
-                    ok: true,
-                    detail: Some(format!(
-                        "laya-serve at {base} is the deprecated 0.2.1 package (/healthz); it does not report checkpoints; install laya[serve] instead"
-                    )),
-                },
-                _ => Probe { ok: false, detail: Some(format!("laya-serve at {base}: {}", http::error_detail(&reply))) },
+                Ok(r) if r.status == 200 => Probe::up(format!(
+                    "laya-serve at {base} is the deprecated 0.2.1 package (/healthz); it does not report checkpoints; install laya[serve] instead"
+                )),
+                _ => Probe::Down(http::status_failure(&format!("laya-serve at {base}: "), &reply)),
             };
         }
         if reply.status != 200 {
-            return Probe { ok: false, detail: Some(format!("laya-serve at {base}: {}", http::error_detail(&reply))) };
+            return Probe::Down(http::status_failure(&format!("laya-serve at {base}: "), &reply));
         }
         if reply.json.get("status").and_then(Value::as_str) != Some("ok") {
-            return Probe {
-                ok: false,
-                detail: Some(format!("laya-serve at {base} is not ok: {}", short(&reply.text))),
-            };
+            return Probe::Down(Failure::new(
+                Cause::Other,
+                format!("laya-serve at {base} is not ok: {}", short(&reply.text)),
+            ));
         }
         let Some(loaded) = reply.json.get("loaded").and_then(Value::as_array) else {
             let why = if self.api_key.is_some() {
@@ -345,10 +345,7 @@ impl Provider for Laya {
             } else {
                 "the server has a key: set SYSTEM1_LAYA_API_KEY"
             };
-            return Probe {
-                ok: true,
-                detail: Some(format!("laya-serve at {base} is up, but withholds its checkpoint list ({why})")),
-            };
+            return Probe::up(format!("laya-serve at {base} is up, but withholds its checkpoint list ({why})"));
         };
         let loaded: Vec<&str> = loaded.iter().filter_map(Value::as_str).collect();
         let device = reply.json.get("device").and_then(Value::as_str).unwrap_or("?");
@@ -376,7 +373,22 @@ impl Provider for Laya {
                 }
             }
         };
-        Probe { ok: true, detail: Some(detail) }
+        Probe::up(detail)
+    }
+
+    fn fix(&self, failure: &Failure) -> Fix {
+        match failure.cause {
+            Cause::HttpStatus(422) => Fix::new(
+                "the engine refused the request as invalid: its version may not match the adapter (laya-serve \
+                 0.4.15); update laya, or check the [providers.laya] keys",
+            )
+            .see_log(),
+            // 501: not laya-serve's routes at all, which the shared fix says.
+            Cause::HttpStatus(status @ 500..=599) if status != 501 => {
+                Fix::new("the engine failed inside (for Laya, often its checkpoint failing to load)").see_log()
+            }
+            _ => super::failure::generic_fix(self.name(), failure),
+        }
     }
 }
 

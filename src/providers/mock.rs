@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probabilities, Probe, Provider};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probabilities, Probe, Provider};
 use crate::config::Settings;
 
 /// How to replace the mock with a real engine, in the words its answers and health use.
@@ -137,13 +137,13 @@ impl Provider for Mock {
         if self.fail == "timeout" || self.delay >= timeout {
             // Behave like an engine that hangs: the attempt is cut off at the timeout.
             sleep(timeout);
-            return Err(Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())));
+            return Err(Failure::timeout(timeout));
         }
         if !self.delay.is_zero() {
             sleep(self.delay);
         }
         match self.fail.as_str() {
-            "error" => Err(Failure::Error("configured to fail".to_string())),
+            "error" => Err(Failure::new(Cause::ConfiguredToFail, "configured to fail")),
             "malformed" => Ok(request.questions.iter().map(|_| Mock::malformed()).collect()),
             _ => Ok(request.questions.iter().map(|q| self.answer_one(&q.key, &q.options)).collect()),
         }
@@ -151,12 +151,42 @@ impl Provider for Mock {
 
     fn health(&self, _timeout: Duration) -> Probe {
         if self.down {
-            return Probe { ok: false, detail: Some("configured as down".to_string()) };
+            return Probe::Down(Failure::new(Cause::ConfiguredDown, "configured as down"));
         }
         let what = if self.fail == "abstain" { "abstains on every question" } else { "gives configured answers" };
-        Probe {
-            ok: true,
-            detail: Some(format!("mock engine, model {}: not a real engine, it {what}; {}", self.model, set_up())),
+        Probe::up(format!("mock engine, model {}: not a real engine, it {what}; {}", self.model, set_up()))
+    }
+
+    /// The mock fails only as it is configured to: the fix is always the setting. (A hang is
+    /// `fail = "timeout"`, or a `delay` beyond the timeout.)
+    fn fix(&self, failure: &Failure) -> Fix {
+        if failure.cause == Cause::ConfiguredDown {
+            Fix::new("the mock engine is configured as down: remove `down = true` from [providers.mock]")
+        } else {
+            Fix::new("the mock engine is configured to fail: check `fail` in [providers.mock]")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    fn mock(toml_text: &str) -> Mock {
+        let table: toml::Table = toml_text.parse().expect("test TOML");
+        Mock::new(&Settings::new("providers.mock", table, BTreeMap::new()))
+    }
+
+    #[test]
+    fn each_way_it_is_set_to_fail_has_its_fix() {
+        let down = mock("down = true");
+        let Probe::Down(failure) = down.health(Duration::from_secs(1)) else { panic!("set down") };
+        assert!(down.fix(&failure).action.contains("remove `down = true`"), "{failure:?}");
+        let failing = mock("fail = \"error\"\ndown = true");
+        let request = EngineRequest { context: None, questions: vec![] };
+        let failure = failing.decide(&request, Duration::from_secs(1)).unwrap_err();
+        assert!(failing.fix(&failure).action.contains("check `fail`"), "{failure:?}");
     }
 }

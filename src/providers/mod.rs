@@ -7,6 +7,7 @@
 //! its name in `config::PROVIDER_NAMES`.
 
 pub mod answers;
+pub mod failure;
 #[cfg(test)]
 #[path = "../../tests/it/support/fake_http.rs"]
 pub mod fake_http;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::config::Settings;
+pub use failure::{Cause, Failure, Fix};
 
 type Constructor = fn(&Settings) -> Box<dyn Provider>;
 
@@ -204,22 +206,6 @@ impl serde::Serialize for Probabilities {
     }
 }
 
-/// Why an attempt failed; each kind maps to an attempt outcome and an error code.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Failure {
-    Timeout(String),
-    Error(String),
-    Malformed(String),
-}
-
-impl Failure {
-    pub fn detail(&self) -> &str {
-        match self {
-            Failure::Timeout(d) | Failure::Error(d) | Failure::Malformed(d) => d,
-        }
-    }
-}
-
 /// What an engine can take.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Capabilities {
@@ -230,11 +216,36 @@ pub struct Capabilities {
     pub one_pass: bool,
 }
 
-/// A health probe's result.
-#[derive(Debug, Clone)]
-pub struct Probe {
-    pub ok: bool,
-    pub detail: Option<String>,
+/// A health probe's result: up, with what the engine said about itself, or down and why.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Probe {
+    Up(Option<String>),
+    Down(Failure),
+}
+
+impl Probe {
+    pub fn up(detail: impl Into<String>) -> Self {
+        Probe::Up(Some(detail.into()))
+    }
+
+    pub fn ok(&self) -> bool {
+        matches!(self, Probe::Up(_))
+    }
+
+    /// What the probe found, in words: the engine's note when up, the failure's detail when down.
+    pub fn detail(&self) -> Option<&str> {
+        match self {
+            Probe::Up(d) => d.as_deref(),
+            Probe::Down(f) => Some(&f.detail),
+        }
+    }
+
+    pub fn failure(&self) -> Option<&Failure> {
+        match self {
+            Probe::Up(_) => None,
+            Probe::Down(f) => Some(f),
+        }
+    }
 }
 
 pub trait Provider: Send + Sync {
@@ -246,10 +257,17 @@ pub trait Provider: Send + Sync {
     fn capabilities(&self) -> Capabilities;
 
     /// Answers every question of `request`, in order, within `timeout`: one answer per question,
-    /// checked by the gateway. A reply the adapter cannot read at all is `Failure::Malformed`.
+    /// checked by the gateway. A reply the adapter cannot read at all fails with `Cause::Malformed`.
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure>;
 
     fn health(&self, timeout: Duration) -> Probe;
+
+    /// What to do about `failure`, one of this provider's own. An adapter words the fixes for
+    /// the causes only it has (a model to pull, a version to upgrade) and leaves the rest to the
+    /// shared [`failure::generic_fix`], so no caller reads a detail to find the fix.
+    fn fix(&self, failure: &Failure) -> Fix {
+        failure::generic_fix(self.name(), failure)
+    }
 }
 
 /// `detail` as a line about `provider`: `provider: detail`, unless it names the provider first

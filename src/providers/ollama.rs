@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 
 use super::answers;
 use super::http::{self, Endpoint};
-use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider, Question};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:11434";
@@ -56,7 +56,7 @@ impl Ollama {
     }
 
     fn endpoint(&self) -> Result<&Endpoint, Failure> {
-        self.endpoint.as_ref().ok_or_else(|| Failure::Error("ollama: the endpoint is not usable".to_string()))
+        self.endpoint.as_ref().ok_or_else(|| Failure::new(Cause::BadEndpoint, "ollama: the endpoint is not usable"))
     }
 
     /// Whether the model thinks (so `think: false` must be sent), asked once of `/api/show`.
@@ -66,7 +66,7 @@ impl Ollama {
         }
         let reply = self.endpoint()?.post("/api/show", &json!({"model": self.model}), timeout, None)?;
         if reply.status != 200 {
-            return Err(Failure::Error(format!("ollama: {}", http::error_detail(&reply))));
+            return Err(ollama_refusal(&reply));
         }
         let thinks = reply
             .json
@@ -125,7 +125,7 @@ impl Ollama {
         let endpoint = self.endpoint()?;
         let reply = endpoint.post("/api/chat", &body, timeout, None)?;
         if reply.status != 200 {
-            return Err(Failure::Error(format!("ollama: {}", http::error_detail(&reply))));
+            return Err(ollama_refusal(&reply));
         }
         let top = reply
             .json
@@ -135,9 +135,9 @@ impl Ollama {
             .and_then(|first| first.get("top_logprobs"))
             .and_then(Value::as_array);
         let Some(top) = top else {
-            return Err(Failure::Error(
-                "ollama sent no logprobs: System-1 needs Ollama 0.12.11 or later (check `ollama --version`)"
-                    .to_string(),
+            return Err(Failure::new(
+                Cause::EngineTooOld,
+                "ollama sent no logprobs: System-1 needs Ollama 0.12.11 or later (check `ollama --version`)",
             ));
         };
         let tokens: Vec<(String, f64)> = top
@@ -215,16 +215,31 @@ impl Provider for Ollama {
         Ok(out)
     }
 
+    fn fix(&self, failure: &Failure) -> Fix {
+        match failure.cause {
+            Cause::Refused if crate::paths::find_on_path(&["ollama", "ollama.exe"]).is_none() => Fix::new(
+                "Ollama is not installed (no `ollama` on PATH): install it from https://ollama.com, then `ollama pull` \
+                 the model",
+            ),
+            Cause::Refused => Fix::new("start Ollama (`ollama serve`, or its desktop app)"),
+            Cause::EngineTooOld => {
+                Fix::new("upgrade Ollama to 0.12.11 or later (older versions give no logprobs), then restart it")
+            }
+            Cause::ModelMissing => Fix::new(format!("pull the model: `ollama pull {}`", self.model)),
+            _ => super::failure::generic_fix(self.name(), failure),
+        }
+    }
+
     fn health(&self, timeout: Duration) -> Probe {
         let endpoint = match self.endpoint() {
             Ok(e) => e,
-            Err(f) => return Probe { ok: false, detail: Some(f.detail().to_string()) },
+            Err(f) => return Probe::Down(f),
         };
         let base = endpoint.base().to_string();
         let reply = match endpoint.get("/api/tags", timeout, None) {
             Ok(r) if r.status == 200 => r,
-            Ok(r) => return Probe { ok: false, detail: Some(format!("ollama at {base}: {}", http::error_detail(&r))) },
-            Err(f) => return Probe { ok: false, detail: Some(format!("ollama at {base}: {}", f.detail())) },
+            Ok(r) => return Probe::Down(http::status_failure(&format!("ollama at {base}: "), &r)),
+            Err(f) => return Probe::Down(f.prefixed(&format!("ollama at {base}: "))),
         };
         let names: Vec<&str> = reply
             .json
@@ -237,33 +252,35 @@ impl Provider for Ollama {
         let latest = format!("{}:latest", self.model);
         let listed = names.iter().any(|n| *n == self.model || (!self.model.contains(':') && *n == latest));
         if !listed {
-            return Probe {
-                ok: false,
-                detail: Some(format!(
-                    "ollama at {base} is up, but {} is not pulled (run `ollama pull {}`)",
-                    self.model, self.model
-                )),
-            };
+            return Probe::Down(Failure::new(
+                Cause::ModelMissing,
+                format!("ollama at {base} is up, but {} is not pulled (run `ollama pull {}`)", self.model, self.model),
+            ));
         }
         let version = endpoint
             .get("/api/version", timeout, None)
             .ok()
             .and_then(|r| r.json.get("version").and_then(Value::as_str).map(String::from));
         match version {
-            Some(v) if !at_least(&v, [0, 12, 11]) => Probe {
-                ok: false,
-                detail: Some(format!("ollama {v} at {base} is too old: logprobs need 0.12.11 or later")),
-            },
-            v => Probe {
-                ok: true,
-                detail: Some(format!(
-                    "ollama {} at {base} has {}",
-                    v.as_deref().unwrap_or("(version unknown)"),
-                    self.model
-                )),
-            },
+            Some(v) if !at_least(&v, [0, 12, 11]) => Probe::Down(Failure::new(
+                Cause::EngineTooOld,
+                format!("ollama {v} at {base} is too old: logprobs need 0.12.11 or later"),
+            )),
+            v => Probe::up(format!(
+                "ollama {} at {base} has {}",
+                v.as_deref().unwrap_or("(version unknown)"),
+                self.model
+            )),
         }
     }
+}
+
+/// An error reply from Ollama. It answers a model it does not have with HTTP 404 and `model "NAME"
+/// not found`, on every route that takes a model: that is a model to pull, not a route missing.
+fn ollama_refusal(reply: &http::Reply) -> Failure {
+    let failure = http::status_failure("ollama: ", reply);
+    let named_model = reply.json.get("error").and_then(Value::as_str).is_some_and(|e| e.starts_with("model "));
+    if reply.status == 404 && named_model { Failure::new(Cause::ModelMissing, failure.detail) } else { failure }
 }
 
 /// Whether a version string like `0.12.11` (or `0.13.0-rc1`) is at least `min`.

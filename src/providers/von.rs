@@ -22,7 +22,7 @@ use serde_json::{Map, Value, json};
 
 use super::answers;
 use super::http::{self, Endpoint};
-use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8777";
@@ -55,7 +55,7 @@ impl Von {
     }
 
     fn endpoint(&self) -> Result<&Endpoint, Failure> {
-        self.endpoint.as_ref().ok_or_else(|| Failure::Error("von: the endpoint is not usable".to_string()))
+        self.endpoint.as_ref().ok_or_else(|| Failure::new(Cause::BadEndpoint, "von: the endpoint is not usable"))
     }
 
     fn map_answer(&self, options: &[String], a: &Value) -> Result<EngineAnswer, String> {
@@ -105,10 +105,13 @@ impl Provider for Von {
         for q in &request.questions {
             let chars: usize = q.options.iter().map(|o| o.chars().count()).sum();
             if chars > MAX_OPTION_CHARS_PER_QUESTION {
-                return Err(Failure::Error(format!(
-                    "von: the options of {:?} are {chars} characters long, more than von's 8192-token window holds (at most {MAX_OPTION_CHARS_PER_QUESTION})",
-                    q.key
-                )));
+                return Err(Failure::new(
+                    Cause::OverLimit,
+                    format!(
+                        "von: the options of {:?} are {chars} characters long, more than von's 8192-token window holds (at most {MAX_OPTION_CHARS_PER_QUESTION})",
+                        q.key
+                    ),
+                ));
             }
         }
         let ids = answers::question_ids(request);
@@ -128,19 +131,23 @@ impl Provider for Von {
             200 => {}
             401 => return Err(answers::auth_failure("von", self.api_key.is_some(), &http::error_detail(&reply))),
             422 => {
-                let detail = http::error_detail(&reply);
-                let lower = detail.to_ascii_lowercase();
+                let failure = http::status_failure("von: ", &reply);
+                let lower = failure.detail.to_ascii_lowercase();
                 if lower.contains("failed to load") || lower.contains("weights") {
-                    return Err(Failure::Error(format!(
-                        "von failed to load its model (check the checkpoint and the server log): {detail}"
-                    )));
+                    return Err(Failure::new(
+                        Cause::ModelBroken,
+                        format!(
+                            "von failed to load its model (check the checkpoint and the server log): {}",
+                            http::error_detail(&reply)
+                        ),
+                    ));
                 }
-                return Err(Failure::Error(format!("von: {detail}")));
+                return Err(failure);
             }
-            _ => return Err(Failure::Error(format!("von: {}", http::error_detail(&reply)))),
+            _ => return Err(http::status_failure("von: ", &reply)),
         }
         let Some(got) = reply.json.get("answers").and_then(Value::as_object) else {
-            return Err(Failure::Malformed("von: the answer has no `answers` object".to_string()));
+            return Err(Failure::malformed("von: the answer has no `answers` object".to_string()));
         };
         let mut note = reply.json.get("truncation").filter(|t| t.is_object()).map(|t| {
             format!(
@@ -153,11 +160,11 @@ impl Provider for Von {
         let mut out = Vec::with_capacity(request.questions.len());
         for (id, q) in ids.iter().zip(&request.questions) {
             let Some(a) = got.get(id) else {
-                return Err(Failure::Malformed(format!("von: no answer for question {:?}", q.key)));
+                return Err(Failure::malformed(format!("von: no answer for question {:?}", q.key)));
             };
             let mut answer = self
                 .map_answer(&q.options, a)
-                .map_err(|e| Failure::Malformed(format!("von: the answer to {:?} {e}", q.key)))?;
+                .map_err(|e| Failure::malformed(format!("von: the answer to {:?} {e}", q.key)))?;
             if let Some(n) = note.take() {
                 answer = answer.with_detail(n);
             }
@@ -166,29 +173,40 @@ impl Provider for Von {
         Ok(out)
     }
 
+    fn fix(&self, failure: &Failure) -> Fix {
+        match failure.cause {
+            Cause::HttpStatus(422) => Fix::new(
+                "the engine refused the request as invalid: its version may not match the adapter (von 1.3.7); \
+                 update von, or check the [providers.von] keys",
+            )
+            .see_log(),
+            Cause::ModelBroken => Fix::new(
+                "von could not load its model: check the checkpoint von is started with (the server log names the \
+                 file), or reinstall von",
+            )
+            .see_log(),
+            _ => super::failure::generic_fix(self.name(), failure),
+        }
+    }
+
     fn health(&self, timeout: Duration) -> Probe {
         let endpoint = match self.endpoint() {
             Ok(e) => e,
-            Err(f) => return Probe { ok: false, detail: Some(f.detail().to_string()) },
+            Err(f) => return Probe::Down(f),
         };
         let base = endpoint.base().to_string();
         match endpoint.get("/health", timeout, None) {
-            Err(f) => Probe { ok: false, detail: Some(format!("von at {base}: {}", f.detail())) },
-            Ok(r) if r.status != 200 => {
-                Probe { ok: false, detail: Some(format!("von at {base}: {}", http::error_detail(&r))) }
-            }
+            Err(f) => Probe::Down(f.prefixed(&format!("von at {base}: "))),
+            Ok(r) if r.status != 200 => Probe::Down(http::status_failure(&format!("von at {base}: "), &r)),
             Ok(r) if r.json.get("status").and_then(Value::as_str) != Some("ok") => {
-                Probe { ok: false, detail: Some(format!("von at {base} did not say ok")) }
+                Probe::Down(Failure::new(Cause::Other, format!("von at {base} did not say ok")))
             }
             Ok(r) => {
                 let version = r.json.get("version").and_then(Value::as_str).unwrap_or("?");
                 let engine = r.json.get("engine").and_then(Value::as_str).unwrap_or("?");
-                Probe {
-                    ok: true,
-                    detail: Some(format!(
-                        "von {version} at {base} is up (engine {engine}); it loads its model on the first decision, which this check does not try"
-                    )),
-                }
+                Probe::up(format!(
+                    "von {version} at {base} is up (engine {engine}); it loads its model on the first decision, which this check does not try"
+                ))
             }
         }
     }

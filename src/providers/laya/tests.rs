@@ -130,7 +130,7 @@ fn an_answer_from_another_checkpoint_is_malformed() {
     let l = laya(&server, "");
     let err = l.decide(&req(None, vec![q("decision", "Ok?", &["yes", "no"])]), T).unwrap_err();
     assert!(
-        matches!(&err, Failure::Malformed(d) if d.contains("\"english\"") && d.contains("typed-decisions")),
+        matches!(&err, Failure { cause: Cause::Malformed, detail: d } if d.contains("\"english\"") && d.contains("typed-decisions")),
         "{err:?}"
     );
 }
@@ -157,7 +157,10 @@ fn a_strict_server_without_routing_is_accepted_only_for_a_builtin_pin() {
     assert!(out[0].detail().unwrap().contains("no routing"));
     let custom = laya(&server, "model = \"my-finetune\"");
     let err = custom.decide(&req(None, vec![q("decision", "Ok?", &["yes", "no"])]), T).unwrap_err();
-    assert!(matches!(&err, Failure::Malformed(d) if d.contains("cannot be confirmed")), "{err:?}");
+    assert!(
+        matches!(&err, Failure { cause: Cause::Malformed, detail: d } if d.contains("cannot be confirmed")),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -168,7 +171,10 @@ fn more_options_than_the_limit_are_refused_before_any_request() {
     let many: Vec<String> = (0..21).map(|i| format!("option {i}")).collect();
     let refs: Vec<&str> = many.iter().map(String::as_str).collect();
     let err = l.decide(&req(None, vec![q("decision", "Which?", &refs)]), T).unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("21 options exceed the limit of 20")), "{err:?}");
+    assert!(
+        matches!(&err, Failure { cause: Cause::OverLimit, detail: d } if d.contains("21 options exceed the limit of 20")),
+        "{err:?}"
+    );
     assert!(server.requests().is_empty(), "nothing was sent");
     let wider = laya(&server, "max_options = 30");
     assert_eq!(wider.capabilities().max_options, 30);
@@ -245,12 +251,12 @@ fn a_401_says_whether_the_key_is_missing_or_wrong() {
         FakeServer::start(|_r: &Request| Reply::json(401, &json!({"detail": "invalid or missing bearer token"})));
     let err = laya(&server, "").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
     assert!(
-        matches!(&err, Failure::Error(d) if d.contains("missing") && d.contains("SYSTEM1_LAYA_API_KEY")),
+        matches!(&err, Failure { cause: Cause::Unauthorised, detail: d } if d.contains("missing") && d.contains("SYSTEM1_LAYA_API_KEY")),
         "{err:?}"
     );
     let err =
         laya(&server, "api_key = \"nope\"").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("wrong")), "{err:?}");
+    assert!(matches!(&err, Failure { cause: Cause::Unauthorised, detail: d } if d.contains("wrong")), "{err:?}");
 }
 
 #[test]
@@ -276,7 +282,7 @@ fn every_error_status_is_a_provider_error_with_the_engines_detail() {
     ] {
         let server = FakeServer::start(move |_r: &Request| Reply::json(status, &json!({"detail": detail})));
         let err = laya(&server, "").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
-        assert_eq!(err, Failure::Error(format!("laya: HTTP {status}: {detail}")));
+        assert_eq!(err, Failure::new(Cause::HttpStatus(status), format!("laya: HTTP {status}: {detail}")));
     }
 }
 
@@ -292,7 +298,10 @@ fn a_busy_server_is_retried_once_only_when_the_wait_fits_in_the_timeout() {
         .decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), Duration::from_millis(800))
         .unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(10), "did not sleep the 30 s: {:?}", started.elapsed());
-    assert_eq!(err, Failure::Error("laya: HTTP 503: server busy, try again later (retry after 30 s)".into()));
+    assert_eq!(
+        err,
+        Failure::new(Cause::HttpStatus(503), "laya: HTTP 503: server busy, try again later (retry after 30 s)")
+    );
     assert_eq!(server.requests().len(), 1);
 
     let calls = Arc::new(AtomicUsize::new(0));
@@ -317,7 +326,7 @@ fn a_server_that_never_answers_is_cut_off_at_the_timeout() {
         .decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), Duration::from_millis(300))
         .unwrap_err();
     let took = started.elapsed();
-    assert!(matches!(err, Failure::Timeout(_)), "{err:?}");
+    assert!(err.cause == Cause::Timeout, "{err:?}");
     // Not before the timeout (load only makes it later), and not after the fake's 60 s hang.
     assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(10), "{took:?}");
 }
@@ -326,12 +335,15 @@ fn a_server_that_never_answers_is_cut_off_at_the_timeout() {
 fn broken_answers_are_malformed() {
     let server = FakeServer::start(|_r: &Request| Reply::text(200, "<html>proxy page</html>"));
     let err = laya(&server, "").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
-    assert!(matches!(err, Failure::Malformed(_)), "{err:?}");
+    assert!(err.cause == Cause::Malformed, "{err:?}");
     let server = FakeServer::start(|_r: &Request| {
         Reply::json(200, &json!({"model": "laya-rl-agent", "answers": {}, "routing": {"model": "typed-decisions"}}))
     });
     let err = laya(&server, "").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
-    assert!(matches!(&err, Failure::Malformed(d) if d.contains("no answer for question \"d\"")), "{err:?}");
+    assert!(
+        matches!(&err, Failure { cause: Cause::Malformed, detail: d } if d.contains("no answer for question \"d\"")),
+        "{err:?}"
+    );
 }
 
 fn health_server(body: Value) -> FakeServer {
@@ -346,18 +358,18 @@ fn health_warns_when_the_pinned_checkpoint_is_not_loaded() {
         "device": "cpu", "device_is_preference": false,
         "checkpoint_devices": {"english": "cpu", "multilingual": "cpu", "typed-decisions": "cuda:0"}}));
     let p = laya(&loaded, "").health(T);
-    assert!(p.ok);
-    assert!(p.detail.as_deref().unwrap().contains("typed-decisions is loaded on cuda:0"), "{p:?}");
+    assert!(p.ok());
+    assert!(p.detail().unwrap().contains("typed-decisions is loaded on cuda:0"), "{p:?}");
 
     let nothing = health_server(json!({"status": "ok", "loaded": [], "device": "cpu", "device_is_preference": true}));
     let p = laya(&nothing, "").health(T);
-    assert!(p.ok);
-    let d = p.detail.unwrap();
+    assert!(p.ok());
+    let d = p.detail().unwrap();
     assert!(d.starts_with("warning:") && d.contains("typed-decisions is not loaded") && d.contains("slow"), "{d}");
 
     let withheld = health_server(json!({"status": "ok"}));
     let p = laya(&withheld, "").health(T);
-    assert!(p.ok && p.detail.unwrap().contains("SYSTEM1_LAYA_API_KEY"));
+    assert!(p.ok() && p.detail().unwrap().contains("SYSTEM1_LAYA_API_KEY"));
     assert_eq!(withheld.requests()[0].header("authorization"), None);
 }
 
@@ -366,8 +378,8 @@ fn health_of_an_unreachable_server_says_why() {
     let port = crate::providers::fake_http::free_port();
     let s = settings(&format!("endpoint = \"http://127.0.0.1:{port}\""));
     let p = Laya::new(&s).health(T);
-    assert!(!p.ok);
-    assert!(p.detail.unwrap().contains("connection refused"));
+    assert!(!p.ok());
+    assert!(p.detail().unwrap().contains("connection refused"));
 }
 
 #[test]
@@ -380,5 +392,46 @@ fn health_recognises_the_deprecated_server() {
         }
     });
     let p = laya(&old, "model = \"laya\"").health(T);
-    assert!(p.ok && p.detail.unwrap().contains("0.2.1"));
+    assert!(p.ok() && p.detail().unwrap().contains("0.2.1"));
+}
+
+#[test]
+fn each_cause_has_its_own_fix() {
+    let server = FakeServer::start(|_r: &Request| Reply::json(500, &json!({})));
+    let l = laya(&server, "");
+    let causes = [
+        Cause::Timeout,
+        Cause::Refused,
+        Cause::Unreachable,
+        Cause::Unauthorised,
+        Cause::UnknownModel,
+        Cause::HttpStatus(422),
+        Cause::HttpStatus(501),
+        Cause::HttpStatus(500),
+    ];
+    let fixes = crate::providers::failure::distinct_fixes(&l, &causes);
+    assert!(fixes[3].contains("SYSTEM1_LAYA_API_KEY"), "{}", fixes[3]);
+    assert!(fixes[4].contains("[providers.laya] model"), "{}", fixes[4]);
+    assert!(fixes[5].contains("laya-serve 0.4.15"), "{}", fixes[5]);
+    assert!(fixes[6].contains("laya's routes"), "{}", fixes[6]);
+    assert!(fixes[7].contains("for Laya, often its checkpoint"), "{}", fixes[7]);
+}
+
+#[test]
+fn a_refusal_is_read_into_its_cause_and_the_fix_follows_the_cause_not_the_words() {
+    for (status, detail, cause) in [
+        (422, "unknown model './x'; choose one of ['english']", Cause::UnknownModel),
+        (422, "question 'q': unknown type 'decision'", Cause::HttpStatus(422)),
+        (401, "missing key", Cause::Unauthorised),
+        (501, "Not Implemented", Cause::HttpStatus(501)),
+        (500, "inference failed", Cause::HttpStatus(500)),
+    ] {
+        let server = FakeServer::start(move |_r: &Request| Reply::json(status, &json!({"detail": detail})));
+        let l = laya(&server, "");
+        let err = l.decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
+        assert_eq!(err.cause, cause, "HTTP {status}: {err:?}");
+        // The adapter may word its detail otherwise tomorrow: the fix stays the same.
+        let reworded = Failure::new(err.cause, "something else entirely");
+        assert_eq!(l.fix(&err), l.fix(&reworded), "HTTP {status}");
+    }
 }

@@ -409,9 +409,9 @@ pub fn status_report(loaded: &crate::config::Loaded) -> serde_json::Value {
     let errors = settings.take_errors();
     report["engine"] = json!("local");
     report["model"] = json!(name);
-    report["healthy"] = json!(health.as_ref().map(|h| h.ok));
+    report["healthy"] = json!(health.as_ref().map(|h| h.ok()));
     report["detail"] = match health {
-        Some(h) => json!(h.detail),
+        Some(h) => json!(h.detail()),
         None => json!(errors.join("; ")),
     };
     report

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::answers;
-use super::{Capabilities, EngineAnswer, EngineRequest, Failure, Probe, Provider, Question};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question};
 use crate::config::Settings;
 use crate::{paths, text};
 use heads::Head;
@@ -59,7 +59,7 @@ pub struct Local {
     temperature: f64,
     none_similarity: f64,
     max_options: usize,
-    loaded: OnceLock<Result<Arc<Loaded>, String>>,
+    loaded: OnceLock<Result<Arc<Loaded>, Failure>>,
     /// The last text embedded and its embedding: the routing features and the skill picker ask
     /// about the same prompt, which then costs one pass.
     last: Mutex<Option<(String, Arc<Vec<f32>>)>>,
@@ -112,7 +112,7 @@ impl Local {
         }
     }
 
-    fn load(&self) -> Result<Arc<Loaded>, String> {
+    fn load(&self) -> Result<Arc<Loaded>, Failure> {
         self.loaded
             .get_or_init(|| {
                 // Checked here, not when the config is read: a section that names a model which is
@@ -123,10 +123,13 @@ impl Local {
                     } else {
                         format!("run `{}`", text::command(&install_command(&self.name)))
                     };
-                    return Err(format!("the local model is not installed: {} is missing; {fix}", missing.display()));
+                    return Err(Failure::new(
+                        Cause::NotInstalled,
+                        format!("the local model is not installed: {} is missing; {fix}", missing.display()),
+                    ));
                 }
                 let model = Model::load(&self.dir, self.max_tokens).map_err(|e| {
-                    if self.given {
+                    let detail = if self.given {
                         // Not ours to reinstall: the user's own files.
                         format!(
                             "{e}; replace that file in [providers.local] model_dir with a working copy, or remove \
@@ -135,7 +138,8 @@ impl Local {
                         )
                     } else {
                         format!("{e}; reinstall the model with `{}`", text::command(&install_command(&self.name)))
-                    }
+                    };
+                    Failure::new(Cause::ModelBroken, detail)
                 })?;
                 let (heads, notes) = load_heads(&self.name, Some(model.dims()), &local_heads_file());
                 let cache = cache::Cache::open(&cache::file_for(&self.name), model.dims());
@@ -308,12 +312,12 @@ impl Provider for Local {
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         let started = Instant::now();
         answers::check_option_limit("local", request, self.max_options, "")?;
-        let loaded = self.load().map_err(|e| Failure::Error(format!("local: {e}")))?;
+        let loaded = self.load().map_err(|f| f.prefixed("local: "))?;
         let state = self.embed(&loaded, &state_text(request));
         let out: Vec<EngineAnswer> =
             request.questions.iter().map(|q| self.answer(&loaded, request, q, &state)).collect();
         if started.elapsed() > timeout {
-            return Err(Failure::Timeout(format!("no answer within {:.3} s", timeout.as_secs_f64())));
+            return Err(Failure::timeout(timeout));
         }
         Ok(out)
     }
@@ -341,9 +345,30 @@ impl Provider for Local {
                     detail.push_str("; ");
                     detail.push_str(n);
                 }
-                Probe { ok: true, detail: Some(detail) }
+                Probe::up(detail)
             }
-            Err(e) => Probe { ok: false, detail: Some(e) },
+            Err(f) => Probe::Down(f),
+        }
+    }
+
+    /// A model given by `model_dir` is the user's own files, not ours to reinstall.
+    fn fix(&self, failure: &Failure) -> Fix {
+        let install = text::command(&install_command(&self.name));
+        match (failure.cause, self.given) {
+            (Cause::NotInstalled, false) => Fix::new(format!("install its model with `{install}`")),
+            (Cause::NotInstalled, true) => Fix::new(format!(
+                "point [providers.local] model_dir at the folder that holds the model, or remove model_dir and run `{}`",
+                text::command("engine install local")
+            )),
+            (Cause::ModelBroken, false) => {
+                Fix::new(format!("reinstall the model with `{install}` (it downloads and checks every file again)"))
+            }
+            (Cause::ModelBroken, true) => Fix::new(
+                "replace the file it names in [providers.local] model_dir with a working copy (the model's \
+                 config.json, tokenizer.json and model.safetensors belong together), or remove model_dir to use the \
+                 model `engine install local` downloads",
+            ),
+            _ => super::failure::generic_fix(self.name(), failure),
         }
     }
 }

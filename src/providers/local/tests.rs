@@ -140,7 +140,7 @@ fn a_corrupt_or_foreign_model_is_an_error_naming_the_file() {
     let err = Model::load(&scratch, 0).err().expect("refused");
     assert!(err.file.ends_with("model.safetensors") && err.problem.contains("truncated"), "{err}");
     let probe = provider(&scratch).health(Duration::from_secs(1));
-    assert!(!probe.ok && probe.detail.as_deref().unwrap_or("").contains("engine install local"), "{probe:?}");
+    assert!(!probe.ok() && probe.detail().unwrap_or("").contains("engine install local"), "{probe:?}");
     // Not safetensors at all.
     std::fs::write(scratch.join("model.safetensors"), b"version https://git-lfs.github.com/spec/v1\n").unwrap();
     let err = Model::load(&scratch, 0).err().expect("refused");
@@ -174,10 +174,12 @@ fn a_missing_model_is_a_provider_error_with_the_fix() {
     let p = Local::new(&s);
     assert!(s.errors.borrow().is_empty(), "a section alone is not an error: {:?}", s.errors.borrow());
     let request = EngineRequest { context: None, questions: vec![] };
-    let Err(Failure::Error(why)) = p.decide(&request, Duration::from_secs(1)) else { panic!("refused") };
+    let Err(Failure { cause: Cause::NotInstalled, detail: why }) = p.decide(&request, Duration::from_secs(1)) else {
+        panic!("refused")
+    };
     assert!(why.contains("/nonexistent/system1-model/config.json is missing") && why.contains("model_dir"), "{why}");
     let probe = p.health(Duration::from_secs(1));
-    assert!(!probe.ok && probe.detail.unwrap_or_default().contains("is missing"));
+    assert!(!probe.ok() && probe.detail().unwrap_or_default().contains("is missing"));
 }
 
 #[test]
@@ -195,4 +197,15 @@ fn state_text_reads_a_context_as_a_person_would() {
     let two = serde_json::json!({"diff": "+x", "files": 3});
     assert_eq!(state_text(&r(Some(two), &["a", "b"])), "diff: +x\nfiles: 3");
     assert_eq!(state_text(&r(None, &["a", "b"])), "Which?");
+}
+
+#[test]
+fn each_cause_has_its_own_fix_and_a_given_model_dir_is_not_reinstalled() {
+    let causes = [Cause::NotInstalled, Cause::ModelBroken, Cause::Timeout, Cause::OverLimit];
+    let installed = crate::providers::failure::distinct_fixes(&Local::new(&settings("")), &causes);
+    assert!(installed[0].starts_with("install its model with `") && installed[0].contains("engine install local`"));
+    assert!(installed[1].starts_with("reinstall the model with `"), "{}", installed[1]);
+    let given = crate::providers::failure::distinct_fixes(&Local::new(&settings("model_dir = \"/m\"")), &causes);
+    assert!(given[0].starts_with("point [providers.local] model_dir"), "{}", given[0]);
+    assert!(given[1].starts_with("replace the file it names in [providers.local] model_dir"), "{}", given[1]);
 }

@@ -153,7 +153,7 @@ fn an_old_server_without_logprobs_fails_clearly() {
     let err = ollama(&server, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "?", &["a", "b"])] }, T)
         .unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("0.12.11")), "{err:?}");
+    assert!(matches!(&err, Failure { cause: Cause::EngineTooOld, detail: d } if d.contains("0.12.11")), "{err:?}");
 }
 
 #[test]
@@ -164,7 +164,7 @@ fn limits_errors_and_timeouts() {
     let many: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
     let refs: Vec<&str> = many.iter().map(String::as_str).collect();
     let err = o.decide(&EngineRequest { context: None, questions: vec![q("d", "?", &refs)] }, T).unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("21 options")));
+    assert!(matches!(&err, Failure { cause: Cause::OverLimit, detail: d } if d.contains("21 options")));
     assert!(server.requests().is_empty());
 
     let missing = FakeServer::start(|_r: &Request| {
@@ -173,14 +173,18 @@ fn limits_errors_and_timeouts() {
     let err = ollama(&missing, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "?", &["a", "b"])] }, T)
         .unwrap_err();
-    assert_eq!(err, Failure::Error("ollama: HTTP 404: model \"qwen3:4b\" not found, try pulling it first".into()));
+    // Ollama's 404 for a model it does not have is a model to pull, not a missing route.
+    assert_eq!(
+        err,
+        Failure::new(Cause::ModelMissing, "ollama: HTTP 404: model \"qwen3:4b\" not found, try pulling it first")
+    );
 
     let slow = FakeServer::start(|r: &Request| if r.path == "/api/show" { show(false) } else { Reply::hang() });
     let started = Instant::now();
     let err = ollama(&slow, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "?", &["a", "b"])] }, Duration::from_millis(300))
         .unwrap_err();
-    assert!(matches!(err, Failure::Timeout(_)), "{err:?}");
+    assert!(err.cause == Cause::Timeout, "{err:?}");
     // Generous: cut off at the timeout, not after the fake's 60 s hang.
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
@@ -198,22 +202,52 @@ fn health_needs_the_model_listed_and_a_recent_server() {
     };
     let good = server("0.12.11", tags.clone());
     let p = ollama(&good, "").health(T);
-    assert!(p.ok, "{p:?}");
-    assert!(p.detail.unwrap().contains("ollama 0.12.11"));
+    assert!(p.ok(), "{p:?}");
+    assert!(p.detail().unwrap().contains("ollama 0.12.11"));
     let p = ollama(&good, "").health(T);
-    assert!(p.ok);
+    assert!(p.ok());
 
     let other = server("0.13.0", json!({"models": [{"name": "llama3:latest", "model": "llama3:latest"}]}));
     let p = ollama(&other, "").health(T);
-    assert!(!p.ok && p.detail.unwrap().contains("ollama pull qwen3:4b"));
+    assert!(!p.ok() && p.detail().unwrap().contains("ollama pull qwen3:4b"));
     let table: toml::Table = format!("endpoint = \"{}\"\nmodel = \"llama3\"", other.url()).parse().unwrap();
     assert!(
-        Ollama::new(&Settings::new("providers.ollama", table, BTreeMap::new())).health(T).ok,
+        Ollama::new(&Settings::new("providers.ollama", table, BTreeMap::new())).health(T).ok(),
         "llama3 means llama3:latest"
     );
 
     let old = server("0.11.4", tags);
     let p = ollama(&old, "").health(T);
-    assert!(!p.ok && p.detail.unwrap().contains("too old"));
+    assert!(!p.ok() && p.detail().unwrap().contains("too old"));
     assert!(at_least("0.13.0-rc1", [0, 12, 11]) && !at_least("0.12.10", [0, 12, 11]));
+}
+
+#[test]
+fn each_cause_has_its_own_fix() {
+    let server = FakeServer::start(|_r: &Request| Reply::json(500, &json!({})));
+    let o = ollama(&server, "");
+    let causes = [Cause::Timeout, Cause::Refused, Cause::EngineTooOld, Cause::ModelMissing, Cause::HttpStatus(500)];
+    let fixes = crate::providers::failure::distinct_fixes(&o, &causes);
+    assert!(fixes[1].contains("Ollama"), "{}", fixes[1]);
+    assert!(fixes[2].contains("0.12.11"), "{}", fixes[2]);
+    assert_eq!(fixes[3], "pull the model: `ollama pull qwen3:4b`");
+}
+
+#[test]
+fn a_probe_that_fails_gives_the_cause_its_fix_is_chosen_by() {
+    // Up, but the model is not pulled: the fix is the pull, whatever the probe's words.
+    let server = FakeServer::start(|r: &Request| match r.path.as_str() {
+        "/api/tags" => Reply::json(200, &json!({"models": [{"name": "other:1b"}]})),
+        _ => Reply::json(200, &json!({"version": "0.12.11"})),
+    });
+    let o = ollama(&server, "");
+    let Probe::Down(failure) = o.health(T) else { panic!("the model is not there") };
+    assert_eq!(failure.cause, Cause::ModelMissing);
+    assert_eq!(o.fix(&Failure::new(failure.cause, "")).action, "pull the model: `ollama pull qwen3:4b`");
+    // Too old.
+    let server = FakeServer::start(|r: &Request| match r.path.as_str() {
+        "/api/tags" => Reply::json(200, &json!({"models": [{"name": "qwen3:4b"}]})),
+        _ => Reply::json(200, &json!({"version": "0.11.0"})),
+    });
+    assert_eq!(ollama(&server, "").health(T).failure().map(|f| f.cause), Some(Cause::EngineTooOld));
 }

@@ -110,7 +110,7 @@ fn a_banded_noul_alone_is_not_trusted() {
     let err = von(&server, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Greeting?", &["yes", "no"])] }, T)
         .unwrap_err();
-    assert!(matches!(&err, Failure::Malformed(d) if d.contains("banded")), "{err:?}");
+    assert!(matches!(&err, Failure { cause: Cause::Malformed, detail: d } if d.contains("banded")), "{err:?}");
 }
 
 #[test]
@@ -125,7 +125,7 @@ fn a_422_about_weights_says_the_model_failed_to_load() {
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Ok?", &["yes", "no"])] }, T)
         .unwrap_err();
     assert!(
-        matches!(&err, Failure::Error(d) if d.starts_with("von failed to load its model") && d.contains("option_marker.pt")),
+        matches!(&err, Failure { cause: Cause::ModelBroken, detail: d } if d.starts_with("von failed to load its model") && d.contains("option_marker.pt")),
         "{err:?}"
     );
     let server = FakeServer::start(|_r: &Request| {
@@ -134,7 +134,7 @@ fn a_422_about_weights_says_the_model_failed_to_load() {
     let err = von(&server, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Ok?", &["yes", "no"])] }, T)
         .unwrap_err();
-    assert_eq!(err, Failure::Error("von: HTTP 422: body.state: Field required".into()));
+    assert_eq!(err, Failure::new(Cause::HttpStatus(422), "von: HTTP 422: body.state: Field required"));
 }
 
 #[test]
@@ -144,12 +144,15 @@ fn a_401_names_the_key_variable() {
     let err = von(&server, "")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Ok?", &["yes", "no"])] }, T)
         .unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("missing") && d.contains("SYSTEM1_VON_API_KEY")), "{err:?}");
+    assert!(
+        matches!(&err, Failure { cause: Cause::Unauthorised, detail: d } if d.contains("missing") && d.contains("SYSTEM1_VON_API_KEY")),
+        "{err:?}"
+    );
     assert_eq!(server.requests()[0].header("authorization"), None);
     let err = von(&server, "api_key = \"k\"")
         .decide(&EngineRequest { context: None, questions: vec![q("d", "Ok?", &["yes", "no"])] }, T)
         .unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("wrong")), "{err:?}");
+    assert!(matches!(&err, Failure { cause: Cause::Unauthorised, detail: d } if d.contains("wrong")), "{err:?}");
     assert_eq!(server.requests()[1].header("authorization"), Some("Bearer k"));
 }
 
@@ -161,7 +164,10 @@ fn option_lists_too_long_for_the_window_are_refused_before_sending() {
     let long: Vec<String> = (0..200).map(|i| format!("{i} {}", "x".repeat(150))).collect();
     let refs: Vec<&str> = long.iter().map(String::as_str).collect();
     let err = v.decide(&EngineRequest { context: None, questions: vec![q("d", "Which?", &refs)] }, T).unwrap_err();
-    assert!(matches!(&err, Failure::Error(d) if d.contains("8192-token window")), "{err:?}");
+    assert!(
+        matches!(&err, Failure { cause: Cause::OverLimit, detail: d } if d.contains("8192-token window")),
+        "{err:?}"
+    );
     assert!(server.requests().is_empty());
 }
 
@@ -186,7 +192,7 @@ fn truncation_is_reported_and_a_hang_is_cut_off() {
             Duration::from_millis(300),
         )
         .unwrap_err();
-    assert!(matches!(err, Failure::Timeout(_)));
+    assert!(err.cause == Cause::Timeout);
     // Generous: cut off at the timeout, not after the fake's 60 s hang.
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
@@ -202,6 +208,24 @@ fn health_reads_the_static_status() {
         )
     });
     let p = von(&server, "").health(T);
-    assert!(p.ok);
-    assert!(p.detail.unwrap().contains("von 1.3.7"));
+    assert!(p.ok());
+    assert!(p.detail().unwrap().contains("von 1.3.7"));
+}
+
+#[test]
+fn each_cause_has_its_own_fix() {
+    let server = serving(0.5);
+    let v = von(&server, "");
+    let causes = [
+        Cause::Timeout,
+        Cause::Refused,
+        Cause::Unauthorised,
+        Cause::HttpStatus(422),
+        Cause::ModelBroken,
+        Cause::HttpStatus(500),
+    ];
+    let fixes = crate::providers::failure::distinct_fixes(&v, &causes);
+    assert!(fixes[2].contains("SYSTEM1_VON_API_KEY"), "{}", fixes[2]);
+    assert!(fixes[3].contains("von 1.3.7"), "{}", fixes[3]);
+    assert!(fixes[4].contains("checkpoint von is started with"), "{}", fixes[4]);
 }

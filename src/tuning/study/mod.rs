@@ -174,10 +174,10 @@ fn pick_engines(named: Option<&[String]>) -> Result<(Engines, Vec<LeftOut>)> {
             Some(p) => p.health(gateway.timeout),
             None => continue,
         };
-        if probe.ok {
+        if probe.ok() {
             engines.push((name, gateway));
         } else {
-            let why = probe.detail.unwrap_or_else(|| "its health probe failed".into());
+            let why = probe.detail().unwrap_or("its health probe failed");
             left_out.push(LeftOut { provider: name, why: format!("not answering its health probe: {why}") });
         }
     }
