@@ -25,6 +25,15 @@ use serde_json::{Map, Value};
 pub const FORMAT: &str = "system1-calibration";
 pub const VERSION: u64 = 1;
 
+/// The largest local fits file read: a fit is a few hundred bytes, and `calibrate fit` writes one
+/// per (provider, model, question or option count).
+pub const MAX_LOCAL_BYTES: u64 = 16 << 20;
+
+/// The text of the local fits file, guarded as [`Calibration::load`] says.
+pub fn read_local(local: &Path) -> std::io::Result<String> {
+    crate::fsutil::read_text(local, MAX_LOCAL_BYTES, crate::fsutil::Links::Refuse)
+}
+
 /// The fits shipped with this build.
 pub const SHIPPED: &str = include_str!("../../calibration/calibration.json");
 
@@ -99,10 +108,12 @@ pub struct Calibration {
 
 impl Calibration {
     /// The shipped fits plus the local file, when it exists. A broken local file is reported and
-    /// skipped; the shipped fits still apply.
+    /// skipped; the shipped fits still apply. The local file is `calibrate`'s own, read only when
+    /// it is a regular file of at most [`MAX_LOCAL_BYTES`] in place: a FIFO there would hang every
+    /// process that builds a gateway, a link to `/dev/zero` would fill its memory.
     pub fn load(local: &Path) -> Self {
         let mut cal = Calibration::default();
-        match std::fs::read_to_string(local) {
+        match read_local(local) {
             Ok(text) => match File::parse(&text) {
                 Ok(f) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Local, fit))),
                 Err(e) => cal.errors.push(format!("{}: {e}", local.display())),

@@ -154,7 +154,7 @@ pub enum UseEngine {
 /// user has not changed it (byte for byte); any other config is left as it is.
 pub fn use_engine(engine: &str) -> Result<UseEngine> {
     let path = paths::config_file();
-    let text = match std::fs::read_to_string(&path) {
+    let text = match crate::fsutil::read_small_file(&path, config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(UseEngine::NoConfig(path)),
         Err(e) => return Err(e).context(|| format!("cannot read {}", path.display())),

@@ -604,7 +604,7 @@ fn read_on(info: &FileInfo, prior: Option<Read>) -> Read {
     {
         // A new read of a subagent file takes its .meta.json again.
         let meta_path = info.path.with_file_name(format!("agent-{}.meta.json", agent.agent_id));
-        agent.meta = fsutil::read_small_file(&meta_path, 64 * 1024)
+        agent.meta = fsutil::read_text(&meta_path, 64 * 1024, fsutil::Links::Refuse)
             .ok()
             .and_then(|t| serde_json::from_str::<AgentMeta>(&t).ok());
     }

@@ -210,7 +210,11 @@ pub fn find_agent(tool_use_id: &str, session_id: Option<&str>) -> Option<Entry> 
 }
 
 pub fn find_agent_at(log: &Path, tool_use_id: &str, session_id: Option<&str>) -> Option<Entry> {
-    let bytes = std::fs::read(log).ok()?;
+    // The log's own writers make it a regular file in place: a FIFO or a link planted there (to
+    // `/dev/zero`, say) is refused, not waited on or read without end.
+    let (mut file, len) = fsutil::open_read(log, u64::MAX, fsutil::Links::Refuse).ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
+    file.read_to_end(&mut bytes).ok()?;
     let needle = format!("\"tool_use_id\":{}", serde_json::to_string(tool_use_id).ok()?);
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
     bytes

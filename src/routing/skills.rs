@@ -164,13 +164,9 @@ fn scan(dir: &Path, origin: &'static str, plugin: Option<&str>, deadline: Instan
 /// A SKILL.md's text, when it is a regular file of at most [`MAX_SKILL_BYTES`] that resolves to a
 /// place inside `root` (the skills folder, resolved); `None` (logged unless absent) otherwise.
 fn read_skill_file(root: &Path, file: &Path) -> Option<String> {
-    let real = std::fs::canonicalize(file).ok()?;
-    if !real.starts_with(root) {
-        logging::warn("skills", &format!("skipping {}: it links outside {}", file.display(), root.display()));
-        return None;
-    }
-    match crate::fsutil::read_small_file(&real, MAX_SKILL_BYTES) {
+    match crate::fsutil::read_text(file, MAX_SKILL_BYTES, crate::fsutil::Links::Within(root)) {
         Ok(text) => Some(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => {
             logging::warn("skills", &format!("skipping {}: {e}", file.display()));
             None

@@ -39,7 +39,6 @@ pub mod line;
 
 pub use line::{Line, Tokens};
 
-use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -358,11 +357,10 @@ fn listed_size(e: &std::fs::DirEntry, since: Option<SystemTime>) -> Option<u64> 
 const MAX_META_BYTES: u64 = 64 * 1024;
 
 fn read_meta(path: &Path) -> Option<AgentMeta> {
-    let mut bytes = Vec::with_capacity(1024);
-    File::open(path).ok()?.take(MAX_META_BYTES + 1).read_to_end(&mut bytes).ok()?;
-    if bytes.len() as u64 > MAX_META_BYTES {
-        return None;
-    }
+    // Claude Code writes it as a regular file beside the transcript, as it does the transcripts,
+    // whose links are not followed either: a FIFO there would hang the report, a link to a
+    // device flood it.
+    let bytes = crate::fsutil::read_file(path, MAX_META_BYTES, crate::fsutil::Links::Refuse).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -542,7 +540,9 @@ fn read_file_from<V: FileVisitor>(
     stats: &mut Stats,
 ) -> u64 {
     *stats = Stats { files: 1, subagent_files: u64::from(info.is_subagent()), ..Stats::default() };
-    let Ok(mut file) = File::open(&info.path) else {
+    // Listed as a regular file, but it may have been swapped for a FIFO since: opened so that it
+    // is refused rather than waited on.
+    let Ok((mut file, _)) = crate::fsutil::open_read(&info.path, u64::MAX, crate::fsutil::Links::Refuse) else {
         stats.unreadable_files = 1;
         return 0;
     };

@@ -161,7 +161,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     if a.apply {
         let fits = fits_to_write(&reports);
         let local = paths::local_calibration();
-        let existing = match std::fs::read_to_string(&local) {
+        let existing = match crate::calibration::read_local(&local) {
             Ok(t) => Some(t),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", local.display()))),
@@ -174,7 +174,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         outln!("\nWrote {} fits to {}.", fits.len(), local.display())?;
         if let Some(t) = chosen {
             let cfg_path = paths::config_file();
-            let old = match std::fs::read_to_string(&cfg_path) {
+            let old = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
                 Ok(t) => t,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
                 Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),

@@ -27,6 +27,7 @@ mod engines_laya_serve_021;
 mod engines_servers;
 mod engines_von_ollama;
 mod first_hour;
+mod guarded_reads;
 mod hook_deadlines;
 mod install;
 mod local_engine;

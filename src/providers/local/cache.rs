@@ -19,6 +19,16 @@ pub fn file_for(model: &str) -> PathBuf {
     paths::engines_dir().join("local").join("cache").join(format!("{model}.embeddings"))
 }
 
+/// The largest cache file read: at 384 dimensions a record is 1,552 bytes, so this holds about
+/// 40,000 option texts. A bigger file is not read (and is started afresh by the next write).
+const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The cache file's bytes: the cache's own file, so only a regular file in place (a FIFO there
+/// would hang the hook, a link to `/dev/zero` fill its memory).
+fn read_guarded(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::fsutil::read_file(path, MAX_FILE_BYTES, crate::fsutil::Links::Refuse)
+}
+
 type Vectors = HashMap<[u8; 16], Arc<Vec<f32>>>;
 
 pub struct Cache {
@@ -42,7 +52,7 @@ impl Cache {
 
     fn read(&self) -> Vectors {
         let mut map = HashMap::new();
-        let Ok(bytes) = std::fs::read(&self.path) else { return map };
+        let Ok(bytes) = read_guarded(&self.path) else { return map };
         if bytes.len() < 8 || &bytes[..4] != MAGIC || bytes[4..8] != (self.dims as u32).to_le_bytes() {
             return map;
         }
@@ -103,8 +113,8 @@ impl Cache {
 
     fn header_matches(&self) -> bool {
         let mut head = [0u8; 8];
-        std::fs::File::open(&self.path)
-            .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        crate::fsutil::open_read(&self.path, MAX_FILE_BYTES, crate::fsutil::Links::Refuse)
+            .and_then(|(mut f, _)| std::io::Read::read_exact(&mut f, &mut head))
             .is_ok_and(|_| &head[..4] == MAGIC && head[4..8] == (self.dims as u32).to_le_bytes())
     }
 }

@@ -96,7 +96,8 @@ fn stall_limit() -> Duration {
 
 /// SHA-256 of a file, as lowercase hex.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut f = std::fs::File::open(path)?;
+    // A regular file only: a FIFO put in a model folder must not hang `doctor`.
+    let (mut f, _) = crate::fsutil::open_read(path, u64::MAX, crate::fsutil::Links::Follow)?;
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
     let mut buf = vec![0u8; 1 << 16];
     loop {
@@ -359,7 +360,7 @@ pub fn status(dir: &Path) -> serde_json::Value {
         })
         .collect();
     let size: u64 = walk_size(dir);
-    let manifest = std::fs::read_to_string(dir.join(MANIFEST))
+    let manifest = crate::fsutil::read_text(&dir.join(MANIFEST), 1 << 20, crate::fsutil::Links::Follow)
         .ok()
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     json!({

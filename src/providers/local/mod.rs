@@ -204,11 +204,17 @@ impl Local {
     }
 }
 
-/// Heads for `model` with `dims` dimensions: the local file's first, then the shipped ones.
+/// The largest local heads file read: a head is its model's dimension count of weights (768 for
+/// a base model, about 15 KB as JSON), one per question.
+const MAX_HEADS_BYTES: u64 = 16 << 20;
+
+/// Heads for `model` with `dims` dimensions: the local file's first, then the shipped ones. The
+/// local file is `calibrate heads`'s own, read only when it is a regular file of bounded size in
+/// place (a FIFO there would hang the engine's load).
 fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec<String>) {
     let mut notes = Vec::new();
     let mut out = Vec::new();
-    match std::fs::read_to_string(local) {
+    match crate::fsutil::read_text(local, MAX_HEADS_BYTES, crate::fsutil::Links::Refuse) {
         Ok(text) => match heads::File::parse(&text) {
             Ok(f) => out.extend(f.heads),
             Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
@@ -239,7 +245,7 @@ fn first_per_question(heads: Vec<Head>) -> Vec<Head> {
 /// them (a head fitted on another model of the same name, with other dimensions, is left out).
 /// `None` when `dir` has no readable `config.json` (the load then fails and says why).
 pub fn fitting_heads(model: &str, dir: &Path) -> Option<Vec<Head>> {
-    let config = bert::Config::parse(&std::fs::read_to_string(dir.join("config.json")).ok()?).ok()?;
+    let config = bert::Config::parse(&model::read_config(dir).ok()?).ok()?;
     let (all, _) = load_heads(model, Some(config.hidden_size), &local_heads_file());
     Some(first_per_question(all))
 }

@@ -13,6 +13,27 @@ pub const FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensor
 /// window × window score matrix per head, and `[providers.local] max_tokens` allows no more.
 pub const MAX_WINDOW: usize = 8192;
 
+/// The most each of a model folder's files may hold; a bigger one is refused unread. A
+/// sentence-embedding model's `config.json` is under 1 KB and its `sentence_bert_config.json`
+/// under 100 bytes; a `tokenizer.json` with a 250,000-word vocabulary is 17 MB; the weights of a
+/// large BERT are 1.3 GB in F32.
+const MAX_CONFIG_BYTES: u64 = 1 << 20;
+const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
+const MAX_SENTENCE_CONFIG_BYTES: u64 = 64 << 10;
+pub const MAX_WEIGHTS_BYTES: u64 = 4 << 30;
+
+/// A model folder's file, when it is a regular file of at most `cap` bytes. Links are followed
+/// wherever they lead: a Hugging Face cache snapshot is a folder of links into its blobs; a link
+/// to a FIFO or a device is refused like the thing itself.
+fn read_model_file(path: &Path, cap: u64) -> std::io::Result<String> {
+    crate::fsutil::read_text(path, cap, crate::fsutil::Links::Follow)
+}
+
+/// The text of `dir`'s `config.json`.
+pub fn read_config(dir: &Path) -> std::io::Result<String> {
+    read_model_file(&dir.join("config.json"), MAX_CONFIG_BYTES)
+}
+
 /// Why a model directory cannot be used: the file at fault and what is wrong with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadError {
@@ -39,10 +60,12 @@ impl Model {
     pub fn load(dir: &Path, max_tokens: usize) -> Result<Model, LoadError> {
         let at = |name: &str| dir.join(name);
         let fail = |name: &str, problem: String| LoadError { file: at(name), problem };
-        let read =
-            |name: &str| std::fs::read_to_string(at(name)).map_err(|e| fail(name, format!("cannot read it: {e}")));
-        let config = Config::parse(&read("config.json")?).map_err(|e| fail("config.json", e))?;
-        let tokenizer = Tokenizer::from_json(&read("tokenizer.json")?).map_err(|e| fail("tokenizer.json", e))?;
+        let read = |name: &str, cap: u64| {
+            read_model_file(&at(name), cap).map_err(|e| fail(name, format!("cannot read it: {e}")))
+        };
+        let config = Config::parse(&read("config.json", MAX_CONFIG_BYTES)?).map_err(|e| fail("config.json", e))?;
+        let tokenizer = Tokenizer::from_json(&read("tokenizer.json", MAX_TOKENIZER_BYTES)?)
+            .map_err(|e| fail("tokenizer.json", e))?;
         if tokenizer.vocab_size() > config.vocab_size {
             return Err(fail(
                 "tokenizer.json",
@@ -53,7 +76,8 @@ impl Model {
                 ),
             ));
         }
-        let own = std::fs::read_to_string(at("sentence_bert_config.json"))
+        // Optional: absent, unreadable or not what it should be, the window comes from config.json.
+        let own = read_model_file(&at("sentence_bert_config.json"), MAX_SENTENCE_CONFIG_BYTES)
             .ok()
             .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
             .and_then(|v| v.get("max_seq_length").and_then(serde_json::Value::as_u64))
@@ -79,6 +103,8 @@ impl Model {
 }
 
 /// Whether `dir` holds the three files (without reading them): the cheap check done before a load.
+/// Only absence counts here; a name that is there but is not a regular file (a FIFO, a device, a
+/// folder) is left to the load, whose error says what it is.
 pub fn missing_file(dir: &Path) -> Option<PathBuf> {
-    FILES.iter().map(|f| dir.join(f)).find(|p| !p.is_file())
+    FILES.iter().map(|f| dir.join(f)).find(|p| !p.exists())
 }
