@@ -18,6 +18,8 @@ struct Cli {
 enum Command {
     /// Run the stdio MCP server (what `claude mcp add` and other MCP clients launch).
     Mcp(commands::mcp::Args),
+    /// Serve the gateway over HTTP as a System One API server (POST /v1/systemone).
+    Serve(commands::serve::Args),
     /// Print the server entry for another MCP client (Codex, Gemini CLI, Cursor, ...).
     McpConfig(commands::mcp_config::Args),
     /// The Claude Code plugin's hooks: read the hook JSON on stdin, answer on stdout.
@@ -73,6 +75,7 @@ pub fn run() -> Result<i32> {
     };
     match cli.command {
         Command::Mcp(a) => commands::mcp::run(a),
+        Command::Serve(a) => commands::serve::run(a),
         Command::McpConfig(a) => commands::mcp_config::run(a),
         Command::Hook(a) => commands::hook::run(a),
         Command::Route(a) => commands::route::run(a),

@@ -25,6 +25,7 @@ mod paths;
 mod providers;
 mod report;
 mod routing;
+mod serve;
 mod servers;
 mod state;
 mod text;

@@ -14,6 +14,7 @@ pub mod outcomes;
 pub mod report;
 pub mod route;
 pub mod schema;
+pub mod serve;
 pub mod smoke;
 pub mod statusline;
 pub mod study;

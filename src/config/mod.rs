@@ -170,12 +170,24 @@ impl ProviderSection {
     }
 }
 
+/// `[serve]`: what `system1 serve` binds to and who may call it.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub host: String,
+    pub port: u16,
+    /// A file holding the key clients must send; empty: no key.
+    pub api_key_file: String,
+    pub workers: usize,
+    pub queue: usize,
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub gateway: GatewayConfig,
     pub providers: BTreeMap<String, ProviderSection>,
     pub routing: RoutingConfig,
     pub skills: SkillsConfig,
+    pub serve: ServeConfig,
 }
 
 /// The outcome of loading: the config (defaults where broken), what went wrong, where from.
@@ -270,7 +282,7 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
     let mut providers: BTreeMap<String, ProviderSection> = BTreeMap::new();
     for (key, value) in file_table {
         match (key.as_str(), value) {
-            ("gateway" | "routing" | "skills", Value::Table(t)) => {
+            ("gateway" | "routing" | "skills" | "serve", Value::Table(t)) => {
                 sections.insert(key, (t, BTreeMap::new()));
             }
             ("providers", Value::Table(t)) => {
@@ -290,7 +302,9 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
                     }
                 }
             }
-            ("gateway" | "routing" | "skills" | "providers", _) => errors.push(format!("[{key}] must be a table")),
+            ("gateway" | "routing" | "skills" | "serve" | "providers", _) => {
+                errors.push(format!("[{key}] must be a table"))
+            }
             _ => errors.push(format!("unknown key {key}")),
         }
     }
@@ -331,7 +345,13 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
     errors.extend(s.take_errors());
     resolved.extend(s.resolved.borrow().iter().cloned());
 
-    Loaded { config: Config { gateway, providers, routing, skills }, errors, path, file_read, resolved }
+    let v = section("serve");
+    let serve = read_serve(&v);
+    v.finish();
+    errors.extend(v.take_errors());
+    resolved.extend(v.resolved.borrow().iter().cloned());
+
+    Loaded { config: Config { gateway, providers, routing, skills, serve }, errors, path, file_read, resolved }
 }
 
 /// Environment overrides: `SYSTEM1_<KEY>` for `[gateway]`, `SYSTEM1_ROUTING_<KEY>`,
@@ -363,7 +383,7 @@ fn apply_env(
             s.insert(lower, source);
             continue;
         }
-        for section in ["routing", "skills"] {
+        for section in ["routing", "skills", "serve"] {
             if let Some(key) = lower.strip_prefix(section).and_then(|k| k.strip_prefix('_')) {
                 let (t, s) = sections.entry(section.into()).or_default();
                 t.insert(key.to_string(), val.clone());
@@ -466,6 +486,16 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
         tournament,
         stability,
         min_stability,
+    }
+}
+
+fn read_serve(s: &Settings) -> ServeConfig {
+    ServeConfig {
+        host: s.string("host", "127.0.0.1").trim().to_string(),
+        port: s.u64("port", 8741, 0, 65535) as u16,
+        api_key_file: s.string("api_key_file", "").trim().to_string(),
+        workers: s.u64("workers", 8, 1, 256) as usize,
+        queue: s.u64("queue", 64, 1, 4096) as usize,
     }
 }
 

@@ -53,6 +53,7 @@ mod routing_hook;
 mod routing_laya;
 mod schema_files;
 mod sdk_client;
+mod serve;
 mod skill_picker;
 mod static_build;
 mod statusline;

@@ -1,0 +1,164 @@
+//! What each request gets: the key check, then `POST /v1/systemone` through the gateway's chain,
+//! `GET /v1/models`, `GET /health`, and the API's error shapes for everything else.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+
+use super::api::{self, Refusal, SoRequest};
+use super::http::{Request, Response};
+use crate::gateway::response::HealthStatus;
+use crate::gateway::{ErrorCode, Gateway};
+use crate::{logging, state};
+
+/// What one request came to, for its log line.
+pub struct Handled {
+    pub response: Response,
+    /// `3 questions via local`, or why it was refused.
+    pub note: String,
+}
+
+/// The non-validation error body: `{"detail": {"error_type", "message"}}`.
+pub fn error(status: u16, error_type: &str, message: &str) -> Response {
+    Response::json(status, &json!({"detail": {"error_type": error_type, "message": message}}))
+}
+
+fn refused(response: Response, note: impl Into<String>) -> Handled {
+    Handled { response, note: note.into() }
+}
+
+pub fn handle(gateway: &Gateway, key: Option<&[u8; 32]>, started: &str, req: &Request, rid: &str) -> Handled {
+    if let Some(key) = key
+        && !authorized(key, req.authorization.as_deref())
+    {
+        let why = if req.authorization.is_some() { "a wrong API key" } else { "no API key" };
+        let resp = error(401, "authentication_error", &format!("{why}: send Authorization: Bearer <key>"))
+            .with_header("WWW-Authenticate", "Bearer");
+        return refused(resp, why);
+    }
+    match (req.method.as_str(), req.path.trim_end_matches('/')) {
+        ("POST", "/v1/systemone") => systemone(gateway, &req.body, rid),
+        ("GET", "/v1/models") => refused(Response::json(200, &models(gateway, started)), ""),
+        ("GET", "/health") => {
+            let h = gateway.health();
+            let status = if h.status == HealthStatus::Down { 503 } else { 200 };
+            let body = serde_json::to_value(&h).unwrap_or(Value::Null);
+            refused(Response::json(status, &body), h.status.to_string())
+        }
+        (_, "/v1/systemone") => method_not_allowed("POST"),
+        (_, "/v1/models" | "/health") => method_not_allowed("GET"),
+        (_, path) => refused(error(404, "not_found", &format!("no such route: {path}")), "no such route"),
+    }
+}
+
+fn method_not_allowed(allow: &str) -> Handled {
+    let resp = error(405, "api_usage_error", &format!("use {allow}")).with_header("Allow", allow);
+    refused(resp, "wrong method")
+}
+
+/// Whether the header carries the key. Both sides are hashed first and the digests compared in
+/// constant time, so neither the key's bytes nor its length show in the time a guess takes.
+fn authorized(key: &[u8; 32], header: Option<&str>) -> bool {
+    let given = header.and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer "))).unwrap_or("");
+    let digest = digest(given.trim().as_bytes());
+    let diff = digest.iter().zip(key).fold(0u8, |acc, (a, b)| acc | (a ^ b));
+    std::hint::black_box(diff) == 0 && header.is_some()
+}
+
+pub fn digest(bytes: &[u8]) -> [u8; 32] {
+    let d = ring::digest::digest(&ring::digest::SHA256, bytes);
+    let mut out = [0u8; 32];
+    out.copy_from_slice(d.as_ref());
+    out
+}
+
+/// `GET /v1/models`: this server's chain under its own name, and the SDKs' alias for it.
+fn models(gateway: &Gateway, started: &str) -> Value {
+    let chain: Vec<String> = gateway.chain().iter().map(|p| format!("{} ({})", p.name(), p.model())).collect();
+    let chain = if chain.is_empty() { "no engine configured".to_string() } else { chain.join(" → ") };
+    let entry = |name: &str, what: String| json!({"name": name, "description": what, "release_date": started});
+    json!({"models": [
+        entry(api::MODEL, format!("system1 {}: the configured engine chain, {chain}", crate::gateway::VERSION)),
+        entry(api::ALIAS, format!("an alias of {}", api::MODEL)),
+    ]})
+}
+
+fn systemone(gateway: &Gateway, body: &[u8], rid: &str) -> Handled {
+    let parsed: Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => {
+            let problem = json!({"loc": ["body", e.column()], "msg": format!("the body is not JSON: {e}"), "type": "json_invalid"});
+            return refused(Response::json(422, &json!({"detail": [problem]})), "not JSON");
+        }
+    };
+    let request = match api::validate(&parsed) {
+        Ok(r) => r,
+        Err(Refusal::Invalid(problems)) => {
+            let first = problems.first().map(|p| p.msg.clone()).unwrap_or_default();
+            let detail: Vec<Value> = problems.iter().map(api::Problem::to_json).collect();
+            return refused(Response::json(422, &json!({"detail": detail})), format!("invalid: {first}"));
+        }
+        Err(Refusal::UnknownModel(m)) => {
+            let msg = format!("Unknown model: {m} (this server serves {} and {})", api::MODEL, api::ALIAS);
+            return refused(error(404, "api_usage_error", &msg), format!("unknown model {m:?}"));
+        }
+    };
+    if !gateway.is_ok() {
+        let msg = format!("the server's config is broken: {}", gateway.config_errors.join("; "));
+        return refused(error(503, "config_error", &msg), "config error");
+    }
+    if state::is_paused() {
+        let msg = "system1 is paused (`system1 toggle on` resumes it), so it makes no decisions";
+        return refused(error(503, "paused", msg).with_header("Retry-After", "60"), "paused");
+    }
+    answer(gateway, &request, rid)
+}
+
+/// Every question through the chain in one engine request, within the gateway's deadline: each
+/// provider of the chain gets its timeout, as `system1 decide` gives it.
+fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
+    let chain = gateway.chain().len().max(1) as u32;
+    let deadline = Instant::now() + gateway.timeout * chain + Duration::from_millis(50);
+    let outcome = gateway.run_chain(&request.engine_request(), &request.calibration_keys(), Some(deadline), rid);
+    let n = request.questions.len();
+    let Some(answers) = outcome.answers else {
+        let failure = outcome.failure;
+        let message = failure.as_ref().map(|f| f.message.clone()).unwrap_or_else(|| "no engine answered".into());
+        let resp = match failure.map(|f| f.code) {
+            Some(ErrorCode::ProviderTimeout) => error(504, "timeout", &message),
+            Some(ErrorCode::ConfigError) => error(503, "config_error", &message),
+            _ => error(502, "engine_error", &message),
+        };
+        return refused(resp, format!("{n} questions: {message}"));
+    };
+    let provider = outcome.provider.unwrap_or_default();
+    let mut out = Map::new();
+    for (q, a) in request.questions.iter().zip(&answers) {
+        match q.answer(a) {
+            Ok(v) => {
+                out.insert(q.id.clone(), v);
+            }
+            Err(why) => {
+                let msg = format!("question {:?} ({}): no engine in the chain answers it: {why}", q.id, q.type_name());
+                return refused(
+                    error(400, "unanswerable_question", &msg),
+                    format!("{n} questions via {provider}: {msg}"),
+                );
+            }
+        }
+    }
+    let (input_tokens, output_tokens) = request.usage();
+    let body = json!({
+        "model": api::MODEL,
+        "answers": out,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+        "x_provider": provider,
+        "x_engine_model": outcome.model,
+    });
+    Handled { response: Response::json(200, &body), note: format!("{n} questions via {provider}") }
+}
+
+/// A log line's words for a request that could not be read.
+pub fn log_unread(rid: &str, peer: &str, status: u16, why: &str) {
+    logging::info(rid, &format!("{peer} - {status} ({why})"));
+}
