@@ -228,6 +228,18 @@ fn install_start_status_and_stop_through_the_binary() {
     assert_eq!(status[0]["installed"], true);
     assert_eq!(status[0]["port"], port);
     assert_eq!(status[0]["autostart"], false);
+    // The same as a person reads it (the stand-in never listens).
+    let text = stdout(&env.run(&["engine", "status", "laya"], ""));
+    crate::support::snapshots(&env).bind(|| {
+        insta::assert_snapshot!(text, @r"
+        laya:
+          installed:  yes ([ROOT]/home/.system1-gateway/engines/laya)
+          listening:  no (127.0.0.1:[PORT])
+          health:     laya-serve at http://127.0.0.1:[PORT]: connection refused: is the engine running?
+          at login:   off
+          log:        [ROOT]/home/.system1-gateway/engines/laya/laya-serve.log
+        ")
+    });
 
     let out = env.run(&["engine", "stop", "laya"], "");
     assert!(stdout(&out).contains("stopped laya-serve"), "{}", stdout(&out));
@@ -239,6 +251,33 @@ fn install_start_status_and_stop_through_the_binary() {
 #[test]
 fn unknown_engines_and_uninstalled_starts_are_clear_errors() {
     let env = TestEnv::new();
+    // Nothing installed: every engine's lines say so. (Ports no server of this machine holds, not
+    // the defaults, which one might.)
+    env.write_config(&format!(
+        "[providers.laya]\nendpoint = \"http://127.0.0.1:{}\"\n[providers.von]\nendpoint = \"http://127.0.0.1:{}\"\n",
+        free_port(),
+        free_port()
+    ));
+    let out = env.run(&["engine", "status"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    crate::support::snapshots(&env).bind(|| insta::assert_snapshot!(stdout(&out), @r"
+        laya:
+          installed:  no ([ROOT]/home/.system1-gateway/engines/laya)
+          listening:  no (127.0.0.1:[PORT])
+          health:     laya-serve at http://127.0.0.1:[PORT]: connection refused: is the engine running?
+          at login:   off
+          log:        [ROOT]/home/.system1-gateway/engines/laya/laya-serve.log
+        von:
+          installed:  no ([ROOT]/home/.system1-gateway/engines/von)
+          listening:  no (127.0.0.1:[PORT])
+          health:     von at http://127.0.0.1:[PORT]: connection refused: is the engine running?
+          at login:   off
+          log:        [ROOT]/home/.system1-gateway/engines/von/von-serve.log
+        local:
+          model:      all-MiniLM-L6-v2
+          installed:  no ([ROOT]/home/.system1-gateway/engines/local/all-MiniLM-L6-v2, 0.0 MB)
+          health:     the local model is not installed: [ROOT]/home/.system1-gateway/engines/local/all-MiniLM-L6-v2/config.json is missing; run `[BIN] engine install local`
+        "));
     let out = env.run(&["engine", "install", "gpt"], "");
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown engine \"gpt\""));

@@ -298,12 +298,37 @@ fn route_brief_shows_what_enforcement_would_do() {
     assert!(r["silent_because"].as_str().unwrap().contains("paused"), "{r}");
     assert_eq!((&r["routing"]["tier"], &r["rewrites"]), (&json!("sonnet"), &json!(false)));
     let text = stdout(&c.env.run(&["route", "--brief", BRIEF, "--model", "haiku"], ""));
-    assert!(text.contains("hook: does nothing (System-1 is paused"), "{text}");
-    assert!(text.contains("spawn: model \"haiku\" would become model \"sonnet\", but the hook does nothing"), "{text}");
+    crate::support::snapshots(&c.env).bind(|| {
+        insta::assert_snapshot!(text, @r#"
+        hook: does nothing (System-1 is paused (`[BIN] toggle on` resumes it)); what it would ask anyway:
+        features (mock mock, [TIME] ms):
+          read_only  yes       0.90 (uncalibrated)
+          design     no        0.90 (uncalibrated)
+          review     no        0.90 (uncalibrated)
+          specified  no        0.90 (uncalibrated)
+        tier: sonnet (default: no rule matched)
+        enforce: raise (a spawn that names no model, or one below the rule's tier, gets the rule's tier)
+        spawn: model "haiku" would become model "sonnet", but the hook does nothing (above)
+        log: not logged (cwd is outside [routing] log_dirs)
+        time: [TIME] ms
+        "#)
+    });
     std::fs::remove_file(c.env.install_dir.join("paused")).unwrap();
     let text = stdout(&c.env.run(&["route", "--brief", BRIEF, "--model", "haiku"], ""));
-    assert!(text.contains("enforce: raise ("), "{text}");
-    assert!(text.contains("spawn: model \"haiku\" → model \"sonnet\""), "{text}");
+    crate::support::snapshots(&c.env).bind(|| {
+        insta::assert_snapshot!(text, @r#"
+        features (mock mock, [TIME] ms):
+          read_only  yes       0.90 (uncalibrated)
+          design     no        0.90 (uncalibrated)
+          review     no        0.90 (uncalibrated)
+          specified  no        0.90 (uncalibrated)
+        tier: sonnet (default: no rule matched)
+        enforce: raise (a spawn that names no model, or one below the rule's tier, gets the rule's tier)
+        spawn: model "haiku" → model "sonnet" (the hook rewrites the call's model, nothing else)
+        log: not logged (cwd is outside [routing] log_dirs)
+        time: [TIME] ms
+        "#)
+    });
 
     let out = c.env.run(&["route", "--model", "haiku", "--prompt", BRIEF], "");
     assert_eq!(out.status.code(), Some(2), "--model goes with --brief only");

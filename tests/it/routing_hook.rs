@@ -418,9 +418,22 @@ fn route_explains_what_the_hook_would_do() {
     // Human output names the tier, the rule and why there is no hint.
     let out = env.run(&["route", "--prompt", TASK, "--cwd", env.home.to_str().unwrap()], "");
     let text = stdout(&out);
-    assert!(text.contains("tier: haiku (rule 3: read_only and specified)"), "{text}");
-    assert!(text.contains("routing hint: none (design confidence 0.55"), "{text}");
-    assert!(text.contains("time: "), "{text}");
+    crate::support::snapshots(&env).bind(|| {
+        insta::assert_snapshot!(text, @r"
+        features (mock mock, [TIME] ms):
+          read_only  yes       0.90 (uncalibrated)
+          design     no        0.55 (calibrated)
+          review     no        0.90 (uncalibrated)
+          specified  yes       0.90 (uncalibrated)
+        tier: haiku (rule 3: read_only and specified)
+        routing hint: none (design confidence 0.55 is below [routing] min_confidence 0.60)
+        skills: 0 candidates
+        skill pick: none (no skills to choose from)
+        skill hint: none (the skill picker is off ([skills] enabled = false))
+        log: not logged (cwd is outside [routing] log_dirs)
+        time: [TIME] ms
+        ")
+    });
     assert!(log_entries(&env).is_empty(), "route never writes the log");
 }
 
@@ -444,7 +457,17 @@ fn route_says_logged_only_when_the_hook_would_write_an_entry() {
     assert_eq!(v["logged"], false, "{v}");
     assert_eq!(v["log_dir"], std::fs::canonicalize(&r).unwrap().display().to_string());
     let out = failing.run(&["route", "--prompt", TASK, "--cwd", r.to_str().unwrap()], "");
-    assert!(stdout(&out).contains("log: not logged (the engine gave nothing to log)"), "{}", stdout(&out));
+    crate::support::snapshots(failing).bind(|| {
+        insta::assert_snapshot!(stdout(&out), @r"
+        features: no answer (mock: configured to fail)
+        routing hint: none (no engine answer: mock: configured to fail)
+        skills: 0 candidates
+        skill pick: none (no skills to choose from)
+        skill hint: none (the skill picker is off ([skills] enabled = false))
+        log: not logged (the engine gave nothing to log), though inside [ROOT]/work/repo
+        time: [TIME] ms
+        ")
+    });
     assert!(log_entries(failing).is_empty(), "route never writes the log");
 }
 

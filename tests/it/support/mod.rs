@@ -294,6 +294,7 @@ pub fn snapshots(env: &TestEnv) -> insta::Settings {
     s.add_filter(&regex::escape(env!("CARGO_MANIFEST_DIR")), "[REPO]");
     s.add_filter(&format!(r"\b{}\b", regex::escape(env!("CARGO_PKG_VERSION"))), "[VERSION]");
     s.add_filter(r"127\.0\.0\.1:\d+", "127.0.0.1:[PORT]");
+    s.add_filter(r"\b\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?", "[DATETIME]");
     s.add_filter(r"\b\d+(\.\d+)? ?(ms|s)\b", "[TIME] $2");
     s
 }
