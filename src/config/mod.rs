@@ -19,10 +19,47 @@ use crate::feature::Feature;
 use crate::paths;
 use crate::tier::Tier;
 
-/// The engines a config may name in `provider`, `fallback` and `[providers.<name>]`, in the order
-/// they are documented; the config is checked against this list without building any provider.
-/// The provider registry builds exactly these (its module asserts so when it compiles).
-pub const PROVIDER_NAMES: &[&str] = &["laya", "von", "ollama", "local", "mock"];
+/// Writes [`ProviderKind`] from one table: each variant beside its name, once.
+macro_rules! provider_kinds {
+    ($($kind:ident = $name:literal),+ $(,)?) => {
+        /// An engine this build has: what a config may name in `provider`, `fallback` and
+        /// `[providers.<name>]`. The config is checked against these without building any provider
+        /// (it sits below `providers`); `providers::build` matches every variant, so a provider
+        /// named here without an adapter there does not compile.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum ProviderKind {
+            $($kind),+
+        }
+
+        impl ProviderKind {
+            /// Every provider, in the order they are documented.
+            pub const ALL: &'static [ProviderKind] = &[$(ProviderKind::$kind),+];
+            /// Their names, in the same order.
+            pub const NAMES: &'static [&'static str] = &[$($name),+];
+
+            pub const fn name(self) -> &'static str {
+                match self {
+                    $(ProviderKind::$kind => $name),+
+                }
+            }
+        }
+    };
+}
+
+// The one table of provider names. Adding an engine: one line here, its adapter in providers/.
+provider_kinds! {
+    Laya = "laya",
+    Von = "von",
+    Ollama = "ollama",
+    Local = "local",
+    Mock = "mock",
+}
+
+impl ProviderKind {
+    pub fn named(name: &str) -> Option<ProviderKind> {
+        ProviderKind::ALL.iter().copied().find(|k| k.name() == name)
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
@@ -222,7 +259,7 @@ impl Loaded {
     pub fn configured_providers(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for n in self.chain().into_iter().chain(self.config.providers.keys().cloned()) {
-            if PROVIDER_NAMES.contains(&n.as_str()) && !names.contains(&n) {
+            if ProviderKind::NAMES.contains(&n.as_str()) && !names.contains(&n) {
                 names.push(n);
             }
         }
@@ -309,8 +346,8 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
         }
     }
     for name in providers.keys() {
-        if !PROVIDER_NAMES.contains(&name.as_str()) {
-            errors.push(format!("unknown provider [providers.{name}]; known: {}", PROVIDER_NAMES.join(", ")));
+        if !ProviderKind::NAMES.contains(&name.as_str()) {
+            errors.push(format!("unknown provider [providers.{name}]; known: {}", ProviderKind::NAMES.join(", ")));
         }
     }
 
@@ -390,7 +427,7 @@ fn apply_env(
                 s.insert(key.to_string(), source.clone());
             }
         }
-        for name in PROVIDER_NAMES {
+        for name in ProviderKind::NAMES {
             if let Some(key) = lower.strip_prefix(name).and_then(|k| k.strip_prefix('_')) {
                 if key.is_empty() {
                     continue;
@@ -429,21 +466,21 @@ fn read_api_key_file(name: &str, section: &mut ProviderSection) -> Result<(), St
 
 fn read_gateway(s: &Settings) -> GatewayConfig {
     let provider = s.string("provider", "laya");
-    if !PROVIDER_NAMES.contains(&provider.as_str()) {
+    if !ProviderKind::NAMES.contains(&provider.as_str()) {
         s.error(format!(
             "gateway.provider{}: unknown provider {provider:?}; known: {}",
             s.origin("provider"),
-            PROVIDER_NAMES.join(", ")
+            ProviderKind::NAMES.join(", ")
         ));
-        s.mark_invalid("provider", &format!("an unknown provider; known: {}", PROVIDER_NAMES.join(", ")));
+        s.mark_invalid("provider", &format!("an unknown provider; known: {}", ProviderKind::NAMES.join(", ")));
     }
     let fallback = s.list("fallback");
     for (i, name) in fallback.iter().enumerate() {
-        if !PROVIDER_NAMES.contains(&name.as_str()) {
+        if !ProviderKind::NAMES.contains(&name.as_str()) {
             s.error(format!(
                 "gateway.fallback{}: unknown provider {name:?}; known: {}",
                 s.origin("fallback"),
-                PROVIDER_NAMES.join(", ")
+                ProviderKind::NAMES.join(", ")
             ));
             s.mark_invalid("fallback", &format!("{name:?} is an unknown provider"));
         } else if *name == provider || fallback[..i].contains(name) {

@@ -3,7 +3,7 @@
 use super::request::SCHEMA_VERSION;
 use super::response::{CapabilitiesResponse, ProviderInfo, ShownFit};
 use super::{Gateway, TOOLS, VERSION, schema};
-use crate::providers;
+use crate::config::ProviderKind;
 use crate::state;
 
 impl Gateway {
@@ -41,7 +41,7 @@ impl Gateway {
                 .map(|(origin, fit)| ShownFit { fit: fit.clone(), origin: *origin })
                 .collect(),
             calibration_errors: self.calibration.errors.clone(),
-            available_providers: providers::NAMES,
+            available_providers: ProviderKind::NAMES,
             config_errors: self.config_errors.clone(),
             request_schema: schema::request(),
             response_schema: schema::response(),

@@ -3,8 +3,9 @@
 //! An adapter translates the gateway's questions into its engine's wire format and the engine's
 //! answer back into an [`EngineAnswer`] per question. It does not judge them: the gateway validates
 //! every answer (decision among the options, confidence and probabilities in range, probabilities
-//! over exactly the options), applies calibration and the threshold, and runs the fallback chain. Adding an engine is one file here, one line in [`REGISTRY`] and
-//! its name in `config::PROVIDER_NAMES`.
+//! over exactly the options), applies calibration and the threshold, and runs the fallback chain.
+//! Adding an engine is one file here, its line in [`construct`] and its name in the table of
+//! `config::ProviderKind` (the compiler asks for the line once the name is there).
 
 pub mod answers;
 pub mod failure;
@@ -22,61 +23,19 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::config::Settings;
+use crate::config::{ProviderKind, Settings};
 pub use failure::{Cause, Failure, Fix};
 
-type Constructor = fn(&Settings) -> Box<dyn Provider>;
-
-/// The registry: every provider this build has, in the order they are documented. Adding an
-/// engine adds one line here.
-pub const REGISTRY: &[(&str, Constructor)] = &[
-    ("laya", |s| Box::new(laya::Laya::new(s))),
-    ("von", |s| Box::new(von::Von::new(s))),
-    ("ollama", |s| Box::new(ollama::Ollama::new(s))),
-    ("local", |s| Box::new(local::Local::new(s))),
-    ("mock", |s| Box::new(mock::Mock::new(s))),
-];
-
-/// Every provider name the registry can build, in the registry's order.
-pub const NAMES: &[&str] = &registry_names::<{ REGISTRY.len() }>();
-
-// The config checks provider names against its own list (it sits below this module), so the
-// registry must build exactly the names that list accepts, in the same order.
-const _: () = assert!(
-    same_names(NAMES, crate::config::PROVIDER_NAMES),
-    "providers::REGISTRY and config::PROVIDER_NAMES must name the same providers in the same order"
-);
-
-const fn same_names(a: &[&str], b: &[&str]) -> bool {
-    if a.len() != b.len() {
-        return false;
+/// The adapter of `kind`. Every provider the config knows has its line here: the match is
+/// exhaustive, so a name added to `config::ProviderKind` does not compile without its adapter.
+fn construct(kind: ProviderKind, s: &Settings) -> Box<dyn Provider> {
+    match kind {
+        ProviderKind::Laya => Box::new(laya::Laya::new(s)),
+        ProviderKind::Von => Box::new(von::Von::new(s)),
+        ProviderKind::Ollama => Box::new(ollama::Ollama::new(s)),
+        ProviderKind::Local => Box::new(local::Local::new(s)),
+        ProviderKind::Mock => Box::new(mock::Mock::new(s)),
     }
-    let mut i = 0;
-    while i < a.len() {
-        let (x, y) = (a[i].as_bytes(), b[i].as_bytes());
-        if x.len() != y.len() {
-            return false;
-        }
-        let mut j = 0;
-        while j < x.len() {
-            if x[j] != y[j] {
-                return false;
-            }
-            j += 1;
-        }
-        i += 1;
-    }
-    true
-}
-
-const fn registry_names<const N: usize>() -> [&'static str; N] {
-    let mut names = [""; N];
-    let mut i = 0;
-    while i < N {
-        names[i] = REGISTRY[i].0;
-        i += 1;
-    }
-    names
 }
 
 /// One question put to an engine. `options` always has at least two entries: the gateway turns
@@ -279,8 +238,8 @@ pub fn named(provider: &str, detail: &str) -> String {
 /// Builds the named provider from its settings. Problems with the settings are recorded in
 /// `settings.errors` (and make this return `None` when the provider is unusable).
 pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
-    let provider = match REGISTRY.iter().find(|(n, _)| *n == name) {
-        Some((_, construct)) => Some(construct(settings)),
+    let provider = match ProviderKind::named(name) {
+        Some(kind) => Some(construct(kind, settings)),
         None => {
             settings.error(format!("provider {name:?} is not available in this build"));
             None
@@ -288,4 +247,23 @@ pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
     };
     settings.finish();
     if settings.errors.borrow().is_empty() { provider } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[test]
+    fn each_name_in_the_table_builds_the_adapter_of_that_name() {
+        for &name in ProviderKind::NAMES {
+            let settings = Settings::new(&format!("providers.{name}"), toml::Table::new(), BTreeMap::new());
+            let provider = build(name, &settings).unwrap_or_else(|| panic!("{name}: {:?}", settings.errors.borrow()));
+            assert_eq!(provider.name(), name);
+        }
+        let settings = Settings::new("providers.nosuch", toml::Table::new(), BTreeMap::new());
+        assert!(build("nosuch", &settings).is_none());
+        assert!(settings.take_errors().iter().any(|e| e.contains("\"nosuch\" is not available")));
+    }
 }

@@ -28,8 +28,9 @@ use crate::text::{self, Meter};
 pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
     let mut loaded = config::load();
     if let Some(p) = provider {
-        if !crate::providers::NAMES.contains(&p) {
-            return Err(Error::usage(format!("unknown provider {p:?}; known: {}", crate::providers::NAMES.join(", "))));
+        let known = config::ProviderKind::NAMES;
+        if !known.contains(&p) {
+            return Err(Error::usage(format!("unknown provider {p:?}; known: {}", known.join(", "))));
         }
         loaded.config.gateway.provider = p.to_string();
         loaded.config.gateway.fallback.clear();
