@@ -1,5 +1,5 @@
 //! `system1 doctor`: diagnoses the config, the binary against the plugin, the MCP registration,
-//! the engines, one test decision, the recent decision tallies, the pause state and, with
+//! the engines, one test decision, a configured `system1 serve`, the recent decision tallies, the pause state and, with
 //! `[routing] enforce` on, whether the latest rewrites of a spawn's model took effect. Every finding
 //! is one line (`ok`, `warn` or `FAIL`) with a `fix:` line when there is something to do.
 //!
@@ -7,15 +7,17 @@
 //! not a fault). The test decision goes through `Gateway::run_chain`, not `decide`, so it is not
 //! counted in the tallies that the abstention check reads.
 
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::checks::{self, NoEngine};
 use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope};
-use crate::config::Enforce;
+use crate::config::{Enforce, Source, secret};
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
 use crate::install::claude;
+use crate::providers::http::Endpoint;
 use crate::providers::{Cause, EngineRequest, Failure, Question, local};
 use crate::routing::{self, spawn_log};
 use crate::{logging, paths, state, text};
@@ -74,6 +76,7 @@ pub fn run(args: Args) -> Result<i32> {
         check_local_model(&gateway, &mut r);
         check_test_decision(&gateway, &mut r);
     }
+    check_serve(&gateway, &mut r);
     check_tallies(&gateway, args.days, &mut r);
     check_pause(&gateway, &mut r);
     check_enforce(&gateway, &mut r);
@@ -385,6 +388,69 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
             r.fail(format!("test decision: {why}"), "set [gateway] provider in the config");
         }
         _ => {}
+    }
+}
+
+/// With a `[serve]` table in the config: does `system1 serve` answer where it says, and is what
+/// answers this gateway (its health has a `gateway_version`), with the configured key?
+fn check_serve(gateway: &Gateway, r: &mut Report) {
+    let configured = gateway.loaded.resolved.iter().any(|x| x.key.starts_with("serve.") && x.source != Source::Default);
+    if !configured {
+        return;
+    }
+    let s = &gateway.loaded.config.serve;
+    let host: IpAddr = match s.host.trim_start_matches('[').trim_end_matches(']').parse() {
+        // A server on every address answers on loopback too.
+        Ok(IpAddr::V4(ip)) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Ok(IpAddr::V6(ip)) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        Ok(ip) => ip,
+        Err(_) => {
+            r.fail(
+                format!("[serve] host {:?} is not an IP address", s.host),
+                "set [serve] host to an address such as 127.0.0.1",
+            );
+            return;
+        }
+    };
+    let url = format!("http://{}", SocketAddr::new(host, s.port));
+    let key = if s.api_key_file.is_empty() {
+        None
+    } else {
+        match secret::read_key_file(&paths::expand_tilde(&s.api_key_file)) {
+            Ok(k) => Some(k),
+            Err(e) => {
+                r.fail(
+                    format!("[serve] api_key_file: {e}"),
+                    "put the key alone in a file only you can read (chmod 600)",
+                );
+                return;
+            }
+        }
+    };
+    let endpoint = match Endpoint::new(&url, true) {
+        Ok(e) => e,
+        Err(e) => {
+            r.fail(format!("[serve]: {e}"), "check [serve] host and port");
+            return;
+        }
+    };
+    match endpoint.get("/health", Duration::from_secs(3), key.as_deref()) {
+        Ok(reply) if reply.json.get("gateway_version").is_some_and(|v| v.is_string()) => {
+            let status = reply.json.get("status").and_then(|v| v.as_str()).unwrap_or("?");
+            r.ok(format!("system1 serve answers on {url} (health {status})"));
+        }
+        Ok(reply) if reply.status == 401 => r.fail(
+            format!("system1 serve on {url} refuses the key in [serve] api_key_file"),
+            "restart it so that it reads the current key file",
+        ),
+        Ok(reply) => r.fail(
+            format!("something other than system1 serve answers on {url} (HTTP {})", reply.status),
+            "stop it, or give [serve] port another port",
+        ),
+        Err(_) => r.warn(
+            format!("[serve] is configured, but nothing answers on {url}"),
+            format!("start it: `{}`", text::command("serve")),
+        ),
     }
 }
 

@@ -527,3 +527,47 @@ fn sigterm_finishes_the_requests_in_flight_then_exits_0() {
     assert!(log.contains("stopped after 3 requests"), "{log}");
     assert!(TcpStream::connect(&addr).is_err(), "no longer listening");
 }
+
+#[test]
+fn doctor_checks_a_configured_server() {
+    let env = TestEnv::with_mock("");
+    let out = env.run(&["doctor"], "");
+    let text = support::stdout(&out);
+    assert!(!text.contains("system1 serve") && !text.contains("[serve]"), "no [serve] table, no check: {text}");
+
+    let server = Server::start(&env, &[]);
+    let port = server.addr.rsplit(':').next().unwrap().to_string();
+    env.write_config(&format!("[gateway]\nprovider = \"mock\"\n[serve]\nport = {port}\n"));
+    let text = support::stdout(&env.run(&["doctor"], ""));
+    assert!(text.contains(&format!("ok    system1 serve answers on http://127.0.0.1:{port} (health ok)")), "{text}");
+    let (exit, _) = server.terminate();
+    assert!(exit.success());
+    let text = support::stdout(&env.run(&["doctor"], ""));
+    assert!(
+        text.contains(&format!("warn  [serve] is configured, but nothing answers on http://127.0.0.1:{port}")),
+        "{text}"
+    );
+    assert!(text.contains("fix: start it: `") && text.contains(" serve`"), "{text}");
+
+    // Something else on that port: named as such.
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = other.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for s in other.incoming().flatten() {
+            let mut s = s;
+            let mut buf = [0u8; 4096];
+            let _ = s.read(&mut buf);
+            let _ = s.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+        }
+    });
+    env.write_config(&format!("[gateway]\nprovider = \"mock\"\n[serve]\nport = {port}\n"));
+    let out = env.run(&["doctor"], "");
+    let text = support::stdout(&out);
+    assert!(
+        text.contains(&format!(
+            "FAIL  something other than system1 serve answers on http://127.0.0.1:{port} (HTTP 200)"
+        )),
+        "{text}"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
