@@ -295,7 +295,8 @@ fn end_of_input_ends_the_server_promptly_with_or_without_a_call_in_flight() {
         let status = wait_exit(&mut c.child, CUT_OFF).expect("server exits on end of input");
         assert!(status.success(), "in flight: {in_flight}; {status:?}");
         if in_flight {
-            let reply = c.recv(Duration::from_secs(1)).expect("the call in flight is answered");
+            // Written before the exit: the bound only gives a loaded machine time to pass it through the pipe.
+            let reply = c.recv(CUT_OFF).expect("the call in flight is answered");
             assert_eq!(reply["result"]["structuredContent"]["error"]["code"], "provider_timeout", "{reply}");
         }
     }
