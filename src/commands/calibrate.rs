@@ -40,7 +40,8 @@ enum Cmd {
         #[arg(long, default_value = "user")]
         by: String,
     },
-    /// Fit the temperatures from the labelled log plus the seed sets, and measure them.
+    /// Fit the temperatures from the labelled log plus the seed sets, and measure them; for the local
+    /// engine, fit its trained heads (or, with --question and --set, teach it a question).
     Fit(FitArgs),
 }
 
@@ -61,6 +62,12 @@ struct FitArgs {
     /// Fit on the labelled log only, without the built-in seed sets.
     #[arg(long)]
     no_seeds: bool,
+    /// Teach the local engine this question (with --set): a yes/no one, or one with a fixed set of options.
+    #[arg(long, requires = "set", value_name = "TEXT")]
+    question: Option<String>,
+    /// Its labelled examples, one JSON object a line: {"text": "..." | "context": {...}, "label": true|false|"<option>"}.
+    #[arg(long, requires = "question", value_name = "FILE.jsonl")]
+    set: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
@@ -75,6 +82,8 @@ pub fn run(args: Args) -> Result<i32> {
             provider: a.provider,
             target_accuracy: a.target_accuracy,
             no_seeds: a.no_seeds,
+            question: a.question,
+            set: a.set,
         }),
     }
 }

@@ -32,6 +32,7 @@ impl Gateway {
                         model: p.model(),
                         max_options: caps.max_options,
                         one_pass: caps.one_pass,
+                        questions: p.taught(),
                     }
                 })
                 .collect(),

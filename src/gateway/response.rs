@@ -212,6 +212,10 @@ pub struct ProviderInfo {
     pub model: String,
     pub max_options: usize,
     pub one_pass: bool,
+    /// The questions it answers from what it was taught (the local engine's trained heads), and
+    /// the context each expects; absent for an engine that answers any question.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<crate::providers::Taught>,
 }
 
 /// A provider listed twice in the chain is one entry, where it first appears.

@@ -140,6 +140,17 @@ pub fn health() -> Value {
 }
 
 pub fn capabilities() -> Value {
+    // Apart: one json! this deep passes the macro's recursion limit.
+    let taught = json!({"type": "array",
+    "description": "The questions it answers from what it was taught (the local engine's trained heads; its other yes/no questions abstain), and the context each expects.",
+    "items": {"type": "object", "required": ["question", "context", "n", "fitted_here"],
+        "properties": {
+            "question": {"type": "string", "description": "Matched case- and whitespace-insensitively; a routing feature's name for the hooks' four."},
+            "options": {"type": "array", "items": {"type": "string"}, "description": "A question with a fixed set of options; absent for yes/no."},
+            "context": {"type": "string", "description": "What the request's context must hold to be read as the examples were."},
+            "n": {"type": "integer", "minimum": 0},
+            "fitted_here": {"type": "boolean", "description": "Taught on this machine (calibrate fit --apply) rather than shipped."}
+        }}});
     json!({
         "$schema": DIALECT,
         "title": "system1_capabilities result",
@@ -171,7 +182,8 @@ pub fn capabilities() -> Value {
                         "model": {"type": "string"},
                         "max_options": {"type": "integer", "minimum": 2,
                             "description": "Most options one engine question takes; more are narrowed in elimination rounds when tournament is on."},
-                        "one_pass": {"type": "boolean", "description": "Several questions in one engine request."}
+                        "one_pass": {"type": "boolean", "description": "Several questions in one engine request."},
+                        "questions": taught
                     }
                 }},
             "calibration_fits": {"type": "array", "items": {

@@ -227,6 +227,38 @@ pub trait Provider: Send + Sync {
     fn fix(&self, failure: &Failure) -> Fix {
         failure::generic_fix(self.name(), failure)
     }
+
+    /// The questions it was taught to answer, when it answers only those (the local engine's
+    /// yes/no questions); empty for an engine that answers any question.
+    fn taught(&self) -> Vec<Taught> {
+        Vec::new()
+    }
+}
+
+/// A question an engine was taught (the local engine's trained heads), for `engine status` and
+/// `system1_capabilities`.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Taught {
+    /// The question, or a routing feature's name.
+    pub question: String,
+    /// The options of a question with a fixed set; empty for yes/no.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub options: Vec<String>,
+    /// What the request's `context` must hold for the question to be read as it was taught.
+    pub context: String,
+    /// Examples it was fitted on.
+    pub n: usize,
+    /// Fitted on this machine (`calibrate fit --apply`) rather than shipped.
+    pub fitted_here: bool,
+}
+
+impl Taught {
+    /// One line for people: the question, its options, the context it expects, where it comes from.
+    pub fn line(&self) -> String {
+        let options = if self.options.is_empty() { String::new() } else { format!(" [{}]", self.options.join(", ")) };
+        let origin = if self.fitted_here { "fitted here" } else { "shipped" };
+        format!("{}{options}: context {}; {} examples, {origin}", self.question, self.context, self.n)
+    }
 }
 
 /// `detail` as a line about `provider`: `provider: detail`, unless it names the provider first

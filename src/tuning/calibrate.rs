@@ -29,6 +29,10 @@ pub struct FitOptions {
     pub target_accuracy: f64,
     /// Fit on the labelled log only, without the built-in seed sets.
     pub no_seeds: bool,
+    /// With `set`: teach the local engine this question from the labelled examples in `set`.
+    pub question: Option<String>,
+    /// The JSON-lines file of labelled examples for `question`.
+    pub set: Option<PathBuf>,
 }
 
 fn read_log() -> Result<log::Entries> {
@@ -66,6 +70,9 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     if !(0.0..=1.0).contains(&a.target_accuracy) {
         return Err(Error::usage("--target-accuracy must be between 0 and 1"));
     }
+    if a.question.is_some() || a.set.is_some() {
+        return super::teach::run(&a);
+    }
     let entries = read_log()?;
     let mut items = data::log_items(&entries.entries);
     let from_log = items.len();
@@ -80,7 +87,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         } else {
             format!("{from_log} labelled log entries and the seed sets")
         };
-        return super::heads::fit_command(&items, &source, a.apply);
+        return super::heads::fit_command(&items, &source, &a);
     }
     // Raw probabilities: the fit must not be fitted on top of the fit in force.
     gateway.calibration = Calibration::default();
@@ -153,44 +160,62 @@ pub fn fit(a: FitOptions) -> Result<i32> {
             "Reliability before and after calibration ({})",
             main_engine(&reports).map(|(p, m)| format!("{p}/{m}")).unwrap_or_default()
         );
-        fsutil::write_atomically(path, plot::svg(&reports, &title).as_bytes())
-            .context(|| format!("cannot write {}", path.display()))?;
-        outln!("Reliability diagram: {}", path.display())?;
+        write_plot(path, &reports, &title)?;
     }
 
     if a.apply {
-        let fits = fits_to_write(&reports);
-        let local = paths::local_calibration();
-        let existing = match crate::calibration::read_local(&local) {
-            Ok(t) => Some(t),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", local.display()))),
-        };
-        let file = apply::merge_local(existing.as_deref(), fits.clone())
-            .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", local.display())))?;
-        let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
-        fsutil::write_private(&local, format!("{text}\n").as_bytes())
-            .context(|| format!("cannot write {}", local.display()))?;
-        outln!("\nWrote {} fits to {}.", fits.len(), local.display())?;
+        let n = write_fits(&reports)?;
+        outln!("\nWrote {n} fits to {}.", paths::local_calibration().display())?;
         if let Some(t) = chosen {
-            let cfg_path = paths::config_file();
-            let old = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
-                Ok(t) => t,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
-            };
-            let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
-            fsutil::write_through(&cfg_path, new.as_bytes())
-                .context(|| format!("cannot write {}", cfg_path.display()))?;
-            outln!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display())?;
-            if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
-                outln!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.")?;
-            }
+            write_threshold(t)?;
         }
     } else {
         outln!("\nNothing written. `{}` writes the fits and the threshold.", text::command("calibrate fit --apply"))?;
     }
     Ok(0)
+}
+
+/// Writes the reliability diagram of `reports` to `path` (atomically) and says where.
+pub(super) fn write_plot(path: &std::path::Path, reports: &[QuestionReport], title: &str) -> Result<()> {
+    fsutil::write_atomically(path, plot::svg(reports, title).as_bytes())
+        .context(|| format!("cannot write {}", path.display()))?;
+    outln!("Reliability diagram: {}", path.display())?;
+    Ok(())
+}
+
+/// Merges the fits of `reports` into the local calibration file; returns how many it wrote.
+pub(super) fn write_fits(reports: &[QuestionReport]) -> Result<usize> {
+    let fits = fits_to_write(reports);
+    let local = paths::local_calibration();
+    let existing = match crate::calibration::read_local(&local) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", local.display()))),
+    };
+    let n = fits.len();
+    let file = apply::merge_local(existing.as_deref(), fits)
+        .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", local.display())))?;
+    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
+    fsutil::write_private(&local, format!("{text}\n").as_bytes())
+        .context(|| format!("cannot write {}", local.display()))?;
+    Ok(n)
+}
+
+/// Sets `[routing] min_confidence` to `t` in the config file, changing only that line, and says so.
+pub(super) fn write_threshold(t: f64) -> Result<()> {
+    let cfg_path = paths::config_file();
+    let old = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
+    };
+    let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
+    fsutil::write_through(&cfg_path, new.as_bytes()).context(|| format!("cannot write {}", cfg_path.display()))?;
+    outln!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display())?;
+    if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
+        outln!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.")?;
+    }
+    Ok(())
 }
 
 type Key = (String, String, String);

@@ -36,6 +36,11 @@ pub struct Sample {
 }
 
 impl Sample {
+    /// A yes/no answer (options in the order yes, no) with P(yes) `p_yes`, against the label `yes`.
+    pub fn yes_no(p_yes: f64, yes: bool) -> Sample {
+        Sample { probs: vec![p_yes, 1.0 - p_yes], correct: if yes { 0 } else { 1 } }
+    }
+
     /// The winner and its confidence after scaling with temperature `t`.
     pub fn top(&self, t: f64) -> (usize, f64) {
         top(&rescale(&self.probs, t))

@@ -10,7 +10,11 @@ use crate::providers::local::state_text;
 use crate::routing::features;
 use crate::text;
 
+use super::calibrate::FitOptions;
+use super::crossval;
 use super::data::{self, RoutingItem};
+use super::fit::Sample;
+use super::question_fit::{self, QuestionReport};
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
 
 /// One question's labelled texts: the text the engine reads, and whether the answer is yes.
@@ -19,6 +23,8 @@ pub struct Examples {
     pub texts: Vec<String>,
     pub yes: Vec<bool>,
     pub source: String,
+    /// The context keys the requests carry (none: the context is plain text).
+    pub context: Vec<String>,
 }
 
 /// The examples of the four routing features from `items`, and of the destructive question from
@@ -26,8 +32,13 @@ pub struct Examples {
 pub fn examples(items: &[RoutingItem], source: &str) -> Result<Vec<Examples>, String> {
     let mut out = Vec::new();
     for f in Feature::ALL {
-        let mut e =
-            Examples { question: f.name().to_string(), texts: Vec::new(), yes: Vec::new(), source: source.into() };
+        let mut e = Examples {
+            question: f.name().to_string(),
+            texts: Vec::new(),
+            yes: Vec::new(),
+            source: source.into(),
+            context: Vec::new(),
+        };
         for item in items {
             if let Some(label) = item.labels.get(&f) {
                 e.texts.push(state_text(&features::request(&item.text)));
@@ -41,6 +52,7 @@ pub fn examples(items: &[RoutingItem], source: &str) -> Result<Vec<Examples>, St
         texts: Vec::new(),
         yes: Vec::new(),
         source: "calibration/destructive.jsonl".into(),
+        context: vec!["command".into()],
     };
     for s in seeds::destructive()? {
         d.texts.push(state_text(&data::destructive_request(&s.command)));
@@ -75,15 +87,9 @@ pub fn embedded(s: &Examples, cache: &std::collections::HashMap<String, Vec<f32>
     s.texts.iter().map(|t| cache[t.as_str()].clone()).collect()
 }
 
-/// Embeds every example once and fits a head per question.
-pub fn fit(
-    model: &Model,
-    name: &str,
-    sets: &[Examples],
-    progress: impl FnMut(usize, usize),
-) -> Result<Vec<Head>, String> {
-    let cache = embed(model, sets, progress);
-    sets.iter().map(|s| Ok(Head::fit(name, &s.question, &embedded(s, &cache), &s.yes, &s.source)?.0)).collect()
+fn with_context(mut head: Head, s: &Examples) -> Head {
+    head.context = s.context.clone();
+    head
 }
 
 /// The heads file for fitted heads.
@@ -119,29 +125,104 @@ pub fn describe(fitted: &[Head]) -> Vec<String> {
         .collect()
 }
 
-/// `calibrate fit` with the local engine: fits a head per question on `items` (and the destructive
-/// seed set), prints their leave-one-out figures, and with `apply` writes them to the local heads
-/// file, where they win over the shipped ones.
-pub fn fit_command(items: &[RoutingItem], source: &str, apply: bool) -> crate::error::Result<i32> {
+/// Each set's head (as the engine will have it) and its cross-validated answers, measured as
+/// `calibrate fit` measures any engine's answers.
+pub fn cross_validated(
+    name: &str,
+    sets: &[Examples],
+    cache: &std::collections::HashMap<String, Vec<f32>>,
+) -> Result<(Vec<Head>, Vec<QuestionReport>), String> {
+    let mut fitted = Vec::new();
+    let mut reports = Vec::new();
+    for s in sets {
+        let (mut head, p) = crossval::held_out(name, &s.question, &embedded(s, cache), &s.yes)?;
+        head.source = s.source.clone();
+        fitted.push(with_context(head, s));
+        let samples: Vec<Sample> = p.iter().zip(&s.yes).map(|(p, y)| Sample::yes_no(*p, *y)).collect();
+        let sources = format!("{} from {}", samples.len(), s.source);
+        reports.push(question_fit::measure("local", name, Some(&s.question), &samples, sources, None));
+    }
+    Ok((fitted, reports))
+}
+
+/// Replaces the heads of the questions `fitted` answers in the local heads file (other questions'
+/// heads stay), privately and atomically; returns the file's path.
+pub fn write_heads(fitted: &[Head], note: &str) -> crate::error::Result<std::path::PathBuf> {
     use crate::error::{Context, Error};
+    let path = crate::providers::local::local_heads_file();
+    let mut kept = match crate::providers::local::read_local_heads(&path) {
+        Ok(text) => {
+            heads::File::parse(&text)
+                .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", path.display())))?
+                .heads
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", path.display()))),
+    };
+    let replaced: std::collections::HashSet<(String, String)> =
+        fitted.iter().map(|h| (h.model.clone(), heads::normalize(&h.question))).collect();
+    kept.retain(|h| !replaced.contains(&(h.model.clone(), heads::normalize(&h.question))));
+    kept.extend(fitted.iter().cloned());
+    let f = file(&kept, note);
+    let text = serde_json::to_string_pretty(&f).unwrap_or_default() + "\n";
+    crate::fsutil::write_private(&path, text.as_bytes()).context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// `calibrate fit` with the local engine: fits a head per question on `items` (and the destructive
+/// seed set), prints their leave-one-out figures and, measured on their cross-validated answers,
+/// what `calibrate fit` prints for any engine (the temperatures, the ECE, the threshold for
+/// `--target-accuracy`, the `--plot` diagram). With `--apply` it writes the heads to the local
+/// heads file (where they win over the shipped ones), the fits and the routing threshold.
+pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate::error::Result<i32> {
+    use crate::error::Error;
 
     let (name, model) = configured_model().map_err(Error::failure)?;
     let sets = examples(items, source).map_err(Error::failure)?;
-    let fitted = fit(&model, &name, &sets, super::progress("texts")).map_err(Error::failure)?;
+    let cache = embed(&model, &sets, super::progress("texts"));
+    let (fitted, reports) = cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
     outln!(
         "Trained heads for the local engine ({name}), leave-one-out (approximate: one Newton step from the full fit):"
     )?;
     for line in describe(&fitted) {
         outln!("{line}")?;
     }
-    let path = crate::providers::local::local_heads_file();
-    if apply {
-        let f = file(&fitted, &format!("Fitted by `system1 calibrate fit` on {source}."));
-        let text = serde_json::to_string_pretty(&f).unwrap_or_default() + "\n";
-        crate::fsutil::write_private(&path, text.as_bytes()).context(|| format!("cannot write {}", path.display()))?;
-        outln!("Wrote {} (it wins over the shipped heads for these questions).", path.display())?;
+    outln!("\nMeasured on their cross-validated answers ({}), as the gateway would calibrate them:\n", crossval::HOW)?;
+    for r in &reports {
+        outln!("{}", r.text())?;
+    }
+    let routing: Vec<&QuestionReport> =
+        reports.iter().filter(|r| r.question.as_deref().and_then(Feature::named).is_some()).collect();
+    let chosen = question_fit::choose_threshold(&routing, a.target_accuracy);
+    let current = crate::config::load().config.routing.min_confidence;
+    match chosen {
+        Some(t) => outln!(
+            "Routing threshold: {t:.2} is the lowest at which every feature is at least {:.0}% accurate on held-out answers (now {current:.2}).",
+            100.0 * a.target_accuracy
+        )?,
+        None => outln!(
+            "Routing threshold: no threshold up to 0.90 makes every feature {:.0}% accurate on held-out answers; [routing] min_confidence stays {current:.2}.",
+            100.0 * a.target_accuracy
+        )?,
+    }
+    if let Some(path) = &a.plot {
+        let title =
+            format!("Reliability of the local engine's held-out answers, before and after calibration ({name})");
+        super::calibrate::write_plot(path, &reports, &title)?;
+    }
+    if a.apply {
+        let path = write_heads(&fitted, &format!("Fitted by `system1 calibrate fit` on {source}."))?;
+        outln!("\nWrote {} (it wins over the shipped heads for these questions).", path.display())?;
+        let n = super::calibrate::write_fits(&reports)?;
+        outln!("Wrote {n} fits to {}.", crate::paths::local_calibration().display())?;
+        if let Some(t) = chosen {
+            super::calibrate::write_threshold(t)?;
+        }
     } else {
-        outln!("Nothing written; add --apply to write {}.", path.display())?;
+        outln!(
+            "\nNothing written; add --apply to write the heads to {}, the fits and the threshold.",
+            crate::providers::local::local_heads_file().display()
+        )?;
     }
     Ok(0)
 }

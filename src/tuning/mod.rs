@@ -18,6 +18,7 @@ pub mod question_fit;
 pub mod readiness;
 pub mod seeds;
 pub mod study;
+pub mod teach;
 
 use crate::config;
 use crate::error::{Error, Result};

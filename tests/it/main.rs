@@ -31,6 +31,7 @@ mod guarded_reads;
 mod hook_deadlines;
 mod install;
 mod local_engine;
+mod local_teach;
 mod local_untrusted;
 mod mcp_bad_input;
 mod mcp_clients;

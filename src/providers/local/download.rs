@@ -410,6 +410,8 @@ pub fn status_report(loaded: &crate::config::Loaded) -> serde_json::Value {
     let errors = settings.take_errors();
     report["engine"] = json!("local");
     report["model"] = json!(name);
+    report["questions"] =
+        json!(crate::providers::local::fitting_heads(&name, &dir).map(|h| crate::providers::local::taught(&h)));
     report["healthy"] = json!(health.as_ref().map(|h| h.ok()));
     report["detail"] = match health {
         Some(h) => json!(h.detail()),
@@ -435,6 +437,19 @@ pub fn describe(r: &serde_json::Value) -> Vec<String> {
     }
     if let Some(d) = r["detail"].as_str().filter(|d| !d.is_empty()) {
         lines.push(format!("  health:     {d}"));
+    }
+    if let Ok(taught) = serde_json::from_value::<Vec<crate::providers::Taught>>(r["questions"].clone())
+        && !taught.is_empty()
+    {
+        lines.push(
+            "  taught:     the questions its trained heads answer (other yes/no questions abstain until taught,"
+                .to_string(),
+        );
+        lines.push(format!(
+            "              `{}`):",
+            crate::text::command(&crate::providers::local::teach_command("..."))
+        ));
+        lines.extend(taught.iter().map(|t| format!("              {}", t.line())));
     }
     lines
 }

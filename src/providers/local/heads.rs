@@ -12,7 +12,10 @@
 //!             "loo_accuracy": 0.81, "source": "calibration/routing.jsonl"}]}
 //! ```
 //! `question` is the key a question is asked under: a routing feature's name, or a
-//! `system1_decide` question's text. P(yes) = sigmoid((w·e + bias) / temperature).
+//! `system1_decide` question's text, matched case- and whitespace-insensitively. P(yes) =
+//! sigmoid((w·e + bias) / temperature). A question with a fixed set of options has one head per
+//! option (`"option": "<option>"`, that option against the rest); its answer is their P(yes),
+//! normalised. `context` lists the context keys the examples carried (none: plain text).
 
 use crate::text::round;
 use serde::{Deserialize, Serialize};
@@ -48,6 +51,19 @@ pub struct Head {
     pub positives: usize,
     pub loo_accuracy: f64,
     pub source: String,
+    /// For a question with a fixed set of options: the option this head scores against the rest.
+    /// None for a yes/no head (it scores "yes").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub option: Option<String>,
+    /// The context keys its examples carried, which a request must carry too to be read the same
+    /// way; empty when they were plain text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
+}
+
+/// A question as heads match it: lower case, runs of white space as one space, trimmed.
+pub fn normalize(question: &str) -> String {
+    question.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -128,6 +144,8 @@ impl Head {
             positives,
             loo_accuracy: round(correct as f64 / xs.len() as f64, 4),
             source: source.to_string(),
+            option: None,
+            context: Vec::new(),
         };
         Ok((head, loo))
     }

@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::answers;
-use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question, Taught};
 use crate::config::Settings;
 use crate::{paths, text};
 use heads::Head;
@@ -170,10 +170,11 @@ impl Local {
         if let Some((yes, no)) = answers::yes_no(&q.options) {
             let Some(head) = find_head(&loaded.heads, q) else {
                 return EngineAnswer::abstained(format!(
-                    "{}: no trained head for this yes/no question, so no answer; to teach it, label examples \
-                     (the routing log's labels, or a seed set) and run /system1:calibrate (`{}`)",
+                    "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
+                     labelled examples, one JSON line each ({{\"text\": \"...\", \"label\": true}}), and run `{}` \
+                     (/system1:calibrate walks you through it)",
                     self.label(),
-                    text::command("calibrate fit")
+                    text::command(&teach_command(&q.text))
                 ));
             };
             let p = answers::round4(head.p_yes(state));
@@ -182,6 +183,18 @@ impl Local {
             probs[no] = answers::round4(1.0 - p);
             return answers::choice_answer("local", &self.name, &q.options, &probs, None)
                 .with_detail(format!("trained head, n={}", head.n));
+        }
+        if let Some(taught) = option_heads(&loaded.heads, q) {
+            // One head per option, each against the rest: their P(yes), normalised.
+            let ps: Vec<f64> = taught.iter().map(|h| h.p_yes(state)).collect();
+            let total: f64 = ps.iter().sum();
+            let probs: Vec<f64> = ps
+                .iter()
+                .map(|p| answers::round4(if total > 0.0 { p / total } else { 1.0 / ps.len() as f64 }))
+                .collect();
+            let n = taught.first().map_or(0, |h| h.n);
+            return answers::choice_answer("local", &self.name, &q.options, &probs, None)
+                .with_detail(format!("trained heads, n={n}"));
         }
         let descriptions = descriptions(request.context.as_ref(), &q.options);
         let sims: Vec<f64> = q
@@ -205,54 +218,121 @@ impl Local {
 }
 
 /// The largest local heads file read: a head is its model's dimension count of weights (768 for
-/// a base model, about 15 KB as JSON), one per question.
+/// a base model, about 15 KB as JSON), one per question or option.
 const MAX_HEADS_BYTES: u64 = 16 << 20;
 
-/// Heads for `model` with `dims` dimensions: the local file's first, then the shipped ones. The
-/// local file is `calibrate heads`'s own, read only when it is a regular file of bounded size in
-/// place (a FIFO there would hang the engine's load).
+/// The local heads file's text, read as a regular file of bounded size in place.
+pub fn read_local_heads(path: &Path) -> std::io::Result<String> {
+    crate::fsutil::read_text(path, MAX_HEADS_BYTES, crate::fsutil::Links::Refuse)
+}
+
+/// Heads for `model` with `dims` dimensions, as they take effect: the local file's first, then the
+/// shipped ones for questions the local file does not have (a question's heads all come from one
+/// file, so a refit with other options replaces the shipped set whole). The local file is
+/// `calibrate fit`'s own, read only when it is a regular file of bounded size in place (a FIFO
+/// there would hang the engine's load).
 fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec<String>) {
     let mut notes = Vec::new();
-    let mut out = Vec::new();
-    match crate::fsutil::read_text(local, MAX_HEADS_BYTES, crate::fsutil::Links::Refuse) {
+    let fits = |h: &Head| h.model == model && dims.is_none_or(|d| h.dims == d);
+    let mut out: Vec<Head> = Vec::new();
+    match read_local_heads(local) {
         Ok(text) => match heads::File::parse(&text) {
-            Ok(f) => out.extend(f.heads),
+            Ok(f) => out.extend(f.heads.into_iter().filter(fits)),
             Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
         },
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
     }
+    let fitted_here: std::collections::HashSet<String> = out.iter().map(|h| heads::normalize(&h.question)).collect();
     match heads::File::parse(heads::SHIPPED) {
-        Ok(f) => out.extend(f.heads),
+        Ok(f) => out
+            .extend(f.heads.into_iter().filter(fits).filter(|h| !fitted_here.contains(&heads::normalize(&h.question)))),
         Err(e) => notes.push(format!("the shipped heads: {e}")),
     }
-    out.retain(|h| h.model == model && dims.is_none_or(|d| h.dims == d));
+    // Within one file, the first head for a question (and option) wins.
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|h| seen.insert((heads::normalize(&h.question), h.option.as_deref().map(heads::normalize))));
     (out, notes)
 }
 
-/// The heads that answer for `model`, one per question (a local head wins over a shipped one).
+/// The heads that answer for `model`: per question, the local file's or else the shipped ones.
 pub fn heads_in_force(model: &str) -> Vec<Head> {
-    let (all, _) = load_heads(model, None, &local_heads_file());
-    first_per_question(all)
+    load_heads(model, None, &local_heads_file()).0
 }
 
-fn first_per_question(heads: Vec<Head>) -> Vec<Head> {
-    let mut seen = std::collections::HashSet::new();
-    heads.into_iter().filter(|h| seen.insert(h.question.clone())).collect()
-}
-
-/// The heads that answer for the model in `dir` named `model`, one per question, as a load finds
-/// them (a head fitted on another model of the same name, with other dimensions, is left out).
-/// `None` when `dir` has no readable `config.json` (the load then fails and says why).
+/// The heads that answer for the model in `dir` named `model`, as a load finds them (a head fitted
+/// on another model of the same name, with other dimensions, is left out). `None` when `dir` has
+/// no readable `config.json` (the load then fails and says why).
 pub fn fitting_heads(model: &str, dir: &Path) -> Option<Vec<Head>> {
     let config = bert::Config::parse(&model::read_config(dir).ok()?).ok()?;
-    let (all, _) = load_heads(model, Some(config.hidden_size), &local_heads_file());
-    Some(first_per_question(all))
+    Some(load_heads(model, Some(config.hidden_size), &local_heads_file()).0)
 }
 
-/// The head for a question: by its key (a routing feature's name), else by its text.
+/// The questions `heads` answer, one entry per question, in order.
+pub fn taught(heads: &[Head]) -> Vec<Taught> {
+    let local: std::collections::HashSet<String> = read_local_heads(&local_heads_file())
+        .ok()
+        .and_then(|t| heads::File::parse(&t).ok())
+        .map(|f| f.heads.iter().map(|h| heads::normalize(&h.question)).collect())
+        .unwrap_or_default();
+    let mut out: Vec<Taught> = Vec::new();
+    for h in heads {
+        let key = heads::normalize(&h.question);
+        if let Some(t) = out.iter_mut().find(|t| heads::normalize(&t.question) == key) {
+            t.options.extend(h.option.clone());
+            continue;
+        }
+        let context = if crate::feature::Feature::named(&h.question).is_some() {
+            "a prompt or a subagent's brief (the hooks and `system1 route` ask it)".to_string()
+        } else if h.context.is_empty() {
+            "an object with one text field (any key)".to_string()
+        } else {
+            format!("an object with {}", h.context.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "))
+        };
+        out.push(Taught {
+            question: h.question.clone(),
+            options: h.option.clone().into_iter().collect(),
+            context,
+            n: h.n,
+            fitted_here: local.contains(&key),
+        });
+    }
+    out
+}
+
+/// The head for a yes/no question: by its key (a routing feature's name), else by its text.
 fn find_head<'a>(heads: &'a [Head], q: &Question) -> Option<&'a Head> {
-    heads.iter().find(|h| h.question == q.key).or_else(|| heads.iter().find(|h| h.question.trim() == q.text.trim()))
+    let yes_no = heads.iter().filter(|h| h.option.is_none());
+    let text = heads::normalize(&q.text);
+    yes_no
+        .clone()
+        .find(|h| h.question == q.key)
+        .or_else(|| yes_no.clone().find(|h| heads::normalize(&h.question) == text))
+}
+
+/// The heads for a question with a fixed set of options, one per option asked, in the question's
+/// order; None unless every option asked has one.
+fn option_heads<'a>(heads: &'a [Head], q: &Question) -> Option<Vec<&'a Head>> {
+    let text = heads::normalize(&q.text);
+    let of_question: Vec<&Head> =
+        heads.iter().filter(|h| h.option.is_some() && heads::normalize(&h.question) == text).collect();
+    if of_question.is_empty() {
+        return None;
+    }
+    q.options
+        .iter()
+        .map(|o| {
+            let o = heads::normalize(o);
+            of_question.iter().copied().find(|h| h.option.as_deref().map(heads::normalize).as_deref() == Some(&o))
+        })
+        .collect()
+}
+
+/// The command that teaches the local engine a question.
+pub fn teach_command(question: &str) -> String {
+    // Single quotes: a shell takes everything inside them as it is, but a single quote.
+    let q = question.split_whitespace().collect::<Vec<_>>().join(" ").replace('\'', "'\\''");
+    format!("calibrate fit --provider local --question '{q}' --set FILE.jsonl --apply")
 }
 
 /// A context object's map of option descriptions (`{"skills": {name: description}}`), when one of
@@ -328,17 +408,28 @@ impl Provider for Local {
         Ok(out)
     }
 
+    fn taught(&self) -> Vec<Taught> {
+        // The heads alone, without loading the model: capabilities stay quick.
+        taught(&heads_in_force(&self.name))
+    }
+
     fn health(&self, _timeout: Duration) -> Probe {
         match self.load() {
             Ok(l) => {
+                let taught = taught(&l.heads);
                 let mut detail = format!(
-                    "{} in {} ({} dims, window {} tokens), {} trained heads",
+                    "{} in {} ({} dims, window {} tokens), {} trained {}",
                     self.name,
                     self.dir.display(),
                     l.model.dims(),
                     l.model.max_tokens,
-                    l.heads.len()
+                    taught.len(),
+                    if taught.len() == 1 { "question" } else { "questions" }
                 );
+                if !taught.is_empty() {
+                    let names: Vec<String> = taught.iter().map(|t| t.question.clone()).collect();
+                    detail.push_str(&format!(" ({})", names.join("; ")));
+                }
                 if l.heads.is_empty() {
                     detail.push_str(&format!(
                         "; no trained heads fit {}: its yes/no questions (the routing features) abstain until \
