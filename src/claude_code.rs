@@ -17,6 +17,24 @@ use crate::paths;
 /// This plugin's name in Claude Code: its id is `system1@<marketplace>`.
 pub const PLUGIN: &str = "system1";
 
+/// The hook events system1 answers, as Claude Code names them (`hookEventName`, the keys of
+/// hooks/hooks.json; a test holds the two equal).
+pub mod event {
+    pub const SESSION_START: &str = "SessionStart";
+    pub const USER_PROMPT_SUBMIT: &str = "UserPromptSubmit";
+    pub const PRE_TOOL_USE: &str = "PreToolUse";
+    pub const POST_TOOL_USE: &str = "PostToolUse";
+}
+
+/// The tools that spawn a subagent: `Agent`, and `Task` before Claude Code 2.1. The spawn hooks'
+/// matcher in hooks/hooks.json names the same (a test holds the two equal).
+pub const SPAWN_TOOLS: [&str; 2] = ["Agent", "Task"];
+
+/// Whether a call of tool `name` spawns a subagent.
+pub fn is_spawn_tool(name: &str) -> bool {
+    SPAWN_TOOLS.contains(&name)
+}
+
 /// An MCP server as Claude Code launches it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct McpServer {
@@ -263,6 +281,22 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_plugin_hooks_name_the_events_and_spawn_tools_the_code_answers() {
+        let hooks: Value = serde_json::from_str(include_str!("../hooks/hooks.json")).expect("hooks.json is JSON");
+        let hooks = hooks["hooks"].as_object().expect("a hooks object");
+        let mut events: Vec<&str> = hooks.keys().map(String::as_str).collect();
+        let mut expected =
+            vec![event::SESSION_START, event::USER_PROMPT_SUBMIT, event::PRE_TOOL_USE, event::POST_TOOL_USE];
+        events.sort();
+        expected.sort();
+        assert_eq!(events, expected);
+        for e in [event::PRE_TOOL_USE, event::POST_TOOL_USE] {
+            assert_eq!(hooks[e][0]["matcher"], SPAWN_TOOLS.join("|"), "{e}");
+        }
+        assert!(is_spawn_tool("Task") && !is_spawn_tool("Bash"));
+    }
 
     #[test]
     fn installed_plugins_read_both_formats() {

@@ -159,7 +159,7 @@ pub fn log(level: Level, request_id: &str, message: &str) {
     if !enabled(level) {
         return;
     }
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ");
+    let now = crate::text::now();
     // One write per line, so concurrent requests never interleave within a line. A request id is
     // the client's text: a newline in it (or in a message) must not start a forged line.
     let line = format!("{now} {} [{}] {}\n", level.name(), escaped(request_id), escaped(&message.replace('\n', " ")));

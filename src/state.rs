@@ -45,7 +45,7 @@ pub fn today() -> String {
 pub fn record_decision(status: &str, provider: Option<&str>, latency_ms: f64) {
     let path = paths::decisions_log(&today());
     let line = serde_json::json!({
-        "time": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+        "time": crate::text::now(),
         "status": status,
         "provider": provider,
         "latency_ms": latency_ms,

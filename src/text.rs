@@ -1,6 +1,7 @@
 //! How system1 writes things for people, once for every module: a clipped string, XML escaping,
 //! a URL without its user info, a percentage, a number rounded to some decimals, a count with its
-//! noun, a progress meter on the terminal, and the system1 commands a message tells someone to run.
+//! noun, a progress meter on the terminal, the system1 commands a message tells someone to run, and
+//! the timestamp every written file uses.
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -8,6 +9,17 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::paths;
+
+/// `t` as every file system1 writes a time in: RFC 3339 in UTC to the millisecond,
+/// `2026-11-30T09:15:02.125Z` (the form of Claude Code's transcripts too).
+pub fn timestamp(t: chrono::DateTime<chrono::Utc>) -> String {
+    t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The time now, as [`timestamp`] writes it.
+pub fn now() -> String {
+    timestamp(chrono::Utc::now())
+}
 
 /// `s` in at most `max_chars` characters: a longer one keeps its head and ends in `…`.
 pub fn ellipsis(s: &str, max_chars: usize) -> String {

@@ -35,7 +35,7 @@ pub fn run(args: Args) -> Result<i32> {
         Event::Spawned => hook::Event::Spawned,
         Event::Other(_) => {
             // Read the input so that Claude Code never writes into a closed pipe.
-            let _ = std::io::copy(&mut std::io::Read::take(std::io::stdin(), 16 * 1024 * 1024), &mut std::io::sink());
+            let _ = std::io::copy(&mut std::io::Read::take(std::io::stdin(), hook::MAX_INPUT), &mut std::io::sink());
             return Ok(crate::error::exit::OK);
         }
     };

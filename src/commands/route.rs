@@ -387,7 +387,7 @@ fn spawn(brief: &str, model: Option<&str>, subagent_type: &str, cwd: PathBuf) ->
         input["model"] = json!(m);
     }
     Spawn {
-        tool_name: Some("Agent".into()),
+        tool_name: Some(crate::claude_code::SPAWN_TOOLS[0].into()),
         raw_input: input.to_string(),
         brief: brief.to_string(),
         model: Model::read(input.get("model")),

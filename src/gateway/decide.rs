@@ -114,9 +114,8 @@ fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
 
 /// The stability figures, to 4 decimals, when they were measured.
 fn show_stability(resp: &mut DecideResponse, stability: Option<Stability>) {
-    let round4 = |x: f64| (x * 1e4).round() / 1e4;
     if let Some(s) = stability {
-        resp.stability = Some(round4(s.stability));
-        resp.soft_stability = s.soft_stability.map(round4);
+        resp.stability = Some(crate::text::round(s.stability, 4));
+        resp.soft_stability = s.soft_stability.map(|x| crate::text::round(x, 4));
     }
 }

@@ -26,6 +26,19 @@ pub enum Event {
     Spawned,
 }
 
+impl Event {
+    /// The event's name as Claude Code gives it (`hookEventName`).
+    pub fn name(self) -> &'static str {
+        use crate::claude_code::event;
+        match self {
+            Event::SessionStart => event::SESSION_START,
+            Event::Prompt => event::USER_PROMPT_SUBMIT,
+            Event::Agent => event::PRE_TOOL_USE,
+            Event::Spawned => event::POST_TOOL_USE,
+        }
+    }
+}
+
 /// What a handler wants printed (one JSON object's text for Claude Code), or `None` for silence.
 pub type Output = Option<String>;
 
@@ -77,7 +90,7 @@ fn answer(event: Event) -> Output {
 /// How long a hook waits for its input: Claude Code writes it at once, and gives a hook 5 s in all.
 pub const STDIN_DEADLINE: Duration = Duration::from_secs(2);
 /// The most hook input read; a bigger payload is no hook input Claude Code sends.
-const MAX_INPUT: u64 = 16 * 1024 * 1024;
+pub const MAX_INPUT: u64 = 16 * 1024 * 1024;
 
 /// The hook input: the first JSON object on `stdin`, as its text and parsed. Reading stops at that
 /// object's closing brace, so a caller that writes it and leaves stdin open is not waited on, and

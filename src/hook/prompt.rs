@@ -20,7 +20,7 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
     if let Err(e) = routing::log::append_all(&routing::entries(&input, &run)) {
         logging::warn("hook", &format!("cannot write the routing log: {e}"));
     }
-    Ok(run.context().map(|text| additional_context("UserPromptSubmit", &text).to_string()))
+    Ok(run.context().map(|text| additional_context(super::Event::Prompt.name(), &text).to_string()))
 }
 
 /// The hook's own failures go to `log_file` (its stderr is not shown), so that a hook that stays

@@ -36,7 +36,7 @@ pub fn handle(loaded: &Loaded, payload: &Value) -> HookResult {
         return Ok(None);
     }
     let text = messages.join(" ");
-    let mut out = super::additional_context("SessionStart", &text);
+    let mut out = super::additional_context(super::Event::SessionStart.name(), &text);
     if let Value::Object(o) = &mut out {
         o.insert("systemMessage".into(), Value::String(text));
     }

@@ -358,7 +358,7 @@ impl Collector {
     fn attachment(&mut self, line: &Line<'_>) {
         let Some(att) = &line.attachment else { return };
         if att.kind.as_deref() != Some("hook_additional_context")
-            || att.hook_event.as_deref() != Some("UserPromptSubmit")
+            || att.hook_event.as_deref() != Some(crate::claude_code::event::USER_PROMPT_SUBMIT)
         {
             return;
         }

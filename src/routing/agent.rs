@@ -213,7 +213,7 @@ pub fn spawned(loaded: &Loaded, payload: &Value) -> Option<Entry> {
     let took_effect = agent.tier_after.zip(ran_tier).map(|(set, ran)| set == ran);
     Some(Entry {
         id: Some(log::new_id()),
-        time: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        time: Some(crate::text::now()),
         source: Some(Source::Spawn),
         session_id,
         repo: agent.repo,

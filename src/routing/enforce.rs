@@ -191,7 +191,8 @@ pub fn rewrite(raw: &str, tier: Tier) -> Result<String, String> {
 
 /// The PreToolUse answer that rewrites the call to `updated_input` (a JSON object's text).
 pub fn hook_output(updated_input: &str) -> String {
-    format!(r#"{{"hookSpecificOutput":{{"hookEventName":"PreToolUse","updatedInput":{updated_input}}}}}"#)
+    let event = crate::claude_code::event::PRE_TOOL_USE;
+    format!(r#"{{"hookSpecificOutput":{{"hookEventName":"{event}","updatedInput":{updated_input}}}}}"#)
 }
 
 /// A JSON object's members in order, each value as the text it was written in.

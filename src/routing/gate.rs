@@ -94,7 +94,7 @@ fn config_error(loaded: &Loaded) -> Option<Gate> {
 
 fn not_a_spawn(tool_name: Option<&str>) -> Option<Gate> {
     match tool_name {
-        Some(t) if t != "Agent" && t != "Task" => Some(Gate::NotASpawn(t.to_string())),
+        Some(t) if !crate::claude_code::is_spawn_tool(t) => Some(Gate::NotASpawn(t.to_string())),
         _ => None,
     }
 }

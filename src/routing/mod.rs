@@ -253,7 +253,7 @@ fn base_entry(source: Source, input: &Input, log_dir: &Path, prompt: &str) -> En
     let cwd = input.cwd.as_deref().unwrap_or(log_dir);
     Entry {
         id: Some(log::new_id()),
-        time: Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        time: Some(crate::text::now()),
         source: Some(source),
         session_id: input.session_id.clone(),
         repo: Some(log::repo_of(cwd, log_dir).display().to_string()),

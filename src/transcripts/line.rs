@@ -220,7 +220,7 @@ impl Block<'_> {
 
     /// A `tool_use` that spawns a subagent (`Agent`; `Task` before Claude Code 2.1).
     pub fn is_agent_spawn(&self) -> bool {
-        self.is("tool_use") && matches!(self.name.as_deref(), Some("Agent") | Some("Task"))
+        self.is("tool_use") && self.name.as_deref().is_some_and(crate::claude_code::is_spawn_tool)
     }
 
     /// The input of an Agent tool use, leniently: missing or odd fields are `None`.

@@ -45,7 +45,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::SystemTime;
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
@@ -465,7 +465,7 @@ struct TimeRange {
 
 impl TimeRange {
     fn new(since: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> Self {
-        let text = |t: DateTime<Utc>| (t, t.to_rfc3339_opts(SecondsFormat::Millis, true));
+        let text = |t: DateTime<Utc>| (t, crate::text::timestamp(t));
         TimeRange { since: since.map(text), until: until.map(text) }
     }
 
