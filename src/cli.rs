@@ -50,7 +50,7 @@ enum Command {
     Install(commands::install::Args),
     /// Unregister and remove the installed binary (and with --purge, everything).
     Uninstall(commands::install::UninstallArgs),
-    /// Install, start, stop and inspect local engine servers (laya, von).
+    /// Install, start, stop and inspect the engine servers on this machine (laya, von), and the local engine.
     Engine(commands::engine::Args),
     /// Show the effective config and where each value came from; check it.
     Config(commands::config::Args),

@@ -19,7 +19,7 @@ pub const EXAMPLE: &str = include_str!("../../config.example.toml");
 
 /// The engine the example config selects.
 const EXAMPLE_ENGINE: &str = "laya";
-/// Enough for a local engine to answer its health route; an absent one refuses at once.
+/// Enough for an engine on this machine to answer its health route; an absent one refuses at once.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(800);
 
 pub enum Outcome {

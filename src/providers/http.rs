@@ -52,7 +52,7 @@ impl Endpoint {
         }
         let mut config = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0);
         if loopback {
-            // A system proxy must never see (or break) calls to a local engine. Its answers are a
+            // A system proxy must never see (or break) calls to an engine on this machine. Its answers are a
             // few KB: buffers of 16 KB instead of ureq's 128 KB come from the heap, not from an
             // mmap whose pages are zeroed (and faulted in) on every hook.
             config = config.proxy(None).input_buffer_size(LOOPBACK_BUFFER).output_buffer_size(LOOPBACK_BUFFER);
@@ -203,11 +203,11 @@ fn is_localhost_name(host: &str) -> bool {
     h == "localhost" || h.ends_with(".localhost")
 }
 
-/// ureq's input and output buffers for a local engine.
+/// ureq's input and output buffers for an engine on this machine.
 const LOOPBACK_BUFFER: usize = 16 * 1024;
 
 /// Resolves what needs no resolving without the system resolver: an IP literal is its own
-/// address, and a `localhost` name is 127.0.0.1 then ::1. So a call to a local engine never goes
+/// address, and a `localhost` name is 127.0.0.1 then ::1. So a call to an engine on this machine never goes
 /// through getaddrinfo: no NSS module to load (which a static glibc binary cannot do safely, and
 /// where `localhost` may not even be listed), and no thread that ureq spawns to bound a lookup's
 /// time. Any other name goes to ureq's own resolver.

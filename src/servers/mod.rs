@@ -1,4 +1,4 @@
-//! Local engine servers (laya, von): install into their own venv, start, stop, status, and start
+//! Engine servers on this machine (laya, von): install into their own venv, start, stop, status, and start
 //! at login. The launchers and start-at-login templates live in `engines/<name>/` and are built
 //! into the binary, so an installed `system1` needs no clone to set an engine up.
 //!

@@ -43,7 +43,7 @@ pub struct Bars {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct FeatureReport {
+pub struct FeatureScore {
     pub feature: Feature,
     /// Rows with a teacher label for this feature.
     pub labelled: usize,
@@ -57,7 +57,7 @@ pub struct FeatureReport {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct RuleReport {
+pub struct RuleScore {
     /// Failed spawns the rule could judge (all four answers known, tier that ran known).
     pub failures: usize,
     /// Of those, where the rule would have picked a higher tier.
@@ -71,12 +71,12 @@ pub struct RuleReport {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Report {
+pub struct Evaluation {
     pub threshold: f64,
     pub rows: usize,
-    pub features: Vec<FeatureReport>,
-    pub rule_engine: RuleReport,
-    pub rule_teacher: RuleReport,
+    pub features: Vec<FeatureScore>,
+    pub rule_engine: RuleScore,
+    pub rule_teacher: RuleScore,
     /// Every failed spawn with an outcome in the log (what `--min-failures` counts).
     pub failures_labelled: usize,
     pub ready: bool,
@@ -103,8 +103,8 @@ fn rule_report(
     default_tier: Tier,
     answers: impl Fn(&Row) -> Option<BTreeMap<Feature, bool>>,
     unanswered: Unanswered,
-) -> RuleReport {
-    let mut r = RuleReport {
+) -> RuleScore {
+    let mut r = RuleScore {
         failures: 0,
         higher_on_failures: 0,
         safety: None,
@@ -142,7 +142,7 @@ fn rule_report(
     r
 }
 
-pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64, bars: Bars) -> Report {
+pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64, bars: Bars) -> Evaluation {
     let mut features = Vec::new();
     for f in Feature::ALL {
         let mut points: Vec<Point> = Vec::new();
@@ -160,7 +160,7 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
         // Coverage is over every labelled row: an abstention or a failure is not covered.
         let coverage = share(at.covered, labelled).unwrap_or(0.0);
         let passes = at.accuracy.is_some_and(|a| a >= bars.min_feature_accuracy - 1e-12);
-        features.push(FeatureReport {
+        features.push(FeatureScore {
             feature: f,
             labelled,
             answered: points.len(),
@@ -204,7 +204,7 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
     if failures_labelled < bars.min_failures {
         reasons.push(format!("{failures_labelled} failed spawns labelled, fewer than {}", bars.min_failures));
     }
-    Report {
+    Evaluation {
         threshold,
         rows: rows.len(),
         features,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::evaluate::{self, Bars, Report, Row, RuleReport};
+use super::evaluate::{self, Bars, Evaluation, Row, RuleScore};
 use crate::error::{Context, Error, Result};
 use crate::routing::entry::Entry;
 use crate::routing::{features, log};
@@ -123,7 +123,7 @@ fn rule_line(name: &str, k: usize, n: usize, share: Option<f64>) -> String {
     format!("{name} {k}/{n} {}", pct(share))
 }
 
-fn rule_block(r: &RuleReport) -> [String; 3] {
+fn rule_block(r: &RuleScore) -> [String; 3] {
     [
         rule_line("", r.higher_on_failures, r.failures, r.safety),
         rule_line("", r.same_on_successes, r.successes, r.agreement),
@@ -131,7 +131,7 @@ fn rule_block(r: &RuleReport) -> [String; 3] {
     ]
 }
 
-pub fn text(r: &Report, engine: &str, failed: usize, bars: Bars) -> String {
+pub fn text(r: &Evaluation, engine: &str, failed: usize, bars: Bars) -> String {
     let mut s = format!(
         "Engine {engine} on {} labelled log entries ({} the engine could not answer); routing threshold {:.2}\n\n",
         r.rows, failed, r.threshold
