@@ -20,7 +20,7 @@ use crate::install::claude;
 use crate::providers::http::Endpoint;
 use crate::providers::{Cause, EngineRequest, Failure, Question, local};
 use crate::routing::{self, spawn_log};
-use crate::{logging, paths, state, text};
+use crate::{logging, paths, servers, state, text};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -259,7 +259,7 @@ fn check_engines(gateway: &Gateway, r: &mut Report) {
         let detail = p.detail.as_deref().unwrap_or("");
         let endpoint = endpoint_of(gateway, &p.name);
         let fix = || match &p.failure {
-            Some(failure) => checks::engine_fix(provider.as_ref(), failure),
+            Some(failure) => servers::fix::engine_fix(provider.as_ref(), failure),
             None => String::new(),
         };
         if p.ok {
@@ -347,7 +347,7 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
         let detail = unnamed(&a.provider, a.detail.as_deref().unwrap_or(""));
         let provider = gateway.chain().iter().find(|p| p.name() == a.provider);
         let fix = |cause: Cause| match provider {
-            Some(p) => checks::engine_fix(p.as_ref(), &Failure::new(cause, detail)),
+            Some(p) => servers::fix::engine_fix(p.as_ref(), &Failure::new(cause, detail)),
             None => String::new(),
         };
         match a.outcome {

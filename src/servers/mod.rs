@@ -6,6 +6,7 @@
 //! `start.sh` and `start.ps1` (the launchers), `<server>.log`, `<server>.pid`.
 
 pub mod autostart;
+pub mod fix;
 pub mod probe;
 
 use std::net::{SocketAddr, TcpStream};

@@ -9,9 +9,10 @@ use serde_json::json;
 
 use super::evaluate::{self, Bars, Evaluation, Row, RuleScore};
 use crate::error::{Context, Error, Result};
+use crate::gateway::Gateway;
 use crate::routing::entry::Entry;
 use crate::routing::{features, log};
-use crate::{paths, text};
+use crate::{paths, servers, text};
 
 /// What `system1 evaluate` was asked.
 pub struct Options {
@@ -95,11 +96,13 @@ pub fn run(args: Options) -> Result<i32> {
     let report = evaluate::evaluate(&rows, &cfg.rules, cfg.default_tier, cfg.min_confidence, bars);
     let engine_name =
         format!("{}/{}", engine.0.as_deref().unwrap_or(&args.provider), engine.1.as_deref().unwrap_or("?"));
+    let down = if failed > 0 { down_and_fix(&gateway) } else { None };
     if args.json {
         let out = json!({
             "provider": args.provider,
             "engine": engine_name,
             "engine_failures": failed,
+            "engine_down": down.as_ref().map(|(detail, fix)| json!({"detail": detail, "fix": fix})),
             "verdict": if report.ready { "READY" } else { "NOT READY" },
             "bars": bars,
             "report": report,
@@ -107,8 +110,19 @@ pub fn run(args: Options) -> Result<i32> {
         outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())?;
     } else {
         out!("{}", text(&report, &engine_name, failed, bars))?;
+        if let Some((detail, fix)) = down {
+            outln!("\nThe engine does not answer its health probe ({detail}): to fix it, {fix}.")?;
+        }
     }
     Ok(0)
+}
+
+/// When some entries went unanswered: whether the engine is down, in words, and the fix for why.
+fn down_and_fix(gateway: &Gateway) -> Option<(String, String)> {
+    let provider = gateway.primary()?;
+    let probe = provider.health(gateway.timeout);
+    let failure = probe.failure()?;
+    Some((failure.detail.clone(), servers::fix::engine_fix(provider.as_ref(), failure)))
 }
 
 /// A share, or `n/a` when there was nothing to take it of (nothing labelled, nothing answered).

@@ -377,3 +377,26 @@ fn fit_with_the_engine_down_says_why_and_writes_nothing() {
     );
     assert!(!env.install_dir.join("calibration.json").exists());
 }
+
+/// An engine that does not answer: the report counts the entries it could not answer, and says
+/// why and what to do, with the fix its provider gives for the cause (here the mock's setting).
+#[test]
+fn evaluate_with_an_engine_that_is_down_gives_its_fix() {
+    let env = TestEnv::with_mock("[providers.mock]\nfail = \"error\"\ndown = true\n");
+    write_log(&env, &[spawn("f1", labels(false, true, false, false), "failed", "sonnet")]);
+    let v = evaluate(&env, &[]);
+    assert_eq!(v["engine_failures"], 1, "{v}");
+    assert_eq!(v["engine_down"]["detail"], "configured as down", "{v}");
+    let fix = "the mock engine is configured as down: remove `down = true` from [providers.mock]";
+    assert_eq!(v["engine_down"]["fix"], fix, "{v}");
+    let text = stdout(&env.run(&["evaluate", "--provider", "mock"], ""));
+    assert!(
+        text.contains(&format!("The engine does not answer its health probe (configured as down): to fix it, {fix}.")),
+        "{text}"
+    );
+
+    // An engine that answers gives no such line.
+    let env = TestEnv::with_mock(EVAL_MOCK);
+    write_log(&env, &[spawn("f1", labels(false, true, false, false), "failed", "sonnet")]);
+    assert!(evaluate(&env, &[])["engine_down"].is_null());
+}
