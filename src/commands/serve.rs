@@ -8,6 +8,7 @@ use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::gateway::Gateway;
+use crate::servers::autostart::{self, Platform};
 use crate::{config, logging, paths, serve};
 
 #[derive(clap::Args)]
@@ -27,9 +28,27 @@ pub struct Args {
     /// Connections waiting for a worker before new ones get 503 (default: [serve] queue, else 64).
     #[arg(long)]
     queue: Option<usize>,
+    /// Instead of serving: on writes the entry that starts the installed `system1 serve` at login
+    /// (systemd user unit, LaunchAgent, Startup folder); off removes it.
+    #[arg(long, value_parser = ["on", "off"])]
+    at_login: Option<String>,
+    /// With --at-login: the platform whose entry to write (linux, macos, windows; default: this one).
+    #[arg(long, requires = "at_login")]
+    platform: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    if let Some(state) = &args.at_login {
+        let platform = match &args.platform {
+            Some(p) => Platform::parse(p)?,
+            None => Platform::current(),
+        };
+        let done = if state == "on" { autostart::enable_serve(platform)? } else { autostart::disable_serve(platform)? };
+        for line in done {
+            outln!("system1 serve: {line}")?;
+        }
+        return Ok(0);
+    }
     let gateway = Gateway::from_env();
     let g = &gateway.loaded.config.gateway;
     logging::init_server(&g.log_level, &g.log_file);

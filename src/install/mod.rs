@@ -128,6 +128,13 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
         }
     }
 
+    if autostart::serve_enabled(platform) {
+        match autostart::disable_serve(platform) {
+            Ok(done) => report.extend(done.into_iter().map(|d| format!("system1 serve start at login: {d}"))),
+            Err(e) => failed.push(format!("system1 serve start at login: {e}")),
+        }
+    }
+
     // The status line would run a binary that is gone: system1's goes, anyone else's stays.
     let settings = statusline::settings_file();
     match statusline::remove(&settings) {

@@ -1,4 +1,4 @@
-//! Start an engine at login: a `systemd --user` unit on Linux, a LaunchAgent on macOS, a `.cmd`
+//! Start an engine, or `system1 serve`, at login: a `systemd --user` unit on Linux, a LaunchAgent on macOS, a `.cmd`
 //! in the Windows Startup folder. Each file is filled from its template in `engines/<name>/`.
 //! The service manager is told only when its tool (`systemctl`, `launchctl`) is on PATH; the
 //! file alone takes effect at the next login.
@@ -40,6 +40,11 @@ impl Platform {
 
 /// Where the start-at-login file goes.
 pub fn file(spec: &Spec, platform: Platform) -> PathBuf {
+    file_named(spec.name, platform)
+}
+
+/// Where the start-at-login file of `name` (an engine, or `serve`) goes.
+fn file_named(name: &str, platform: Platform) -> PathBuf {
     let home = paths::home();
     match platform {
         Platform::Linux => {
@@ -47,9 +52,9 @@ pub fn file(spec: &Spec, platform: Platform) -> PathBuf {
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from)
                 .unwrap_or_else(|| home.join(".config"));
-            config.join("systemd").join("user").join(format!("system1-{}.service", spec.name))
+            config.join("systemd").join("user").join(format!("system1-{name}.service"))
         }
-        Platform::MacOs => home.join("Library").join("LaunchAgents").join(format!("com.system1.{}.plist", spec.name)),
+        Platform::MacOs => home.join("Library").join("LaunchAgents").join(format!("com.system1.{name}.plist")),
         Platform::Windows => {
             let appdata = std::env::var_os("APPDATA")
                 .filter(|v| !v.is_empty())
@@ -61,7 +66,7 @@ pub fn file(spec: &Spec, platform: Platform) -> PathBuf {
                 .join("Start Menu")
                 .join("Programs")
                 .join("Startup")
-                .join(format!("system1-{}.cmd", spec.name))
+                .join(format!("system1-{name}.cmd"))
         }
     }
 }
@@ -107,30 +112,38 @@ pub fn enable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
     let path = file(spec, platform);
     write(&path, &contents(spec, platform))?;
     let mut done = vec![format!("wrote {}", path.display())];
+    done.extend(tell_enabled(spec.name, &path, platform));
+    Ok(done)
+}
+
+/// Tells the service manager about a start-at-login file just written.
+fn tell_enabled(name: &str, path: &Path, platform: Platform) -> Vec<String> {
     let p = path.display().to_string();
-    let unit = format!("system1-{}.service", spec.name);
-    let told = match platform {
+    let unit = format!("system1-{name}.service");
+    match platform {
         Platform::Linux => tell("systemctl", &["--user", "daemon-reload"], STARTS_AT_LOGIN)
             .into_iter()
             .chain(tell("systemctl", &["--user", "enable", &unit], STARTS_AT_LOGIN))
             .collect(),
         Platform::MacOs => tell("launchctl", &["load", "-w", &p], STARTS_AT_LOGIN).into_iter().collect(),
         Platform::Windows => Vec::new(),
-    };
-    done.extend(told);
-    Ok(done)
+    }
 }
 
 /// Removes the start-at-login file (after telling the service manager). Returns what was done.
 pub fn disable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
-    let path = file(spec, platform);
+    disable_named(spec.name, platform)
+}
+
+fn disable_named(name: &str, platform: Platform) -> Result<Vec<String>> {
+    let path = file_named(name, platform);
     let mut done = Vec::new();
     if !path.exists() {
-        done.push(format!("{} is not set to start at login ({} does not exist)", spec.name, path.display()));
+        done.push(format!("{name} is not set to start at login ({} does not exist)", path.display()));
         return Ok(done);
     }
     let p = path.display().to_string();
-    let unit = format!("system1-{}.service", spec.name);
+    let unit = format!("system1-{name}.service");
     match platform {
         Platform::Linux => done.extend(tell("systemctl", &["--user", "disable", &unit], STOPS_AT_LOGIN)),
         Platform::MacOs => done.extend(tell("launchctl", &["unload", "-w", &p], STOPS_AT_LOGIN)),
@@ -146,6 +159,60 @@ pub fn disable(spec: &Spec, platform: Platform) -> Result<Vec<String>> {
 
 pub fn is_enabled(spec: &Spec, platform: Platform) -> bool {
     file(spec, platform).is_file()
+}
+
+/// `system1 serve` at login: the installed binary run as `system1 serve` (its `[serve]` settings
+/// apply). Kept beside the engines' entries, under the name `serve`.
+const SERVE: &str = "serve";
+
+/// The start-at-login file of `system1 serve` for `binary`.
+pub fn serve_contents(platform: Platform, binary: &Path) -> String {
+    let bin = binary.display().to_string();
+    match platform {
+        Platform::Linux => format!(
+            "# systemd user unit written by `system1 serve --at-login on`: starts system1 serve at login.\n\
+             [Unit]\nDescription=System-1 gateway as a System One API server (system1 serve)\nAfter=network.target\n\n\
+             [Service]\nType=simple\nExecStart={bin} serve\nRestart=on-failure\nRestartSec=10\n\n\
+             [Install]\nWantedBy=default.target\n"
+        ),
+        Platform::MacOs => format!(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+             <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n\
+             <!-- LaunchAgent written by `system1 serve --at-login on`: starts system1 serve at login. -->\n\
+             <plist version=\"1.0\">\n<dict>\n  <key>Label</key>\n  <string>com.system1.serve</string>\n\
+             \x20 <key>ProgramArguments</key>\n  <array>\n    <string>{bin}</string>\n    <string>serve</string>\n  </array>\n\
+             \x20 <key>RunAtLoad</key>\n  <true/>\n  <key>KeepAlive</key>\n  <false/>\n</dict>\n</plist>\n"
+        ),
+        // A .cmd file is read with CRLF line ends.
+        Platform::Windows => format!(
+            "@echo off\r\nrem Written by `system1 serve --at-login on`: starts system1 serve at login.\r\n\
+             start \"\" /min \"{bin}\" serve\r\n"
+        ),
+    }
+}
+
+/// Writes the start-at-login file of `system1 serve` (running the installed binary) and tells
+/// the service manager. Returns what was done.
+pub fn enable_serve(platform: Platform) -> Result<Vec<String>> {
+    let binary = paths::installed_binary();
+    if !binary.is_file() {
+        return Err(Error::failure(format!("system1 is not installed at {}", binary.display()))
+            .with_hint(format!("run `{}` first: the entry runs the installed binary", text::command("install"))));
+    }
+    let path = file_named(SERVE, platform);
+    write(&path, &serve_contents(platform, &binary))?;
+    let mut done = vec![format!("wrote {}", path.display())];
+    done.extend(tell_enabled(SERVE, &path, platform));
+    Ok(done)
+}
+
+/// Removes the start-at-login file of `system1 serve`. Returns what was done.
+pub fn disable_serve(platform: Platform) -> Result<Vec<String>> {
+    disable_named(SERVE, platform)
+}
+
+pub fn serve_enabled(platform: Platform) -> bool {
+    file_named(SERVE, platform).is_file()
 }
 
 fn write(path: &Path, text: &str) -> Result<()> {

@@ -571,3 +571,51 @@ fn doctor_checks_a_configured_server() {
     );
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn at_login_writes_an_entry_for_each_platform_and_uninstall_removes_it() {
+    let mut env = TestEnv::with_mock("");
+    let bin = env.root.join("fakebin");
+    let calls = env.root.join("systemctl.log");
+    support::write_executable(&bin.join("systemctl"), &format!("#!/bin/sh\necho \"$*\" >> {}\n", calls.display()));
+    env.set_env("PATH", bin.to_str().unwrap());
+    let out = env.run(&["serve", "--at-login", "on", "--platform", "linux"], "");
+    assert_eq!(out.status.code(), Some(1), "nothing installed to start yet");
+    assert!(support::stderr(&out).contains("install"), "{}", support::stderr(&out));
+    let installed = env.install_dir.join("bin/system1");
+    support::write_executable(&installed, "#!/bin/sh\n");
+
+    let unit = env.home.join(".config/systemd/user/system1-serve.service");
+    let out = env.run(&["serve", "--at-login", "on", "--platform", "linux"], "");
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let text = std::fs::read_to_string(&unit).unwrap();
+    assert!(text.contains(&format!("ExecStart={} serve\n", installed.display())), "{text}");
+    assert!(text.contains("WantedBy=default.target"), "{text}");
+    assert_eq!(std::fs::read_to_string(&calls).unwrap(), "--user daemon-reload\n--user enable system1-serve.service\n");
+
+    let out = env.run(&["serve", "--at-login", "on", "--platform", "macos"], "");
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let plist = std::fs::read_to_string(env.home.join("Library/LaunchAgents/com.system1.serve.plist")).unwrap();
+    assert!(
+        plist.contains(&format!("<string>{}</string>\n    <string>serve</string>", installed.display())),
+        "{plist}"
+    );
+    let out = env.run(&["serve", "--at-login", "on", "--platform", "windows"], "");
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    let cmd = std::fs::read_to_string(
+        env.home.join("AppData/Roaming/Microsoft/Windows/Start Menu/Programs/Startup/system1-serve.cmd"),
+    )
+    .unwrap();
+    assert!(cmd.contains(&format!("\"{}\" serve\r\n", installed.display())), "{cmd}");
+
+    let out = env.run(&["serve", "--at-login", "off", "--platform", "macos"], "");
+    assert!(out.status.success(), "{}", support::stderr(&out));
+    assert!(!env.home.join("Library/LaunchAgents/com.system1.serve.plist").exists());
+
+    // uninstall takes the Linux entry out with the binary.
+    let out = env.run(&["uninstall"], "");
+    assert!(out.status.success(), "{}{}", support::stdout(&out), support::stderr(&out));
+    assert!(support::stdout(&out).contains("system1 serve start at login: removed"), "{}", support::stdout(&out));
+    assert!(!unit.exists());
+    assert!(std::fs::read_to_string(&calls).unwrap().contains("--user disable system1-serve.service"));
+}
