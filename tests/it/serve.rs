@@ -231,7 +231,11 @@ fn an_engine_failure_is_an_error_shape_never_a_made_up_answer() {
 fn the_local_engine_answers_choices_and_scores_and_names_what_it_cannot() {
     let Some(dir) = crate::local_engine::model_dir() else { return };
     let env = TestEnv::new();
-    env.write_config(&format!("[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {dir:?}\n"));
+    // A loaded machine can take seconds over the first request (the model's first pages): the
+    // answers are under test here, not the time limit.
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\ntimeout_s = 120\n[providers.local]\nmodel_dir = {dir:?}\n"
+    ));
     let server = Server::start(&env, &[]);
     let mut both = mixed();
     both["questions"].as_object_mut().unwrap().remove("refund");
