@@ -30,6 +30,7 @@ mod first_hour;
 mod guarded_reads;
 mod hook_deadlines;
 mod install;
+mod local_deadline;
 mod local_engine;
 mod local_teach;
 mod local_untrusted;

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::time::Instant;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -250,6 +251,13 @@ impl Bert {
     /// The mean-pooled, L2-normalised embedding of one tokenized text (at most `max_positions` ids,
     /// each below the vocabulary size; the caller's tokenizer guarantees both).
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
+        // Without a deadline the pass always runs to its end.
+        self.embed_until(ids, None).unwrap_or_default()
+    }
+
+    /// [`Bert::embed`], given up (`None`) when `deadline` passes: it is checked before each layer,
+    /// so a caller waits at most one layer past it, however long the whole pass would take.
+    pub fn embed_until(&self, ids: &[u32], deadline: Option<Instant>) -> Option<Vec<f32>> {
         let c = &self.config;
         let (h, n) = (c.hidden_size, ids.len().min(c.max_position_embeddings));
         let heads = c.num_attention_heads;
@@ -271,6 +279,9 @@ impl Bert {
         let mut scores = vec![0f32; n * n];
         let scale = 1.0 / (d as f32).sqrt();
         for layer in &self.layers {
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return None;
+            }
             self.linear(&x, n, layer.q, &mut q);
             self.linear(&x, n, layer.k, &mut k);
             self.linear(&x, n, layer.v, &mut v);
@@ -304,7 +315,7 @@ impl Bert {
         // The mean's 1/n cancels in the normalisation.
         let norm = pooled.iter().map(|v| v * v).sum::<f32>().sqrt().max(1e-12);
         pooled.iter_mut().for_each(|v| *v /= norm);
-        pooled
+        Some(pooled)
     }
 
     /// out = x · Wᵀ + b, for x of `m` rows and a PyTorch-layout weight W (`out` × `in`).

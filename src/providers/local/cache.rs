@@ -65,21 +65,22 @@ impl Cache {
         map
     }
 
-    /// The cached embedding of `text`, or `embed(text)` computed now and appended to the file.
-    /// A cache that cannot be written is only slower: the embedding is still returned.
-    pub fn get_or_insert(&self, text: &str, embed: impl FnOnce() -> Vec<f32>) -> Arc<Vec<f32>> {
+    /// The cached embedding of `text`, or `embed(text)` computed now and appended to the file
+    /// (`None` when `embed` gives none: its deadline passed). A cache that cannot be written is
+    /// only slower: the embedding is still returned.
+    pub fn get_or_insert(&self, text: &str, embed: impl FnOnce() -> Option<Vec<f32>>) -> Option<Arc<Vec<f32>>> {
         let k = key(text);
-        let Ok(mut guard) = self.map.lock() else { return Arc::new(embed()) };
+        let Ok(mut guard) = self.map.lock() else { return embed().map(Arc::new) };
         let map = guard.get_or_insert_with(|| self.read());
         if let Some(v) = map.get(&k) {
-            return v.clone();
+            return Some(v.clone());
         }
-        let v = Arc::new(embed());
+        let v = Arc::new(embed()?);
         if v.len() == self.dims {
             self.append(&k, &v);
         }
         map.insert(k, v.clone());
-        v
+        Some(v)
     }
 
     fn append(&self, k: &[u8; 16], v: &[f32]) {
@@ -131,24 +132,28 @@ mod tests {
         let calls = std::cell::Cell::new(0);
         let embed = |x: f32| {
             calls.set(calls.get() + 1);
-            vec![x, 1.0 - x]
+            Some(vec![x, 1.0 - x])
         };
         let c = Cache::open(&path, 2);
-        assert_eq!(*c.get_or_insert("pdf: fill forms", || embed(0.25)), [0.25, 0.75]);
-        assert_eq!(*c.get_or_insert("pdf: fill forms", || embed(0.5)), [0.25, 0.75]);
+        assert_eq!(*c.get_or_insert("pdf: fill forms", || embed(0.25)).unwrap(), [0.25, 0.75]);
+        assert_eq!(*c.get_or_insert("pdf: fill forms", || embed(0.5)).unwrap(), [0.25, 0.75]);
         assert_eq!(calls.get(), 1);
         // A second process reads what the first wrote.
-        assert_eq!(*Cache::open(&path, 2).get_or_insert("pdf: fill forms", || embed(0.5)), [0.25, 0.75]);
+        assert_eq!(*Cache::open(&path, 2).get_or_insert("pdf: fill forms", || embed(0.5)).unwrap(), [0.25, 0.75]);
         assert_eq!(calls.get(), 1);
         // A torn record is dropped (the file starts again), not misread.
         let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
         f.write_all(&[1, 2, 3]).unwrap();
         let c = Cache::open(&path, 2);
-        assert_eq!(*c.get_or_insert("pdf: fill forms", || embed(0.5)), [0.25, 0.75], "whole records still read");
-        assert_eq!(*c.get_or_insert("other", || embed(0.125)), [0.125, 0.875]);
-        assert_eq!(*Cache::open(&path, 2).get_or_insert("other", || embed(0.9)), [0.125, 0.875]);
+        assert_eq!(
+            *c.get_or_insert("pdf: fill forms", || embed(0.5)).unwrap(),
+            [0.25, 0.75],
+            "whole records still read"
+        );
+        assert_eq!(*c.get_or_insert("other", || embed(0.125)).unwrap(), [0.125, 0.875]);
+        assert_eq!(*Cache::open(&path, 2).get_or_insert("other", || embed(0.9)).unwrap(), [0.125, 0.875]);
         // Another model's dimension: nothing is reused.
-        assert_eq!(Cache::open(&path, 3).get_or_insert("other", || vec![0.0, 0.0, 1.0]).len(), 3);
+        assert_eq!(Cache::open(&path, 3).get_or_insert("other", || Some(vec![0.0, 0.0, 1.0])).unwrap().len(), 3);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

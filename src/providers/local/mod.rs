@@ -148,41 +148,52 @@ impl Local {
             .clone()
     }
 
-    fn embed(&self, loaded: &Loaded, text: &str) -> Arc<Vec<f32>> {
+    /// The state's embedding, `None` when `deadline` passed first.
+    fn embed(&self, loaded: &Loaded, text: &str, deadline: Instant) -> Option<Arc<Vec<f32>>> {
         if let Ok(guard) = self.last.lock()
             && let Some((t, e)) = guard.as_ref()
             && t == text
         {
-            return e.clone();
+            return Some(e.clone());
         }
-        let e = Arc::new(loaded.model.embed(text));
+        let e = Arc::new(loaded.model.embed_until(text, deadline)?);
         if let Ok(mut guard) = self.last.lock() {
             *guard = Some((text.to_string(), e.clone()));
         }
-        e
+        Some(e)
     }
 
     fn label(&self) -> String {
         format!("local {}", self.name)
     }
 
-    fn answer(&self, loaded: &Loaded, request: &EngineRequest, q: &Question, state: &[f32]) -> EngineAnswer {
+    /// The answer to `q`; `None` when `deadline` passed before the options were embedded.
+    fn answer(
+        &self,
+        loaded: &Loaded,
+        request: &EngineRequest,
+        q: &Question,
+        state: &[f32],
+        deadline: Instant,
+    ) -> Option<EngineAnswer> {
         if let Some((yes, no)) = answers::yes_no(&q.options) {
             let Some(head) = find_head(&loaded.heads, q) else {
-                return EngineAnswer::abstained(format!(
+                return Some(EngineAnswer::abstained(format!(
                     "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
                      labelled examples, one JSON line each ({{\"text\": \"...\", \"label\": true}}), and run `{}` \
                      (/system1:calibrate walks you through it)",
                     self.label(),
                     text::command(&teach_command(&q.text))
-                ));
+                )));
             };
             let p = answers::round4(head.p_yes(state));
             let mut probs = vec![0.0; 2];
             probs[yes] = p;
             probs[no] = answers::round4(1.0 - p);
-            return answers::choice_answer("local", &self.name, &q.options, &probs, None)
-                .with_detail(format!("trained head, n={}", head.n));
+            return Some(
+                answers::choice_answer("local", &self.name, &q.options, &probs, None)
+                    .with_detail(format!("trained head, n={}", head.n)),
+            );
         }
         if let Some(taught) = option_heads(&loaded.heads, q) {
             // One head per option, each against the rest: their P(yes), normalised.
@@ -193,8 +204,10 @@ impl Local {
                 .map(|p| answers::round4(if total > 0.0 { p / total } else { 1.0 / ps.len() as f64 }))
                 .collect();
             let n = taught.first().map_or(0, |h| h.n);
-            return answers::choice_answer("local", &self.name, &q.options, &probs, None)
-                .with_detail(format!("trained heads, n={n}"));
+            return Some(
+                answers::choice_answer("local", &self.name, &q.options, &probs, None)
+                    .with_detail(format!("trained heads, n={n}")),
+            );
         }
         let descriptions = descriptions(request.context.as_ref(), &q.options);
         let sims: Vec<f64> = q
@@ -202,18 +215,21 @@ impl Local {
             .iter()
             .map(|o| {
                 if o.trim().eq_ignore_ascii_case("none") {
-                    return self.none_similarity;
+                    return Some(self.none_similarity);
                 }
                 let text = match descriptions.and_then(|d| d.get(o)).and_then(Value::as_str) {
                     Some(d) if !d.trim().is_empty() => format!("{o}: {d}"),
                     _ => o.clone(),
                 };
-                let e = loaded.cache.get_or_insert(&text, || loaded.model.embed(&text));
-                cosine(state, &e)
+                let e = loaded.cache.get_or_insert(&text, || loaded.model.embed_until(&text, deadline))?;
+                Some(cosine(state, &e))
             })
-            .collect();
+            .collect::<Option<_>>()?;
         let probs = softmax(&sims, self.temperature);
-        answers::choice_answer("local", &self.name, &q.options, &probs, None).with_detail("zero-shot similarity".into())
+        Some(
+            answers::choice_answer("local", &self.name, &q.options, &probs, None)
+                .with_detail("zero-shot similarity".into()),
+        )
     }
 }
 
@@ -396,13 +412,19 @@ impl Provider for Local {
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
-        let started = Instant::now();
+        let deadline = Instant::now() + timeout;
         answers::check_option_limit("local", request, self.max_options, "")?;
         let loaded = self.load().map_err(|f| f.prefixed("local: "))?;
-        let state = self.embed(&loaded, &state_text(request));
-        let out: Vec<EngineAnswer> =
-            request.questions.iter().map(|q| self.answer(&loaded, request, q, &state)).collect();
-        if started.elapsed() > timeout {
+        // The deadline is checked between the forward pass's layers and between embeddings, so a
+        // long text or a big model gives a timeout about when it is due, not when the pass ends.
+        let state = self.embed(&loaded, &state_text(request), deadline).ok_or_else(|| Failure::timeout(timeout))?;
+        let out: Vec<EngineAnswer> = request
+            .questions
+            .iter()
+            .map(|q| self.answer(&loaded, request, q, &state, deadline))
+            .collect::<Option<_>>()
+            .ok_or_else(|| Failure::timeout(timeout))?;
+        if Instant::now() > deadline {
             return Err(Failure::timeout(timeout));
         }
         Ok(out)

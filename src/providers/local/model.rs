@@ -2,6 +2,7 @@
 //! (plus `sentence_bert_config.json` for the window, when present), loaded and checked together.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use super::bert::{Bert, Config};
 use super::tokenizer::Tokenizer;
@@ -99,6 +100,16 @@ impl Model {
     /// The normalised embedding of `text`, cut to the window (head and tail kept).
     pub fn embed(&self, text: &str) -> Vec<f32> {
         self.bert.embed(&self.tokenizer.encode(text, self.max_tokens))
+    }
+
+    /// [`Model::embed`], given up (`None`) once `deadline` has passed: the tokenizer reads only
+    /// what the window holds, and the forward pass checks the deadline before each layer.
+    pub fn embed_until(&self, text: &str, deadline: Instant) -> Option<Vec<f32>> {
+        let ids = self.tokenizer.encode(text, self.max_tokens);
+        if Instant::now() >= deadline {
+            return None;
+        }
+        self.bert.embed_until(&ids, Some(deadline))
     }
 }
 
