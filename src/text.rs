@@ -32,6 +32,29 @@ pub fn ellipsis(s: &str, max_chars: usize) -> String {
 }
 
 /// `s` safe inside XML text and double-quoted attribute values.
+/// `s` made safe to print on a terminal and to quote: control characters (an escape sequence's
+/// ESC, a bell, newlines, C1 controls) and the invisible ones that reorder or hide text (bidi
+/// overrides, zero-width marks) are written as `\u{..}` escapes, and past `max_chars` the rest is
+/// cut, with a note of how much. For text from outside (an engine's error body), which could
+/// otherwise retitle or clear the terminal or fill a tool result.
+pub fn printable(s: &str, max_chars: usize) -> String {
+    let mut out = String::with_capacity(s.len().min(max_chars * 2));
+    for (n, (at, c)) in s.char_indices().enumerate() {
+        if n == max_chars {
+            out.push_str(&format!("… ({} more bytes)", s.len() - at));
+            break;
+        }
+        let hidden =
+            matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
+        if c.is_control() || hidden {
+            out.push_str(&format!("\\u{{{:x}}}", c as u32));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 pub fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }

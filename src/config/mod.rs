@@ -356,6 +356,9 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
         if let Err(e) = read_api_key_file(name, section) {
             errors.push(e);
         }
+        if let Err(e) = check_api_key(name, section) {
+            errors.push(e);
+        }
     }
 
     let section = |name: &str| -> Settings {
@@ -438,6 +441,31 @@ fn apply_env(
             }
         }
     }
+}
+
+/// Refuses an API key that no HTTP header can carry: a control character (a pasted newline, an
+/// escape) or a non-ASCII one (a curly quote) would fail every request later with a header error
+/// that names neither the key nor where it came from. The key itself is never shown.
+fn check_api_key(name: &str, section: &mut ProviderSection) -> Result<(), String> {
+    let Some(Value::String(key)) = section.table.get("api_key") else { return Ok(()) };
+    let Some((at, c)) = key.trim().chars().enumerate().find(|(_, c)| !c.is_ascii_graphic()) else { return Ok(()) };
+    let what = if c.is_control() {
+        format!("a control character (U+{:04X})", c as u32)
+    } else if c.is_whitespace() {
+        "a space".to_string()
+    } else {
+        format!("a non-ASCII character (U+{:04X})", c as u32)
+    };
+    let origin = match section.sources.get("api_key") {
+        Some(Source::KeyFile(p)) => format!(" (from {p})"),
+        _ => format!(" (from SYSTEM1_{}_API_KEY)", name.to_ascii_uppercase()),
+    };
+    section.table.remove("api_key");
+    Err(format!(
+        "providers.{name}.api_key{origin} has {what} at character {}: an API key is printable ASCII, which an HTTP \
+         header can carry; copy the key again",
+        at + 1
+    ))
 }
 
 /// `api_key_file` (from the file or `SYSTEM1_<ENGINE>_API_KEY_FILE`) becomes the `api_key` setting

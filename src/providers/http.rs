@@ -154,6 +154,9 @@ pub fn status_failure(prefix: &str, reply: &Reply) -> Failure {
     Failure::new(cause, format!("{prefix}{detail}"))
 }
 
+/// The most of an engine's error body quoted in an error: an explanation is a sentence or two.
+const MAX_QUOTED_CHARS: usize = 300;
+
 /// The engine's own explanation from an error body, in any of the shapes engines use:
 /// `{"detail": "…"}` (laya, von), FastAPI's `{"detail": [{"loc", "msg"}]}` (von validation),
 /// `{"error": {"message", "field"}}` (laya-serve 0.2.1), `{"error": "…"}` (Ollama).
@@ -182,11 +185,13 @@ pub fn error_detail(reply: &Reply) -> String {
                 None => msg.to_string(),
             }
         }
-        _ => reply.text.chars().take(200).collect::<String>().trim().to_string(),
+        _ => reply.text.chars().take(MAX_QUOTED_CHARS + 1).collect::<String>(),
     };
-    let mut detail = format!("HTTP {}: {text}", reply.status);
+    // The body is the engine's (or whatever answers on its port): it reaches a terminal and a
+    // model's context, so it is quoted escaped and short.
+    let mut detail = format!("HTTP {}: {}", reply.status, crate::text::printable(text.trim(), MAX_QUOTED_CHARS));
     if let Some(ra) = &reply.retry_after {
-        detail.push_str(&format!(" (retry after {ra} s)"));
+        detail.push_str(&format!(" (retry after {} s)", crate::text::printable(ra, 20)));
     }
     detail
 }

@@ -29,6 +29,7 @@ mod engines_von_ollama;
 mod first_hour;
 mod guarded_reads;
 mod hook_deadlines;
+mod hostile_output;
 mod install;
 mod local_deadline;
 mod local_engine;
