@@ -60,6 +60,12 @@ pub fn run(args: Args) -> Result<i32> {
                     r.source.to_string()
                 };
                 let invalid = r.invalid.map(|why| format!(" ({why})")).unwrap_or_default();
+                // A value written out that is the default anyway reads as one the user chose: say so.
+                let source = if r.is_default && r.source != Source::Default {
+                    format!("{source}, the same as the default")
+                } else {
+                    source
+                };
                 outln!("{:width$}  # {source}{invalid}", format!("{} = {}", r.key, r.value))?;
             }
             for e in &gateway.config_errors {

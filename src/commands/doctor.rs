@@ -331,11 +331,13 @@ fn unnamed<'a>(provider: &str, detail: &'a str) -> &'a str {
 }
 
 fn check_test_decision(gateway: &Gateway, r: &mut Report) {
+    // A question every engine answers, the local one too (it answers only the yes/no questions
+    // it has a trained head for, and this is one): an abstention then says something.
     let request = EngineRequest {
-        context: None,
+        context: Some(serde_json::json!({"command": "rm -rf build/"})),
         questions: vec![Question {
             key: "decision".into(),
-            text: "Is this a test question from system1 doctor?".into(),
+            text: crate::tuning::seeds::DESTRUCTIVE_QUESTION.into(),
             options: vec!["yes".into(), "no".into()],
         }],
     };

@@ -32,6 +32,10 @@ enum Action {
         /// local only: the model to download (default all-MiniLM-L6-v2).
         #[arg(long)]
         model: Option<String>,
+        /// local only: install the model's files from this folder instead of downloading them
+        /// (each checked against the pinned SHA-256).
+        #[arg(long, value_name = "FOLDER")]
+        from: Option<std::path::PathBuf>,
     },
     /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).
     Start {
@@ -77,14 +81,16 @@ enum Action {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.action {
-        Action::Install { name, model, .. } if name == "local" => {
-            let code = download::install_command(model.as_deref())?;
+        Action::Install { name, model, from, .. } if name == "local" => {
+            let code = download::install_command(model.as_deref(), from.as_deref())?;
             use_local(model.as_deref())?;
             Ok(code)
         }
-        Action::Install { name, package, model } => {
-            if model.is_some() {
-                return Err(Error::usage("--model is for `engine install local`; laya and von take --package"));
+        Action::Install { name, package, model, from } => {
+            if model.is_some() || from.is_some() {
+                return Err(Error::usage(
+                    "--model and --from are for `engine install local`; laya and von take --package",
+                ));
             }
             let spec = servers::spec(&name)?;
             for line in servers::install(spec, package.as_deref())? {

@@ -23,6 +23,13 @@ pub struct Args {
     /// Only spawns from this date on (YYYY-MM-DD, or an RFC 3339 time).
     #[arg(long, value_name = "DATE")]
     since: Option<String>,
+    /// Only spawns up to this moment: a date counts whole (until 2026-11-30 includes that day), as
+    /// for `report`.
+    #[arg(long, value_name = "DATE")]
+    until: Option<String>,
+    /// Only projects whose directory matches: a path (/home/me/repo) or part of a name, as for `report`.
+    #[arg(long, value_name = "PROJECT")]
+    project: Option<String>,
     /// The Claude Code projects directory (default: ~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
@@ -32,15 +39,19 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    let zone = crate::zone::Zone::local();
     let scope = Scope {
         dir: args.dir.clone(),
-        since: args
-            .since
-            .as_deref()
-            .map(|s| transcripts::parse_when(s, "--since", false, &crate::zone::Zone::local()))
-            .transpose()?,
+        since: args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false, &zone)).transpose()?,
+        until: args.until.as_deref().map(|s| transcripts::parse_when(s, "--until", true, &zone)).transpose()?,
+        project: args.project.clone(),
         ..Scope::default()
     };
+    if let (Some(s), Some(u)) = (scope.since, scope.until)
+        && s >= u
+    {
+        return Err(crate::error::Error::usage("--since must be before --until"));
+    }
     let (spawns, stats) = outcomes::scan::spawns(&scope)?;
     let proposals = outcomes::propose(&spawns);
 
@@ -79,12 +90,14 @@ pub fn run(args: Args) -> Result<i32> {
     }
     match applied {
         Some(a) => outln!(
-            "\nWrote {} outcomes into {} ({} labelled by you kept as they were; {} spawns have no log entry, \
-             because their repo is not in [routing] log_dirs or the agent hook was off).",
-            a.written,
+            "\nWrote {} into {} ({} labelled by you kept as {}; {} no log entry, \
+             because {} repo is not in [routing] log_dirs or the agent hook was off).",
+            text::count(a.written as u64, "outcome"),
             crate::paths::routing_log().display(),
             a.kept_user,
-            a.not_in_log
+            if a.kept_user == 1 { "it was" } else { "they were" },
+            if a.not_in_log == 1 { "1 spawn has".to_string() } else { format!("{} spawns have", a.not_in_log) },
+            if a.not_in_log == 1 { "its" } else { "their" }
         )?,
         None if !proposals.is_empty() => {
             outln!("\nNothing written. `{}` records these in the routing log.", text::command("outcomes --apply"))?
@@ -132,7 +145,8 @@ pub fn summary(ps: &[Proposal]) -> String {
     let (known, unknown): (Vec<_>, Vec<_>) = tiers.iter().partition(|(t, _)| t.is_some());
     for (t, (n, f)) in known.into_iter().chain(unknown) {
         let name = t.map_or("unknown", Tier::name);
-        s.push_str(&format!("  {name:<8} {n:>5} spawns  {f:>4} failed\n"));
+        let noun = if *n == 1 { "spawn " } else { "spawns" };
+        s.push_str(&format!("  {name:<8} {n:>5} {noun}  {f:>4} failed\n"));
     }
     if !doubtful.is_empty() {
         s.push_str("\nDoubtful (decide these with /system1:calibrate):\n");

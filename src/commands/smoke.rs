@@ -24,8 +24,9 @@ pub struct Args {
     /// Also ask one decision.
     #[arg(long, short)]
     question: Option<String>,
-    /// The options of that decision (without them it is a yes/no question).
-    #[arg(long, num_args = 1.., requires = "question")]
+    /// One option of that decision (repeat for each, as for `decide`); without options it is a
+    /// yes/no question.
+    #[arg(long = "option", short = 'o', requires = "question")]
     options: Vec<String>,
     /// The server binary to launch (default: the one registered with Claude Code, else the installed one).
     #[arg(long)]

@@ -41,6 +41,8 @@ pub struct Resolved {
     pub key: String,
     pub value: String,
     pub source: Source,
+    /// Whether the value in effect is the default (also when a file or the environment spells it out).
+    pub is_default: bool,
     /// For a value that was refused: what the key needs and the default that applies instead (the
     /// `value` is then the one given).
     pub invalid: Option<String>,
@@ -115,7 +117,7 @@ impl Settings {
         matches!(self.source(key), Source::Env(_))
     }
 
-    fn note(&self, key: &str, value: String, from_table: bool) {
+    fn note(&self, key: &str, value: String, from_table: bool, is_default: bool) {
         self.read.borrow_mut().push(key.to_string());
         let source = if from_table { self.source(key) } else { Source::Default };
         // A refused value is shown as given, with the default that applies instead.
@@ -128,7 +130,8 @@ impl Settings {
         // Secrets are never shown, only whether one is set.
         let value = if is_secret(key) && value != "\"\"" { "\"<set>\"".to_string() } else { value };
         let invalid = if is_secret(key) { invalid.map(|_| "invalid".to_string()) } else { invalid };
-        self.resolved.borrow_mut().push(Resolved { key: self.dotted(key), value, source, invalid });
+        let is_default = is_default && invalid.is_none();
+        self.resolved.borrow_mut().push(Resolved { key: self.dotted(key), value, source, is_default, invalid });
     }
 
     fn raw(&self, key: &str) -> Option<&Value> {
@@ -145,7 +148,7 @@ impl Settings {
             }
         };
         // An endpoint's password is as secret as a key.
-        self.note(key, Value::String(crate::text::without_userinfo(&v)).to_string(), self.has(key));
+        self.note(key, Value::String(crate::text::without_userinfo(&v)).to_string(), self.has(key), v == default);
         v
     }
 
@@ -166,7 +169,7 @@ impl Settings {
                 default
             }
         };
-        self.note(key, v.to_string(), self.has(key));
+        self.note(key, v.to_string(), self.has(key), v == default);
         v
     }
 
@@ -189,7 +192,7 @@ impl Settings {
                 default
             }
         };
-        self.note(key, Value::Float(v).to_string(), self.has(key));
+        self.note(key, Value::Float(v).to_string(), self.has(key), v == default);
         v
     }
 
@@ -210,7 +213,7 @@ impl Settings {
                 default
             }
         };
-        self.note(key, v.to_string(), self.has(key));
+        self.note(key, v.to_string(), self.has(key), v == default);
         v
     }
 
@@ -240,7 +243,7 @@ impl Settings {
             }
         };
         let shown = Value::Array(v.iter().cloned().map(Value::String).collect());
-        self.note(key, shown.to_string(), self.has(key));
+        self.note(key, shown.to_string(), self.has(key), v.is_empty());
         v
     }
 
@@ -248,7 +251,7 @@ impl Settings {
     pub fn value(&self, key: &str) -> Option<Value> {
         let v = self.raw(key).cloned();
         if let Some(v) = &v {
-            self.note(key, v.to_string(), true);
+            self.note(key, v.to_string(), true, false);
         } else {
             self.read.borrow_mut().push(key.to_string());
         }
@@ -263,6 +266,7 @@ impl Settings {
                 key: self.dotted(key),
                 value: default.to_string(),
                 source: Source::Default,
+                is_default: true,
                 invalid: None,
             });
         }

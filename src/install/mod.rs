@@ -150,6 +150,10 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
         Err(e) => failed.push(e.to_string()),
     }
 
+    // The plugin is Claude Code's to remove: its hooks now find no binary and stay silent, but its
+    // skills and commands stay listed until it goes.
+    report.extend(plugin_left());
+
     if purge {
         if let Err(e) = purge_files(report) {
             failed.push(e.to_string());
@@ -162,6 +166,23 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
     } else {
         Err(Error::failure(format!("uninstall incomplete:\n{}", failed.join("\n"))))
     }
+}
+
+/// A line for each install of the system1 plugin Claude Code still records, with how to remove it.
+fn plugin_left() -> Vec<String> {
+    let Ok(Some(records)) = crate::claude_code::InstalledPlugins::read(&paths::claude_dir()) else { return Vec::new() };
+    records
+        .plugins
+        .iter()
+        .filter(|p| p.name() == "system1" && !p.installs.is_empty())
+        .map(|p| {
+            format!(
+                "claude: the plugin {} is still installed (its hooks now do nothing); remove it in Claude Code with \
+                 `/plugin uninstall {}`",
+                p.id, p.id
+            )
+        })
+        .collect()
 }
 
 /// What `uninstall` without `--purge` left, and the command that deletes it: the binary is gone,

@@ -640,8 +640,14 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings, logged: &Spaw
         findings.push(format!("{} of {} hinted spawns ran below the hinted tier", adherence.downgraded, decided));
         focus.push("look hardest at prompts hinted to a dearer tier than Claude chose (hints too high)".to_string());
     }
-    if let Some(net) = savings.net_usd.filter(|n| *n < 0.0) {
+    // Below half a cent the loss prints as $0.00: not a finding.
+    if let Some(net) = savings.net_usd.filter(|n| *n <= -0.005) {
         findings.push(format!("the hints cost ${:.2} more than they saved", -net));
+        focus.push(format!(
+            "the hints cost more than they saved: see which hinted tiers were dearer than needed with `{}`, and label \
+             those prompts",
+            text::command("report --what-if raise")
+        ));
     }
     findings.extend(rewrites_finding(logged));
     let suggested = !focus.is_empty();
@@ -841,6 +847,14 @@ mod tests {
         assert!(ignored.findings.iter().any(|f| f.contains("6 of 8 hinted spawns were upgraded")));
         assert!(ignored.findings.iter().any(|f| f.contains("$0.50 more than they saved")));
         assert!(ignored.instructions.contains("hints too low"));
+
+        // A loss is a finding with something to do, never followed by "nothing stands out"; a loss
+        // that rounds to $0.00 is no finding.
+        let dear = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(-0.2)), &SpawnSection::default());
+        assert!(dear.findings.iter().any(|f| f.contains("$0.20 more than they saved")), "{:?}", dear.findings);
+        assert!(dear.suggested && !dear.instructions.contains("nothing stands out"), "{}", dear.instructions);
+        let even = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(-0.004)), &SpawnSection::default());
+        assert!(even.findings.is_empty() && !even.suggested, "{:?}", even.findings);
 
         // Rewrites that did not take effect are said, with or without prompts, and ask no calibration.
         let mut logged = SpawnSection::default();

@@ -194,7 +194,12 @@ fn tier_bars(o: &mut String, rows: &[TierRow]) {
             MUTED,
             "start",
             400,
-            &format!("{} spawns · {} requests · {} tokens", t.spawns, t.requests, tokens(t.tokens.total)),
+            &format!(
+                "{} · {} · {} tokens",
+                crate::text::count(t.spawns, "spawn"),
+                crate::text::count(t.requests, "request"),
+                tokens(t.tokens.total)
+            ),
         );
     }
 }

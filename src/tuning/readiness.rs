@@ -7,8 +7,11 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
+use super::crossval;
+use super::data::{self, RoutingItem};
 use super::evaluate::{self, Bars, Evaluation, Row, RuleScore};
 use crate::error::{Context, Error, Result};
+use crate::feature::Feature;
 use crate::gateway::Gateway;
 use crate::routing::entry::Entry;
 use crate::routing::{features, log};
@@ -69,6 +72,7 @@ pub fn run(args: Options) -> Result<i32> {
     }
     let mut engine = (None, None);
     let mut failed = 0;
+    let mut first_failure: Option<String> = None;
     let mut tick = super::progress("entries");
     let n = rows.len();
     for (i, (text, row)) in rows.iter_mut().enumerate() {
@@ -83,9 +87,26 @@ pub fn run(args: Options) -> Result<i32> {
                     engine = (asked.provider, asked.model);
                 }
             }
-            Err(_) => failed += 1,
+            Err(why) => {
+                failed += 1;
+                first_failure.get_or_insert(why);
+            }
         }
     }
+    if failed == n {
+        // Not a verdict on the engine: it never answered, so there is nothing to judge.
+        let why = first_failure.unwrap_or_else(|| "no answer".into());
+        let mut e = Error::failure(format!("{} is not answering, so nothing was evaluated: {why}", args.provider));
+        if let Some((_, fix)) = down_and_fix(&gateway) {
+            e = e.with_hint(fix);
+        }
+        return Err(e);
+    }
+    let held_out = if gateway.primary().is_some_and(|p| p.name() == "local") {
+        Some(hold_out_local(&gateway, &entries.entries, &mut rows).map_err(Error::failure)?)
+    } else {
+        None
+    };
     let cfg = gateway.loaded.config.routing.clone();
     let bars = Bars {
         min_feature_accuracy: args.min_feature_accuracy,
@@ -103,12 +124,16 @@ pub fn run(args: Options) -> Result<i32> {
             "engine": engine_name,
             "engine_failures": failed,
             "engine_down": down.as_ref().map(|(detail, fix)| json!({"detail": detail, "fix": fix})),
+            "held_out": held_out,
             "verdict": if report.ready { "READY" } else { "NOT READY" },
             "bars": bars,
             "report": report,
         });
         outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())?;
     } else {
+        if let Some(h) = &held_out {
+            outln!("{}", h.text())?;
+        }
         out!("{}", text(&report, &engine_name, failed, bars))?;
         if let Some((detail, fix)) = down {
             outln!("\nThe engine does not answer its health probe ({detail}): to fix it, {fix}.")?;
@@ -123,6 +148,101 @@ fn down_and_fix(gateway: &Gateway) -> Option<(String, String)> {
     let probe = provider.health(gateway.timeout);
     let failure = probe.failure()?;
     Some((failure.detail.clone(), servers::fix::engine_fix(provider.as_ref(), failure)))
+}
+
+/// What the local engine's held-out answers replaced.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HeldOut {
+    /// Labelled entries the heads in effect may have been fitted on, whose answers were replaced by
+    /// held-out ones.
+    pub entries: usize,
+    /// How the held-out answers were made.
+    pub how: &'static str,
+    /// Features that could not be held out, and why (their fitted-on answers are left unanswered).
+    pub notes: Vec<String>,
+}
+
+impl HeldOut {
+    fn text(&self) -> String {
+        let mut s = if self.entries == 0 {
+            "The local engine's heads were not fitted on any of these entries: its answers are its own.".to_string()
+        } else {
+            format!(
+                "The local engine's heads were fitted on {} of these entries: their answers are held out ({}; \
+                 fitted as the heads are, on the seed sets and the labelled log), never the answers of a head that saw them.",
+                self.entries, self.how
+            )
+        };
+        for n in &self.notes {
+            s.push_str(&format!("\n  {n}"));
+        }
+        s
+    }
+}
+
+/// For the local engine: every labelled answer on an entry its heads may have been fitted on (a
+/// seed text, or any labelled entry once `calibrate fit --apply` wrote local heads) is replaced by
+/// the held-out answer of a head fitted as they were (the seed sets and the labelled log), with
+/// the calibration in force applied, so that no answer a head learned is scored.
+fn hold_out_local(
+    gateway: &Gateway,
+    entries: &[Entry],
+    rows: &mut [(String, Row)],
+) -> std::result::Result<HeldOut, String> {
+    let log_items = data::log_items(entries);
+    let local_heads = crate::providers::local::local_heads_file().exists();
+    let known = super::study::sets::head_training_texts(local_heads, &log_items)?;
+    let fitted_on: Vec<usize> =
+        (0..rows.len()).filter(|&i| !rows[i].1.labels.is_empty() && known.contains(&rows[i].0)).collect();
+    let mut out = HeldOut { entries: fitted_on.len(), how: crossval::HOW, notes: Vec::new() };
+    if fitted_on.is_empty() {
+        return Ok(out);
+    }
+    // The training set: the seed prompts, then the labelled log (a log label wins over a seed's).
+    let mut items: Vec<RoutingItem> = data::seed_items()?;
+    for l in log_items {
+        match items.iter_mut().find(|i| i.text == l.text) {
+            Some(i) => i.labels.extend(l.labels),
+            None => items.push(l),
+        }
+    }
+    let (name, model) = super::heads::configured_model()?;
+    let mut tick = super::progress("texts to hold out");
+    let xs: Vec<Vec<f32>> = items
+        .iter()
+        .enumerate()
+        .map(|(i, item)| {
+            tick(i, items.len());
+            model.embed(&crate::providers::local::state_text(&features::request(&item.text)))
+        })
+        .collect();
+    for f in Feature::ALL {
+        let idx: Vec<usize> = (0..items.len()).filter(|&i| items[i].labels.contains_key(&f)).collect();
+        let ex: Vec<Vec<f32>> = idx.iter().map(|&i| xs[i].clone()).collect();
+        let ys: Vec<bool> = idx.iter().filter_map(|&i| items[i].labels.get(&f).copied()).collect();
+        let p = match crossval::held_out(&name, f.name(), &ex, &ys) {
+            Ok((_, p)) => Some(p),
+            Err(e) => {
+                out.notes.push(format!("{f}: not held out ({e}); its answers on those entries are left out"));
+                None
+            }
+        };
+        let fit = gateway.calibration.find("local", &name, f.name(), 2).map(|f| f.temperature);
+        for &r in &fitted_on {
+            let (text, row) = &mut rows[r];
+            if !row.labels.contains_key(&f) {
+                continue;
+            }
+            let at = idx.iter().position(|&i| items[i].text == *text);
+            let answer = p.as_ref().zip(at).map(|(p, k)| {
+                let probs = vec![p[k], 1.0 - p[k]];
+                let probs = fit.map_or(probs.clone(), |t| crate::calibration::rescale(&probs, t));
+                (probs[0] >= probs[1], probs[0].max(probs[1]))
+            });
+            row.engine.insert(f, answer);
+        }
+    }
+    Ok(out)
 }
 
 /// A share, or `n/a` when there was nothing to take it of (nothing labelled, nothing answered).

@@ -295,6 +295,26 @@ fn evaluate_without_labels_or_engine_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// An engine that answers nothing is not judged NOT READY: evaluate exits 1, says the engine is
+/// not answering, and gives the fix (here: Laya is not installed, so install and start it).
+#[test]
+fn evaluate_an_engine_that_is_not_answering_is_an_error_with_the_fix() {
+    let env = TestEnv::new();
+    env.write_config("[gateway]\nprovider = \"laya\"\n[providers.laya]\nendpoint = \"http://127.0.0.1:9\"\n");
+    write_log(
+        &env,
+        &[json!({"id": "p1", "source": "prompt", "prompt": PROMPT, "labels": labels(false, true, false, false)})],
+    );
+    for args in [&["evaluate", "--provider", "laya"][..], &["evaluate", "--provider", "laya", "--json"]] {
+        let out = env.run(args, "");
+        let (text, err) = (stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {text}{err}");
+        assert!(err.contains("laya is not answering, so nothing was evaluated"), "{err}");
+        assert!(err.contains("engine install laya") && err.contains("engine start laya"), "{err}");
+        assert!(!text.contains("NOT READY"), "{text}");
+    }
+}
+
 /// A loopback laya-serve: design is "yes" at 0.9 when the text starts with "Design", else "no" at
 /// 0.6; every other feature "yes" at 0.55.
 fn laya_reply(body: &Value) -> Value {
@@ -378,22 +398,22 @@ fn fit_with_the_engine_down_says_why_and_writes_nothing() {
     assert!(!env.install_dir.join("calibration.json").exists());
 }
 
-/// An engine that does not answer: the report counts the entries it could not answer, and says
-/// why and what to do, with the fix its provider gives for the cause (here the mock's setting).
+/// An engine that does not answer any entry gets no verdict: evaluate exits 1 and says why and what
+/// to do, with the fix its provider gives for the cause (here the mock's setting).
 #[test]
 fn evaluate_with_an_engine_that_is_down_gives_its_fix() {
     let env = TestEnv::with_mock("[providers.mock]\nfail = \"error\"\ndown = true\n");
     write_log(&env, &[spawn("f1", labels(false, true, false, false), "failed", "sonnet")]);
-    let v = evaluate(&env, &[]);
-    assert_eq!(v["engine_failures"], 1, "{v}");
-    assert_eq!(v["engine_down"]["detail"], "configured as down", "{v}");
     let fix = "the mock engine is configured as down: remove `down = true` from [providers.mock]";
-    assert_eq!(v["engine_down"]["fix"], fix, "{v}");
-    let text = stdout(&env.run(&["evaluate", "--provider", "mock"], ""));
-    assert!(
-        text.contains(&format!("The engine does not answer its health probe (configured as down): to fix it, {fix}.")),
-        "{text}"
-    );
+    for json in [false, true] {
+        let args: &[&str] =
+            if json { &["evaluate", "--provider", "mock", "--json"] } else { &["evaluate", "--provider", "mock"] };
+        let out = env.run(args, "");
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(1), "{}{err}", stdout(&out));
+        assert!(err.contains("mock is not answering, so nothing was evaluated") && err.contains(fix), "{err}");
+        assert!(!stdout(&out).contains("NOT READY"), "{}", stdout(&out));
+    }
 
     // An engine that answers gives no such line.
     let env = TestEnv::with_mock(EVAL_MOCK);

@@ -324,8 +324,22 @@ fn uninstall_unregisters_removes_the_binary_and_start_at_login_entries_and_keeps
     assert!(s.env.install_dir.join("logs/routing.jsonl").exists());
     assert!(s.env.install_dir.join("engines/laya/start.sh").exists());
 
-    // A second uninstall finds nothing to do and says so.
+    // No plugin recorded: nothing said about one.
+    assert!(!stdout(&out).contains("is still installed"), "{}", stdout(&out));
+
+    // A second uninstall finds nothing to do and says so; a plugin Claude Code still records is named.
+    support::write(
+        &s.env.claude_dir.join("plugins/installed_plugins.json"),
+        r#"{"version": 2, "plugins": {"system1@system1-gateway": [{"scope": "user", "installPath": "/x", "version": "0.1.0"}]}}"#,
+    );
     let again = s.env.run(&["uninstall"], "");
+    assert!(
+        stdout(&again).contains(
+            "claude: the plugin system1@system1-gateway is still installed (its hooks now do nothing); remove it in Claude Code with `/plugin uninstall system1@system1-gateway`"
+        ),
+        "{}",
+        stdout(&again)
+    );
     ok(&again);
     assert!(stdout(&again).contains("system1 was not registered"), "{}", stdout(&again));
     assert_eq!(s.claude_log().iter().filter(|l| l.contains("remove")).count(), 1);

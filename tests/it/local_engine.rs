@@ -243,4 +243,7 @@ fn doctor_warns_when_no_trained_head_fits_the_model() {
         report.contains("ok    local engine (primary) answers health") && !report.contains("no trained head"),
         "{report}"
     );
+    // Its test decision is a question it answers, not one it abstains on.
+    let line = report.lines().find(|l| l.contains("test decision by local")).unwrap_or_default();
+    assert!(line.contains("(\"yes\" at 0.") && !line.contains("abstained"), "{report}");
 }

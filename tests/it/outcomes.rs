@@ -253,9 +253,16 @@ fn one_fixture_per_rule_and_doubtful_case() {
     assert!(text.contains("toolu_t12a") && text.contains("same-role re-spawn"), "{text}");
     assert!(text.contains("Nothing written"), "{text}");
 
-    // --since leaves out what came before.
+    // --since leaves out what came before, --until what came after (a date counts whole), and
+    // --project the other projects, as for `report`.
     let v = run_json(&env, &["outcomes", "--json", "--since", "2030-01-01"]);
     assert_eq!(v["spawns"], 0);
+    assert_eq!(run_json(&env, &["outcomes", "--json", "--until", "2026-09-30"])["spawns"], 0);
+    assert_eq!(run_json(&env, &["outcomes", "--json", "--until", "2026-10-01"])["spawns"], 14);
+    assert_eq!(run_json(&env, &["outcomes", "--json", "--project", "no-such-project"])["spawns"], 0);
+    assert_eq!(run_json(&env, &["outcomes", "--json", "--project", "/home/u/w1"])["spawns"], 14);
+    let out = env.run(&["outcomes", "--since", "2026-10-02", "--until", "2026-10-01"], "");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
 #[test]

@@ -265,7 +265,7 @@ fn toggle_status_shows_routing_and_picker_modes() {
 #[test]
 fn smoke_checks_the_server_as_a_client_does() {
     let env = TestEnv::with_mock("");
-    let out = env.run(&["smoke", "--bin", support::BIN, "--question", "Which?", "--options", "red", "green"], "");
+    let out = env.run(&["smoke", "--bin", support::BIN, "--question", "Which?", "--option", "red", "-o", "green"], "");
     let text = stdout(&out);
     assert!(out.status.success(), "{text}{}", stderr(&out));
     support::snapshots(&env).bind(|| insta::assert_snapshot!(text, @r#"

