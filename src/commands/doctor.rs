@@ -367,7 +367,7 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
             Outcome::Error => {
                 r.fail(format!("test decision: {} failed: {detail}", a.provider), fix(a.cause.unwrap_or(Cause::Other)))
             }
-            Outcome::Ok | Outcome::Abstained => {}
+            Outcome::Ok | Outcome::Abstained | Outcome::Passed => {}
         }
     }
     match (&outcome.answers, outcome.provider) {
@@ -383,6 +383,14 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
                 );
             } else {
                 r.ok(format!("test decision by {p} in {ms:.0} ms ({what})"));
+            }
+        }
+        (Some(answers), None) => {
+            if let Some(Answer::Passed { reason }) = answers.first() {
+                r.warn(
+                    format!("test decision: no engine in the chain answers a free yes/no question ({reason})"),
+                    crate::gateway::PASSED_FIX,
+                );
             }
         }
         _ if outcome.attempts.is_empty() => {

@@ -50,6 +50,7 @@ macro_rules! provider_kinds {
 provider_kinds! {
     Laya = "laya",
     Von = "von",
+    SystemOne = "systemone",
     Ollama = "ollama",
     Local = "local",
     Mock = "mock",
@@ -59,6 +60,22 @@ impl ProviderKind {
     pub fn named(name: &str) -> Option<ProviderKind> {
         ProviderKind::ALL.iter().copied().find(|k| k.name() == name)
     }
+}
+
+/// The kinds a named instance may be (`[providers.<name>] kind = "systemone"`): engines of one
+/// wire protocol, several of which may sit in one chain (a local server and a hosted one).
+pub const INSTANCE_KINDS: &[ProviderKind] = &[ProviderKind::SystemOne];
+
+/// Names an instance may not take: they are config sections of their own, or start the
+/// environment variables of one (`SYSTEM1_ROUTING_*`).
+const RESERVED_NAMES: &[&str] = &["gateway", "routing", "skills", "serve", "providers"];
+
+/// Whether `name` may name an instance: lower-case ASCII letters, digits and `_`, starting with a
+/// letter, so that `SYSTEM1_<NAME>_<KEY>` reaches it.
+fn valid_instance_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_lowercase())
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && !RESERVED_NAMES.contains(&name)
 }
 
 #[derive(Debug, Clone)]
@@ -222,6 +239,8 @@ pub struct ServeConfig {
 pub struct Config {
     pub gateway: GatewayConfig,
     pub providers: BTreeMap<String, ProviderSection>,
+    /// Named instances (`[providers.<name>]` with a `kind`), by name, with their kind.
+    pub instances: BTreeMap<String, ProviderKind>,
     pub routing: RoutingConfig,
     pub skills: SkillsConfig,
     pub serve: ServeConfig,
@@ -259,11 +278,17 @@ impl Loaded {
     pub fn configured_providers(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for n in self.chain().into_iter().chain(self.config.providers.keys().cloned()) {
-            if ProviderKind::NAMES.contains(&n.as_str()) && !names.contains(&n) {
+            if self.kind_of(&n).is_some() && !names.contains(&n) {
                 names.push(n);
             }
         }
         names
+    }
+
+    /// The registered provider that `name` is: itself for a built-in name, its `kind` for a named
+    /// instance; `None` for a name this build does not know.
+    pub fn kind_of(&self, name: &str) -> Option<ProviderKind> {
+        ProviderKind::named(name).or_else(|| self.config.instances.get(name).copied())
     }
 
     /// The settings section of one provider (empty if the config has none).
@@ -345,13 +370,33 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
             _ => errors.push(format!("unknown key {key}")),
         }
     }
-    for name in providers.keys() {
-        if !ProviderKind::NAMES.contains(&name.as_str()) {
-            errors.push(format!("unknown provider [providers.{name}]; known: {}", ProviderKind::NAMES.join(", ")));
+    let mut instances: BTreeMap<String, ProviderKind> = BTreeMap::new();
+    for (name, section) in &providers {
+        if ProviderKind::NAMES.contains(&name.as_str()) {
+            continue;
+        }
+        let kind = section.table.get("kind").and_then(Value::as_str).map(str::trim);
+        match kind.and_then(|k| INSTANCE_KINDS.iter().find(|i| i.name() == k)) {
+            Some(kind) if valid_instance_name(name) => {
+                instances.insert(name.clone(), *kind);
+            }
+            Some(_) => errors.push(format!(
+                "[providers.{name}]: an instance's name must be lower-case letters, digits and _, starting with a letter, and not {}",
+                RESERVED_NAMES.join(", ")
+            )),
+            None if kind.is_some() => errors.push(format!(
+                "[providers.{name}] kind = {:?}: only these kinds may be named instances: {}",
+                kind.unwrap_or_default(),
+                INSTANCE_KINDS.iter().map(|k| k.name()).collect::<Vec<_>>().join(", ")
+            )),
+            None => errors.push(format!(
+                "unknown provider [providers.{name}]; known: {} (or add kind = \"systemone\" to name a System One server)",
+                ProviderKind::NAMES.join(", ")
+            )),
         }
     }
 
-    apply_env(env, &mut sections, &mut providers);
+    apply_env(env, &mut sections, &mut providers, &instances);
     for (name, section) in &mut providers {
         if let Err(e) = read_api_key_file(name, section) {
             errors.push(e);
@@ -368,7 +413,7 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
     let mut resolved = Vec::new();
 
     let g = section("gateway");
-    let gateway = read_gateway(&g);
+    let gateway = read_gateway(&g, &instances);
     g.finish();
     errors.extend(g.take_errors());
     resolved.extend(g.resolved.borrow().iter().cloned());
@@ -391,15 +436,24 @@ pub fn load_from(path: PathBuf, env: &[(String, String)]) -> Loaded {
     errors.extend(v.take_errors());
     resolved.extend(v.resolved.borrow().iter().cloned());
 
-    Loaded { config: Config { gateway, providers, routing, skills, serve }, errors, path, file_read, resolved }
+    Loaded {
+        config: Config { gateway, providers, instances, routing, skills, serve },
+        errors,
+        path,
+        file_read,
+        resolved,
+    }
 }
 
 /// Environment overrides: `SYSTEM1_<KEY>` for `[gateway]`, `SYSTEM1_ROUTING_<KEY>`,
-/// `SYSTEM1_SKILLS_<KEY>`, and `SYSTEM1_<PROVIDER>_<KEY>` for `[providers.<provider>]`.
+/// `SYSTEM1_SKILLS_<KEY>`, and `SYSTEM1_<PROVIDER>_<KEY>` for `[providers.<provider>]`, where a
+/// provider is a built-in name or an instance the file names (the longest name that fits wins, so
+/// `SYSTEM1_SYSTEMONE_GPU_ENDPOINT` goes to an instance `systemone_gpu`).
 fn apply_env(
     env: &[(String, String)],
     sections: &mut BTreeMap<String, (Table, BTreeMap<String, Source>)>,
     providers: &mut BTreeMap<String, ProviderSection>,
+    instances: &BTreeMap<String, ProviderKind>,
 ) {
     const GATEWAY_KEYS: [&str; 9] = [
         "provider",
@@ -430,15 +484,17 @@ fn apply_env(
                 s.insert(key.to_string(), source.clone());
             }
         }
-        for name in ProviderKind::NAMES {
-            if let Some(key) = lower.strip_prefix(name).and_then(|k| k.strip_prefix('_')) {
-                if key.is_empty() {
-                    continue;
-                }
-                let p = providers.entry(name.to_string()).or_default();
-                p.table.insert(key.to_string(), val.clone());
-                p.sources.insert(key.to_string(), source.clone());
-            }
+        let names = ProviderKind::NAMES.iter().copied().chain(instances.keys().map(String::as_str));
+        let owner = names
+            .filter_map(|name| {
+                let key = lower.strip_prefix(name)?.strip_prefix('_')?;
+                (!key.is_empty()).then_some((name, key))
+            })
+            .max_by_key(|(name, _)| name.len());
+        if let Some((name, key)) = owner {
+            let p = providers.entry(name.to_string()).or_default();
+            p.table.insert(key.to_string(), val.clone());
+            p.sources.insert(key.to_string(), source.clone());
         }
     }
 }
@@ -492,9 +548,10 @@ fn read_api_key_file(name: &str, section: &mut ProviderSection) -> Result<(), St
     Ok(())
 }
 
-fn read_gateway(s: &Settings) -> GatewayConfig {
+fn read_gateway(s: &Settings, instances: &BTreeMap<String, ProviderKind>) -> GatewayConfig {
+    let known = |name: &str| ProviderKind::named(name).is_some() || instances.contains_key(name);
     let provider = s.string("provider", "laya");
-    if !ProviderKind::NAMES.contains(&provider.as_str()) {
+    if !known(&provider) {
         s.error(format!(
             "gateway.provider{}: unknown provider {provider:?}; known: {}",
             s.origin("provider"),
@@ -504,7 +561,7 @@ fn read_gateway(s: &Settings) -> GatewayConfig {
     }
     let fallback = s.list("fallback");
     for (i, name) in fallback.iter().enumerate() {
-        if !ProviderKind::NAMES.contains(&name.as_str()) {
+        if !known(name) {
             s.error(format!(
                 "gateway.fallback{}: unknown provider {name:?}; known: {}",
                 s.origin("fallback"),
@@ -738,6 +795,44 @@ mod tests {
         );
         let l = load_text("[gateway]\nmin_stability = 1.5\n", &[]);
         assert!(l.errors.iter().any(|e| e.contains("gateway.min_stability")), "{:?}", l.errors);
+    }
+
+    #[test]
+    fn named_instances_of_a_kind_sit_in_the_chain_with_their_own_settings() {
+        let l = load_text(
+            "[gateway]\nprovider = \"local\"\nfallback = [\"gpu\", \"systemone_hosted\"]\n\
+             [providers.gpu]\nkind = \"systemone\"\nendpoint = \"http://127.0.0.1:9001\"\n\
+             [providers.systemone_hosted]\nkind = \"systemone\"\n",
+            &[
+                ("SYSTEM1_GPU_MODEL", "kev-4b"),
+                ("SYSTEM1_SYSTEMONE_HOSTED_API_KEY", "sk-h"),
+                ("SYSTEM1_SYSTEMONE_MODEL", "m"),
+            ],
+        );
+        assert!(l.is_ok(), "{:?}", l.errors);
+        assert_eq!(l.chain(), ["local", "gpu", "systemone_hosted"]);
+        assert_eq!(
+            (l.kind_of("gpu"), l.kind_of("local"), l.kind_of("nope")),
+            (Some(ProviderKind::SystemOne), Some(ProviderKind::Local), None)
+        );
+        assert_eq!(l.config.providers["gpu"].table["model"], Value::String("kev-4b".into()));
+        // The longest name that fits takes the variable: the instance, not the built-in systemone.
+        assert_eq!(l.config.providers["systemone_hosted"].table["api_key"], Value::String("sk-h".into()));
+        assert!(!l.config.providers["systemone"].table.contains_key("hosted_api_key"));
+        assert_eq!(l.configured_providers(), ["local", "gpu", "systemone_hosted", "systemone"]);
+
+        let l = load_text("[providers.gpu]\nendpoint = \"x\"\n", &[]);
+        assert!(
+            l.errors.iter().any(|e| e.contains("unknown provider [providers.gpu]") && e.contains("kind")),
+            "{:?}",
+            l.errors
+        );
+        let l = load_text("[providers.gpu]\nkind = \"laya\"\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("only these kinds")), "{:?}", l.errors);
+        let l = load_text("[providers.routing]\nkind = \"systemone\"\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("an instance's name")), "{:?}", l.errors);
+        let l = load_text("[gateway]\nfallback = [\"gpu\"]\n", &[]);
+        assert!(l.errors.iter().any(|e| e.contains("unknown provider \"gpu\"")), "{:?}", l.errors);
     }
 
     #[test]

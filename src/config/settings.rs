@@ -78,6 +78,12 @@ impl Settings {
         &self.section
     }
 
+    /// A string value as given, without reading it (an absent or non-string value is empty): for
+    /// deciding what reads the section, which then reads the key itself.
+    pub fn peek_string(&self, key: &str) -> String {
+        self.table.get(key).and_then(Value::as_str).unwrap_or_default().trim().to_string()
+    }
+
     pub fn has(&self, key: &str) -> bool {
         self.table.contains_key(key)
     }

@@ -190,7 +190,9 @@ impl Gateway {
                             g.winners.get_or_insert_with(Vec::new).extend(members.get(at));
                         }
                         // An engine that will not pick within a group will not pick among all.
-                        abstained @ Answer::Abstained { .. } => g.last = g.last.take().or(Some(abstained)),
+                        abstained @ (Answer::Abstained { .. } | Answer::Passed { .. }) => {
+                            g.last = g.last.take().or(Some(abstained))
+                        }
                     }
                 }
                 Slot::Final { q, asked: k } => {
@@ -218,6 +220,8 @@ impl Gateway {
                 (Some(_), Some(Answer::Abstained { rationale, .. })) => {
                     t.answer = Some(Answer::Abstained { rationale, stability: None })
                 }
+                // A group passed on: so does the question.
+                (Some(_), Some(passed @ Answer::Passed { .. })) => t.answer = Some(passed),
                 (Some(winners), _) => {
                     t.rounds.push(Round { options: t.alive.len(), groups: g.groups });
                     t.alive = winners;

@@ -1,6 +1,7 @@
 //! The provider chain: each provider in order until one answers, within the per-attempt timeout
 //! and the caller's deadline. A timeout, an error or a malformed answer moves on to the next
-//! provider; an abstention is an answer and ends the chain. One provider's turn is `attempt`.
+//! provider, and so does a question the provider passes on (it does not answer it at all); an
+//! abstention is an answer and ends the chain. One provider's turn is `attempt`.
 
 use std::time::{Duration, Instant};
 
@@ -21,8 +22,11 @@ pub struct ChainOutcome {
 }
 
 impl Gateway {
-    /// Runs the chain on `request` until a provider answers. `cal_keys[i]` is the calibration key of
-    /// question i. `deadline`, when set, bounds the whole chain (the hook's engine budget).
+    /// Runs the chain on `request` until every question is answered. `cal_keys[i]` is the
+    /// calibration key of question i. `deadline`, when set, bounds the whole chain (the hook's
+    /// engine budget). A provider that passes on some questions (it does not answer them at all)
+    /// leaves them to the next provider, which is asked only those; what no provider answers ends
+    /// as [`Answer::Passed`], saying who passed and why.
     pub fn run_chain(
         &self,
         request: &EngineRequest,
@@ -30,28 +34,61 @@ impl Gateway {
         deadline: Option<Instant>,
         rid: &str,
     ) -> ChainOutcome {
+        let n = request.questions.len();
+        let mut answers: Vec<Option<Answer>> = vec![None; n];
+        // Per question: who passed it on, and why (and the failures of those asked after).
+        let mut passes: Vec<Vec<String>> = vec![Vec::new(); n];
+        let mut answered_by: Option<(String, String)> = None;
         let mut attempts = Vec::new();
         let mut failure = None;
         for provider in &self.chain {
             let name = provider.name().to_string();
-            let Some(timeout) = self.attempt_timeout(deadline) else {
+            let pending: Vec<usize> = (0..n).filter(|i| answers[*i].is_none()).collect();
+            let Some(timeout) = self.attempt_timeout(provider.as_ref(), deadline) else {
                 let detail = "the engine time budget was used up".to_string();
                 attempts.push(not_asked(name, Cause::Timeout, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
                 break;
             };
+            let asked = if pending.len() == n {
+                request.clone()
+            } else {
+                EngineRequest {
+                    context: request.context.clone(),
+                    questions: pending.iter().map(|&i| request.questions[i].clone()).collect(),
+                }
+            };
+            let keys: Vec<String> = pending
+                .iter()
+                .map(|&i| cal_keys.get(i).cloned().unwrap_or_else(|| request.questions[i].key.clone()))
+                .collect();
             let refused =
-                if self.loaded.config.gateway.tournament { None } else { over_limit(provider.as_ref(), request) };
+                if self.loaded.config.gateway.tournament { None } else { over_limit(provider.as_ref(), &asked) };
             if let Some(detail) = refused {
                 logging::info(rid, &format!("{name}: {detail}"));
-                attempts.push(not_asked(name, Cause::OverLimit, &detail));
+                attempts.push(not_asked(name.clone(), Cause::OverLimit, &detail));
+                pending.iter().for_each(|&i| passes[i].push(crate::providers::named(&name, &detail)));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderError, message: detail });
                 continue;
             }
-            let (result, latency_ms) = self.attempt(provider.as_ref(), request, cal_keys, timeout);
+            let (result, latency_ms) = self.attempt(provider.as_ref(), &asked, &keys, timeout);
             match result {
-                Ok((answers, detail)) => {
-                    let outcome = if answers.iter().all(|a| matches!(a, Answer::Abstained { .. })) {
+                Ok((got, detail)) => {
+                    let mut passed_here: Vec<(usize, String)> = Vec::new();
+                    for (j, a) in got.into_iter().enumerate() {
+                        let i = pending[j];
+                        match a {
+                            Answer::Passed { reason } => {
+                                passes[i].push(crate::providers::named(&name, &reason));
+                                passed_here.push((i, reason));
+                            }
+                            a => answers[i] = Some(a),
+                        }
+                    }
+                    let answered: Vec<&Answer> = pending.iter().filter_map(|&i| answers[i].as_ref()).collect();
+                    let outcome = if answered.is_empty() {
+                        Outcome::Passed
+                    } else if answered.iter().all(|a| matches!(a, Answer::Abstained { .. })) {
                         Outcome::Abstained
                     } else {
                         Outcome::Ok
@@ -60,16 +97,39 @@ impl Gateway {
                     if logging::enabled(logging::Level::Debug) {
                         logging::debug(rid, &format!("{name}: {outcome:?} in {latency_ms} ms"));
                     }
+                    let detail = match (passed_note(request, &pending, &passed_here), detail) {
+                        (Some(p), Some(d)) => Some(format!("{p}; {d}")),
+                        (p, d) => p.or(d),
+                    };
+                    if passed_here.is_empty() || !answered.is_empty() {
+                        answered_by.get_or_insert_with(|| (name.clone(), provider.model()));
+                    }
                     attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail, cause: None });
-                    let (provider, model) = (Some(name), Some(provider.model()));
-                    return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
+                    if answers.iter().all(Option::is_some) {
+                        let (provider, model) = answered_by.unzip();
+                        let answers = answers.into_iter().flatten().collect();
+                        return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
+                    }
                 }
                 Err(f) => {
                     let (attempt, info) = failed(name, &f, latency_ms, rid);
+                    pending.iter().for_each(|&i| passes[i].push(info.message.clone()));
                     attempts.push(attempt);
                     failure = Some(info);
                 }
             }
+        }
+        let any_answered = answers.iter().any(Option::is_some);
+        let any_passed = passes.iter().zip(&answers).any(|(p, a)| a.is_none() && !p.is_empty());
+        // Nothing answered and an engine failed: the failure is the outcome, as without passing.
+        if any_answered || (any_passed && failure.is_none()) {
+            let answers = answers
+                .into_iter()
+                .zip(passes)
+                .map(|(a, p)| a.unwrap_or_else(|| Answer::Passed { reason: p.join("; ") }))
+                .collect();
+            let (provider, model) = answered_by.unzip();
+            return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
         }
         if failure.is_none() {
             failure = Some(ErrorInfo { code: ErrorCode::ConfigError, message: "no provider is configured".into() });
@@ -77,13 +137,29 @@ impl Gateway {
         ChainOutcome { answers: None, provider: None, model: None, attempts, failure }
     }
 
-    /// The time one attempt may take: the per-attempt timeout, cut to what is left before
-    /// `deadline`; `None` when nothing is left.
-    fn attempt_timeout(&self, deadline: Option<Instant>) -> Option<Duration> {
-        let Some(d) = deadline else { return Some(self.timeout) };
+    /// The time one attempt may take: the provider's own timeout or else the gateway's, cut to
+    /// what is left before `deadline`; `None` when nothing is left.
+    fn attempt_timeout(&self, provider: &dyn Provider, deadline: Option<Instant>) -> Option<Duration> {
+        let own = provider.timeout().unwrap_or(self.timeout);
+        let Some(d) = deadline else { return Some(own) };
         let left = d.saturating_duration_since(Instant::now());
-        (!left.is_zero()).then(|| self.timeout.min(left))
+        (!left.is_zero()).then(|| own.min(left))
     }
+}
+
+/// The attempt's note on the questions it passed on: the reason, and which questions when it
+/// answered others of the request.
+fn passed_note(request: &EngineRequest, asked: &[usize], passed: &[(usize, String)]) -> Option<String> {
+    if passed.is_empty() {
+        return None;
+    }
+    if passed.len() == asked.len() && asked.len() == request.questions.len() {
+        let mut reasons: Vec<&str> = passed.iter().map(|(_, r)| r.as_str()).collect();
+        reasons.dedup();
+        return Some(format!("passed on: {}", reasons.join("; ")));
+    }
+    let listed: Vec<String> = passed.iter().map(|(i, r)| format!("{:?} ({r})", request.questions[*i].key)).collect();
+    Some(format!("passed on {} of {} questions: {}", passed.len(), asked.len(), listed.join(", ")))
 }
 
 /// Why a provider is not asked at all: a question with more options than it takes, when
@@ -204,6 +280,46 @@ mod tests {
             out.answers,
             Some(vec![Answer::Abstained { rationale: Some("non-Latin text".into()), stability: None }])
         );
+    }
+
+    fn passed(why: &str) -> EngineAnswer {
+        EngineAnswer::Passed { reason: why.into() }
+    }
+
+    #[test]
+    fn a_question_passed_on_goes_to_the_next_provider_alone() {
+        // Two questions: the first provider answers the second and passes on the first.
+        let first = Scripted::new("first", Ok(vec![passed("no head"), yes()]));
+        let second = Scripted::new("second", Ok(vec![decided("no", 0.8)]));
+        let out = gateway(&[first.clone(), second.clone()]).run_chain(&yes_no(2), &["a".into(), "b".into()], None, "t");
+        assert_eq!(second.asked_options(), [[vec!["yes", "no"]]], "only the question passed on");
+        let answers = out.answers.expect("answered");
+        assert!(matches!(&answers[0], Answer::Decided { decision, .. } if decision == "no"), "{answers:?}");
+        assert!(matches!(&answers[1], Answer::Decided { decision, .. } if decision == "yes"), "{answers:?}");
+        let tried: Vec<(&str, Outcome)> = out.attempts.iter().map(|a| (a.provider.as_str(), a.outcome)).collect();
+        assert_eq!(tried, [("first", Outcome::Ok), ("second", Outcome::Ok)]);
+        assert_eq!(out.attempts[0].detail.as_deref(), Some("passed on 1 of 2 questions: \"decision\" (no head)"));
+        assert_eq!(out.provider.as_deref(), Some("first"));
+
+        // A lone question passed on by every provider ends passed, naming who and why; no error.
+        let out = gateway(&[
+            Scripted::new("first", Ok(vec![passed("no head")])),
+            Scripted::new("second", Ok(vec![passed("left out")])),
+        ])
+        .run_chain(&yes_no(1), &["k".into()], None, "t");
+        assert_eq!(out.answers, Some(vec![Answer::Passed { reason: "first: no head; second: left out".into() }]));
+        assert_eq!(out.attempts[1].outcome, Outcome::Passed);
+        assert_eq!(out.attempts[1].detail.as_deref(), Some("passed on: left out"));
+        assert!(out.failure.is_none() && out.provider.is_none());
+
+        // Passed on, then the next one fails: the failure is the answer, as without passing.
+        let out = gateway(&[
+            Scripted::new("first", Ok(vec![passed("no head")])),
+            Scripted::new("second", Err(Failure::Error("down".into()))),
+        ])
+        .run_chain(&yes_no(1), &["k".into()], None, "t");
+        assert!(out.answers.is_none());
+        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::ProviderError));
     }
 
     #[test]

@@ -86,6 +86,13 @@ fn engine_request(req: &DecideRequest) -> EngineRequest {
 /// An answer that changed with the order of the options has abstained already (in the attempt).
 fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
     match answer {
+        Answer::Passed { reason } => {
+            resp.status = Status::Abstained;
+            resp.rationale = Some(format!(
+                "no engine in the chain answers this question ({reason}); to have it answered, {}",
+                super::PASSED_FIX
+            ));
+        }
         Answer::Abstained { rationale, stability } => {
             resp.status = Status::Abstained;
             resp.rationale = rationale.or_else(|| Some("the engine abstained".to_string()));

@@ -3,8 +3,9 @@
 //!
 //! Data flows one way: a tool call or hook hands the gateway a request; the gateway asks the
 //! providers in order and validates what they say; calibration rescales; the threshold decides
-//! between `decided` and `abstained`. Abstention never triggers a fallback; only a timeout, an
-//! error or a malformed answer does.
+//! between `decided` and `abstained`. Abstention never triggers a fallback; a timeout, an error or
+//! a malformed answer does, and so does an engine passing on a question it does not answer at all
+//! (the next engine gets only the questions passed on).
 //!
 //! One file per concern: [`request`] validates a `system1_decide` request; `decide` turns it into
 //! one engine question and applies the threshold; `chain` runs the providers in order; `attempt`
@@ -48,6 +49,10 @@ pub const CHECK_RUN_ENV: &str = "SYSTEM1_CHECK_RUN";
 
 pub const PAUSED_RATIONALE: &str = "System-1 is paused (/system1:toggle off), so it makes no decisions: reason it through yourself. Resume with /system1:toggle on.";
 
+/// What would answer a question no engine of the chain answers.
+pub const PASSED_FIX: &str = "add an engine that answers it to the chain: a System One server ([providers.systemone], \
+     docs/engines.md#system-one-servers) as a fallback, or teach the local engine the question (/system1:calibrate)";
+
 /// One question's answer, checked and calibrated.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
@@ -66,6 +71,9 @@ pub enum Answer {
         /// Set when the answer abstained because it changed with the order of the options.
         stability: Option<Stability>,
     },
+    /// No engine of the chain answers this question at all; `reason` says who passed and why.
+    /// (Within the chain, one engine passing hands the question to the next.)
+    Passed { reason: String },
 }
 
 pub struct Gateway {

@@ -32,6 +32,8 @@ impl Status {
 pub enum Outcome {
     Ok,
     Abstained,
+    /// The engine does not answer the question (or some of the questions) at all; the next one is asked.
+    Passed,
     Timeout,
     Error,
     Malformed,

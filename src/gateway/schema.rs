@@ -57,7 +57,7 @@ fn attempt() -> Value {
         "required": ["provider", "outcome", "latency_ms", "detail"],
         "properties": {
             "provider": {"type": "string"},
-            "outcome": {"enum": ["ok", "abstained", "timeout", "error", "malformed"]},
+            "outcome": {"enum": ["ok", "abstained", "passed", "timeout", "error", "malformed"]},
             "latency_ms": {"type": "number", "minimum": 0},
             "detail": {"type": nullable("string")}
         }

@@ -82,7 +82,7 @@ pub(super) fn measure(decision: &str, options: usize, variants: &[Answer]) -> St
                 }
             }
             // An answer it would not give is no support for the original.
-            Answer::Abstained { .. } => Some(0.0),
+            Answer::Abstained { .. } | Answer::Passed { .. } => Some(0.0),
         };
         soft = soft.zip(p).map(|(s, p)| s + p);
     }
@@ -96,7 +96,7 @@ pub(super) fn unstable_rationale(decision: &str, asked: &[(&str, &Answer)], s: &
         .iter()
         .map(|(name, a)| match a {
             Answer::Decided { decision, .. } => format!("{decision:?} with the options {name}"),
-            Answer::Abstained { .. } => format!("no answer with the options {name}"),
+            Answer::Abstained { .. } | Answer::Passed { .. } => format!("no answer with the options {name}"),
         })
         .collect();
     format!(

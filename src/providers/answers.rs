@@ -42,17 +42,6 @@ pub fn choice_answer(engine: &str, model: &str, options: &[String], probs: &[f64
     }
 }
 
-/// Each option's probability from an engine answer's `probabilities` object, in option order.
-pub fn option_probabilities(answer: &Value, options: &[String]) -> Result<Vec<f64>, String> {
-    let Some(probs) = answer.get("probabilities").and_then(Value::as_object) else {
-        return Err("has no probabilities".to_string());
-    };
-    options
-        .iter()
-        .map(|o| probs.get(o).and_then(Value::as_f64).ok_or_else(|| format!("has no probability for option {o:?}")))
-        .collect()
-}
-
 /// The ids the questions go under in one engine request: their keys, unless two are equal (then
 /// their positions, `q0`, `q1`, ...).
 pub fn question_ids(request: &EngineRequest) -> Vec<String> {
@@ -182,18 +171,6 @@ mod tests {
         };
         assert_eq!(question_ids(&request(&["design", "review"])), ["design", "review"]);
         assert_eq!(question_ids(&request(&["decision", "other", "decision"])), ["q0", "q1", "q2"]);
-    }
-
-    #[test]
-    fn option_probabilities_in_option_order_or_what_is_missing() {
-        let opts = vec!["a".to_string(), "b".to_string()];
-        let a = json!({"probabilities": {"b": 0.25, "a": 0.75}});
-        assert_eq!(option_probabilities(&a, &opts), Ok(vec![0.75, 0.25]));
-        assert_eq!(
-            option_probabilities(&json!({"probabilities": {"a": 1.0}}), &opts).unwrap_err(),
-            "has no probability for option \"b\""
-        );
-        assert_eq!(option_probabilities(&json!({}), &opts).unwrap_err(), "has no probabilities");
     }
 
     #[test]

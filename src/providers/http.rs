@@ -20,6 +20,8 @@ pub struct Endpoint {
     url: String,
     /// `url` as it may be shown: without a user name or password.
     shown: String,
+    /// Plain `http://` to a host that is not this machine: what a secret must never travel over.
+    plain_remote: bool,
     agent: ureq::Agent,
 }
 
@@ -58,7 +60,8 @@ impl Endpoint {
             config = config.proxy(None).input_buffer_size(LOOPBACK_BUFFER).output_buffer_size(LOOPBACK_BUFFER);
         }
         let agent = ureq::Agent::with_parts(config.build(), DefaultConnector::new(), LoopbackResolver);
-        Ok(Self { url: trimmed.to_string(), shown: crate::text::without_userinfo(trimmed), agent })
+        let plain_remote = scheme == "http" && !loopback;
+        Ok(Self { url: trimmed.to_string(), shown: crate::text::without_userinfo(trimmed), plain_remote, agent })
     }
 
     /// The `endpoint` and `allow_remote` settings of an engine, read and checked in one place; a
@@ -73,6 +76,12 @@ impl Endpoint {
                 None
             }
         }
+    }
+
+    /// Whether requests go unencrypted to another machine (`http://` to a host that is not
+    /// loopback), where a key would be readable on the way.
+    pub fn is_plain_remote(&self) -> bool {
+        self.plain_remote
     }
 
     /// The base URL as it may be shown (in health details and messages): without user info.
@@ -159,7 +168,8 @@ const MAX_QUOTED_CHARS: usize = 300;
 
 /// The engine's own explanation from an error body, in any of the shapes engines use:
 /// `{"detail": "…"}` (laya, von), FastAPI's `{"detail": [{"loc", "msg"}]}` (von validation),
-/// `{"error": {"message", "field"}}` (laya-serve 0.2.1), `{"error": "…"}` (Ollama).
+/// `{"error": {"message", "field"}}` (laya-serve 0.2.1), `{"error": "…"}` (Ollama), and the System
+/// One API's `{"detail": {"error_type", "message"}}`.
 pub fn error_detail(reply: &Reply) -> String {
     let j = &reply.json;
     let text = match (j.get("detail"), j.get("error")) {
@@ -177,6 +187,14 @@ pub fn error_detail(reply: &Reply) -> String {
             })
             .collect::<Vec<_>>()
             .join("; "),
+        // The System One API's other errors: `{"detail": {"error_type", "message"}}`.
+        (Some(Value::Object(o)), _) => {
+            let msg = o.get("message").and_then(Value::as_str).unwrap_or("error");
+            match o.get("error_type").and_then(Value::as_str) {
+                Some(t) => format!("{msg} ({t})"),
+                None => msg.to_string(),
+            }
+        }
         (_, Some(Value::String(s))) => s.clone(),
         (_, Some(Value::Object(o))) => {
             let msg = o.get("message").and_then(Value::as_str).unwrap_or("error");
@@ -411,5 +429,9 @@ mod tests {
         busy.retry_after = Some("1".into());
         assert_eq!(error_detail(&busy), "HTTP 503: server busy, try again later (retry after 1 s)");
         assert_eq!(error_detail(&reply(502, "Bad Gateway")), "HTTP 502: Bad Gateway");
+        assert_eq!(
+            error_detail(&reply(400, r#"{"detail":{"error_type":"api_usage_error","message":"Unknown model: x"}}"#)),
+            "HTTP 400: Unknown model: x (api_usage_error)"
+        );
     }
 }

@@ -23,10 +23,11 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::answers;
 use super::http::{self, Endpoint, Reply};
+use super::wire::{self, Ask, Reading};
 use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
 use crate::config::Settings;
 
@@ -80,6 +81,10 @@ fn pin_of(name: &str) -> Pin {
 
 /// How far Laya's own numbers may disagree: it rounds each to 4 decimals.
 const LAYA_ROUNDING: f64 = 0.002;
+
+/// Laya adds nothing to an answer's probabilities, but reads leniently as it always has: the
+/// gateway's own checks judge the rest.
+const LAYA_READING: Reading = Reading { exact_keys: false };
 
 pub struct Laya {
     endpoint: Option<Endpoint>,
@@ -169,7 +174,7 @@ impl Laya {
     /// answer whose numbers say otherwise is malformed (a pick that is no option is passed on, for
     /// the gateway to refuse).
     fn map_answer(&self, checkpoint: &str, options: &[String], a: &Value) -> Result<EngineAnswer, String> {
-        let ps = answers::option_probabilities(a, options)?;
+        let ps = wire::probabilities(a, options, LAYA_READING).map_err(|b| b.to_string())?;
         let pick = a.get("choice").and_then(Value::as_str);
         let top = ps.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         if let Some(p) = pick.and_then(|p| options.iter().position(|o| o == p)).map(|i| ps[i])
@@ -241,20 +246,15 @@ impl Provider for Laya {
                 results[i] = Some(EngineAnswer::abstained(why));
                 continue;
             }
-            // `{option: null}`: the criteria form both laya-serve 0.4.15 and the old 0.2.1 accept.
-            let criteria: Map<String, Value> = q.options.iter().map(|o| (o.clone(), Value::Null)).collect();
-            questions.insert(ids[i].clone(), json!({"type": "choice", "instructions": q.text, "criteria": criteria}));
+            // Always a choice, yes/no too; `{option: null}` criteria, the form both laya-serve 0.4.15
+            // and the old 0.2.1 accept.
+            questions.insert(ids[i].clone(), wire::question(Ask::Choice, q, None));
         }
         if questions.is_empty() {
             return Ok(results.into_iter().flatten().collect());
         }
-        let mut body = Map::new();
-        body.insert("state".into(), state);
-        if !self.model_sent.is_empty() {
-            body.insert("model".into(), json!(self.model_sent));
-        }
-        body.insert("questions".into(), Value::Object(questions));
-        let reply = self.post_with_retry(&Value::Object(body), timeout)?;
+        let body = wire::body(state, Some(&self.model_sent), questions);
+        let reply = self.post_with_retry(&body, timeout)?;
         match reply.status {
             200 => {}
             401 => return Err(answers::auth_failure("laya", self.api_key.is_some(), &http::error_detail(&reply))),
@@ -290,7 +290,7 @@ impl Provider for Laya {
             (Pin::Auto, Some(got)) => got.to_string(),
             _ => self.pinned_name(),
         };
-        let Some(got) = resp.get("answers").and_then(Value::as_object) else {
+        let Some(got) = wire::answers_of(&reply.json) else {
             return Err(Failure::malformed("laya: the answer has no `answers` object".to_string()));
         };
         for (i, q) in request.questions.iter().enumerate() {

@@ -17,7 +17,9 @@ pub mod laya;
 pub mod local;
 pub mod mock;
 pub mod ollama;
+pub mod systemone;
 pub mod von;
+pub mod wire;
 
 use std::time::Duration;
 
@@ -32,6 +34,7 @@ fn construct(kind: ProviderKind, s: &Settings) -> Box<dyn Provider> {
     match kind {
         ProviderKind::Laya => Box::new(laya::Laya::new(s)),
         ProviderKind::Von => Box::new(von::Von::new(s)),
+        ProviderKind::SystemOne => Box::new(systemone::SystemOne::new(s)),
         ProviderKind::Ollama => Box::new(ollama::Ollama::new(s)),
         ProviderKind::Local => Box::new(local::Local::new(s)),
         ProviderKind::Mock => Box::new(mock::Mock::new(s)),
@@ -75,6 +78,12 @@ pub enum EngineAnswer {
         rationale: Option<String>,
         detail: Option<String>,
     },
+    /// This engine does not answer this question at all (no head for it, a server that left the
+    /// answer out, a question type it refuses): the next engine in the chain is asked. Unlike an
+    /// abstention, which is an answer ("not sure"), this says nothing about the question.
+    Passed {
+        reason: String,
+    },
 }
 
 impl EngineAnswer {
@@ -86,6 +95,7 @@ impl EngineAnswer {
     pub fn with_detail(mut self, note: String) -> Self {
         match &mut self {
             EngineAnswer::Decided { detail, .. } | EngineAnswer::Abstained { detail, .. } => *detail = Some(note),
+            EngineAnswer::Passed { .. } => {}
         }
         self
     }
@@ -97,33 +107,35 @@ impl EngineAnswer {
     pub fn decision(&self) -> Option<&str> {
         match self {
             EngineAnswer::Decided { decision, .. } => Some(decision),
-            EngineAnswer::Abstained { .. } => None,
+            EngineAnswer::Abstained { .. } | EngineAnswer::Passed { .. } => None,
         }
     }
 
     pub fn confidence(&self) -> Option<f64> {
         match self {
             EngineAnswer::Decided { confidence, .. } => Some(*confidence),
-            EngineAnswer::Abstained { .. } => None,
+            EngineAnswer::Abstained { .. } | EngineAnswer::Passed { .. } => None,
         }
     }
 
     pub fn probabilities(&self) -> Option<&Probabilities> {
         match self {
             EngineAnswer::Decided { probabilities, .. } => probabilities.as_ref(),
-            EngineAnswer::Abstained { .. } => None,
+            EngineAnswer::Abstained { .. } | EngineAnswer::Passed { .. } => None,
         }
     }
 
     pub fn rationale(&self) -> Option<&str> {
         match self {
             EngineAnswer::Decided { rationale, .. } | EngineAnswer::Abstained { rationale, .. } => rationale.as_deref(),
+            EngineAnswer::Passed { reason } => Some(reason),
         }
     }
 
     pub fn detail(&self) -> Option<&str> {
         match self {
             EngineAnswer::Decided { detail, .. } | EngineAnswer::Abstained { detail, .. } => detail.as_deref(),
+            EngineAnswer::Passed { .. } => None,
         }
     }
 }
@@ -208,7 +220,9 @@ impl Probe {
 }
 
 pub trait Provider: Send + Sync {
-    fn name(&self) -> &'static str;
+    /// The name the chain lists it by: the provider's own, or an instance's
+    /// (`[providers.<name>] kind = "systemone"`).
+    fn name(&self) -> &str;
 
     /// The model or checkpoint answering, used to match calibration fits.
     fn model(&self) -> String;
@@ -226,6 +240,12 @@ pub trait Provider: Send + Sync {
     /// shared [`failure::generic_fix`], so no caller reads a detail to find the fix.
     fn fix(&self, failure: &Failure) -> Fix {
         failure::generic_fix(self.name(), failure)
+    }
+
+    /// The time an attempt at this provider may take, when it sets its own (`timeout_s` of a
+    /// hosted engine, say); `None` takes the gateway's `timeout_s`.
+    fn timeout(&self) -> Option<Duration> {
+        None
     }
 
     /// The questions it was taught to answer, when it answers only those (the local engine's
@@ -267,10 +287,14 @@ pub fn named(provider: &str, detail: &str) -> String {
     if detail.starts_with(provider) { detail.to_string() } else { format!("{provider}: {detail}") }
 }
 
-/// Builds the named provider from its settings. Problems with the settings are recorded in
-/// `settings.errors` (and make this return `None` when the provider is unusable).
+/// Builds the named provider from its settings: a registered one by its name, a named instance by
+/// its `kind`. Problems with the settings are recorded in `settings.errors` (and make this return
+/// `None` when the provider is unusable).
 pub fn build(name: &str, settings: &Settings) -> Option<Box<dyn Provider>> {
-    let provider = match ProviderKind::named(name) {
+    let instance =
+        || ProviderKind::named(&settings.peek_string("kind")).filter(|k| crate::config::INSTANCE_KINDS.contains(k));
+    let kind = ProviderKind::named(name).or_else(instance);
+    let provider = match kind {
         Some(kind) => Some(construct(kind, settings)),
         None => {
             settings.error(format!("provider {name:?} is not available in this build"));

@@ -18,10 +18,11 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::answers;
 use super::http::{self, Endpoint};
+use super::wire::{self, Ask, Reading};
 use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
 use crate::config::Settings;
 
@@ -80,7 +81,7 @@ impl Von {
             probs[no] = answers::round4(1.0 - p);
             return Ok(answers::choice_answer("von", &self.model, options, &probs, None));
         }
-        let ps = answers::option_probabilities(a, options)?;
+        let ps = wire::probabilities(a, options, Reading { exact_keys: false }).map_err(|b| b.to_string())?;
         let pick = a.get("choice").and_then(Value::as_str);
         Ok(answers::choice_answer("von", &self.model, options, &ps, pick))
     }
@@ -117,15 +118,12 @@ impl Provider for Von {
         let ids = answers::question_ids(request);
         let mut questions = Map::new();
         for (id, q) in ids.iter().zip(&request.questions) {
-            let v = if self.noul_for_yes_no && answers::yes_no(&q.options).is_some() {
-                json!({"type": "noul", "instructions": q.text})
-            } else {
-                let criteria: Map<String, Value> = q.options.iter().map(|o| (o.clone(), Value::Null)).collect();
-                json!({"type": "choice", "instructions": q.text, "criteria": criteria})
-            };
-            questions.insert(id.clone(), v);
+            // von refuses a list of criteria: the `{option: null}` map.
+            let ask =
+                if self.noul_for_yes_no && answers::yes_no(&q.options).is_some() { Ask::Noul } else { Ask::Choice };
+            questions.insert(id.clone(), wire::question(ask, q, None));
         }
-        let body = json!({"model": self.model, "state": answers::state_of(request), "questions": questions});
+        let body = wire::body(answers::state_of(request), Some(&self.model), questions);
         let reply = self.endpoint()?.post("/v1/systemone", &body, timeout, self.api_key.as_deref())?;
         match reply.status {
             200 => {}
@@ -146,7 +144,7 @@ impl Provider for Von {
             }
             _ => return Err(http::status_failure("von: ", &reply)),
         }
-        let Some(got) = reply.json.get("answers").and_then(Value::as_object) else {
+        let Some(got) = wire::answers_of(&reply.json) else {
             return Err(Failure::malformed("von: the answer has no `answers` object".to_string()));
         };
         let mut note = reply.json.get("truncation").filter(|t| t.is_object()).map(|t| {

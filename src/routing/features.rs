@@ -103,7 +103,9 @@ pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str) 
                 Answer::Decided { decision, confidence, calibrated, .. } => {
                     FeatureAnswer { feature, answer: Some(decision == "yes"), confidence, calibrated }
                 }
-                Answer::Abstained { .. } => FeatureAnswer { feature, answer: None, confidence: 0.0, calibrated: false },
+                Answer::Abstained { .. } | Answer::Passed { .. } => {
+                    FeatureAnswer { feature, answer: None, confidence: 0.0, calibrated: false }
+                }
             })
             .collect()),
         None => Err(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".to_string())),

@@ -401,7 +401,7 @@ pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: I
     let latency_ms = crate::gateway::millis(started.elapsed());
     let pick = match outcome.answers.and_then(|mut a| a.pop()) {
         Some(Answer::Decided { decision, confidence, .. }) => Pick::Picked { skill: decision, confidence },
-        Some(Answer::Abstained { .. }) => Pick::Abstained,
+        Some(Answer::Abstained { .. } | Answer::Passed { .. }) => Pick::Abstained,
         None => Pick::Failed(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".into())),
     };
     Picked { candidates, pick, provider: outcome.provider, model: outcome.model, latency_ms }

@@ -388,6 +388,7 @@ impl SoQuestion {
             Answer::Abstained { rationale, .. } => {
                 return Err(rationale.clone().unwrap_or_else(|| "the engine gave no answer".to_string()));
             }
+            Answer::Passed { reason } => return Err(format!("no engine of the chain answers it ({reason})")),
         };
         let options = self.engine_options();
         let (values, estimated) = distribution(&options, decision, confidence, probabilities.as_ref());

@@ -25,6 +25,7 @@ mod engine_answers;
 mod engines_laya;
 mod engines_laya_serve_021;
 mod engines_servers;
+mod engines_systemone;
 mod engines_von_ollama;
 mod first_hour;
 mod guarded_reads;

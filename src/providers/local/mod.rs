@@ -7,7 +7,8 @@
 //!   (with its description when the context lists one, as the skill picker's does), turned into
 //!   probabilities by a softmax at `temperature`; an option named `none` scores `none_similarity`,
 //!   the bar a real option must clear;
-//! - a yes/no question without a head abstains, and says how to teach it.
+//! - a yes/no question without a head is passed on to the next engine of the chain (and says
+//!   how to teach it).
 //!
 //! ```toml
 //! [providers.local]
@@ -177,14 +178,18 @@ impl Local {
         deadline: Instant,
     ) -> Option<EngineAnswer> {
         if let Some((yes, no)) = answers::yes_no(&q.options) {
+            // Without a head the engine has nothing to say: it passes the question on to the next
+            // engine in the chain rather than abstaining, which would end the chain.
             let Some(head) = find_head(&loaded.heads, q) else {
-                return Some(EngineAnswer::abstained(format!(
-                    "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
+                return Some(EngineAnswer::Passed {
+                    reason: format!(
+                        "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
                      labelled examples, one JSON line each ({{\"text\": \"...\", \"label\": true}}), and run `{}` \
                      (/system1:calibrate walks you through it)",
-                    self.label(),
-                    text::command(&teach_command(&q.text))
-                )));
+                        self.label(),
+                        text::command(&teach_command(&q.text))
+                    ),
+                });
             };
             let p = answers::round4(head.p_yes(state));
             let mut probs = vec![0.0; 2];

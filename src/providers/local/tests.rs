@@ -81,7 +81,7 @@ fn provider(dir: &std::path::Path) -> Local {
 }
 
 #[test]
-fn yes_no_without_a_head_abstains_and_says_how_to_teach_it() {
+fn yes_no_without_a_head_is_passed_on_and_says_how_to_teach_it() {
     let Some(dir) = model_dir() else { return };
     let p = provider(&dir);
     let request = EngineRequest {
@@ -93,7 +93,7 @@ fn yes_no_without_a_head_abstains_and_says_how_to_teach_it() {
         }],
     };
     let a = p.decide(&request, Duration::from_secs(10)).expect("answers");
-    assert!(matches!(a[0], EngineAnswer::Abstained { .. }), "{:?}", a[0]);
+    assert!(matches!(a[0], EngineAnswer::Passed { .. }), "{:?}", a[0]);
     let why = a[0].rationale().unwrap();
     assert!(why.contains("no trained head") && why.contains("/system1:calibrate"), "{why}");
 }

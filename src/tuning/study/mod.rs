@@ -228,7 +228,7 @@ fn collect(gateway: &Gateway, engine: &str, set: &Set) -> Collected {
                             Answer::Decided { decision, confidence, .. } => {
                                 Some(YesNo { yes: decision == "yes", confidence })
                             }
-                            Answer::Abstained { .. } => None,
+                            Answer::Abstained { .. } | Answer::Passed { .. } => None,
                         };
                         out.answers.push(Some(vec![a]));
                     }

@@ -1,0 +1,347 @@
+//! Any server of the System One API (`POST /v1/systemone`, `GET /v1/models`): TypeSafe's hosted
+//! Jev, llama.cpp's `llama-server`, vLLM, Ollama with a decision model, and the open servers that
+//! pass jevcompat's conformance suite (docs/engines.md#system-one-servers).
+//!
+//! | gateway | System One API |
+//! |---|---|
+//! | yes/no (options `yes`, `no`) | a `noul` question: the probability that the statement holds; yes when it is at least 0.5 |
+//! | a choice | a `choice` question, `criteria` mapping each option to its description (from the context) or `null` |
+//! | `context` | `state`, a string or an object as given (without context, the question text) |
+//! | several questions | one request |
+//! | `confidence` | the chosen answer's probability; the server's own `confidence` is not used (servers compute it in incompatible ways) |
+//!
+//! Answers are held to the API's rules (jevcompat's MUST requirements, [`wire::strict_choice`]);
+//! an answer that breaks one is malformed and names the rule, so a wrong answer is never passed
+//! on. An answer the server leaves out is passed on to the next engine in the chain; an answer
+//! nobody asked for is ignored, with a note.
+//!
+//! Several servers can sit side by side: `[providers.<name>]` with `kind = "systemone"` is one
+//! more provider of this kind under its own name (its key in `SYSTEM1_<NAME>_API_KEY`).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value};
+
+use super::answers;
+use super::failure::generic_fix;
+use super::http::{self, Endpoint, Reply};
+use super::wire::{self, Ask};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
+use crate::config::Settings;
+
+/// llama-server's default address.
+pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8080";
+/// The official SDKs' default model name, which every server of the API accepts.
+pub const DEFAULT_MODEL: &str = "jev-latest";
+/// The API's own limit on a choice's options.
+pub const API_MAX_OPTIONS: u64 = 255;
+
+pub struct SystemOne {
+    /// `systemone`, or the instance's name.
+    name: String,
+    endpoint: Option<Endpoint>,
+    model: String,
+    max_options: usize,
+    timeout: Option<Duration>,
+    api_key: Option<String>,
+}
+
+// Every failure is made here, under the provider's name, with the cause its fix is chosen by.
+fn failed(cause: Cause, name: &str, detail: String) -> Failure {
+    Failure::new(cause, format!("{name}: {detail}"))
+}
+
+fn malformed(name: &str, detail: String) -> Failure {
+    failed(Cause::Malformed, name, detail)
+}
+
+/// A transport failure (refused, timed out) under this provider's name.
+fn transport(name: &str, f: Failure) -> Failure {
+    f.prefixed(&format!("{name}: "))
+}
+
+impl SystemOne {
+    pub fn new(s: &Settings) -> Self {
+        let name = s.section().strip_prefix("providers.").unwrap_or("systemone").to_string();
+        let kind = s.string("kind", "systemone");
+        if kind.trim() != "systemone" {
+            s.error(format!("{}.kind must be \"systemone\", got {kind:?}", s.section()));
+        }
+        let endpoint = Endpoint::from_settings(s, DEFAULT_ENDPOINT);
+        let api_key = answers::api_key(s);
+        if api_key.is_some() && endpoint.as_ref().is_some_and(Endpoint::is_plain_remote) {
+            s.error(format!(
+                "{}: an API key is never sent over plain http:// to another machine; use an https:// endpoint",
+                s.section()
+            ));
+        }
+        let timeout_s = s.f64("timeout_s", 0.0, 0.0, 600.0);
+        Self {
+            endpoint,
+            model: s.string("model", DEFAULT_MODEL).trim().to_string(),
+            max_options: s.u64("max_options", API_MAX_OPTIONS, 2, API_MAX_OPTIONS) as usize,
+            timeout: (timeout_s > 0.0).then(|| Duration::from_secs_f64(timeout_s)),
+            api_key,
+            name,
+        }
+    }
+
+    fn endpoint(&self) -> Result<&Endpoint, Failure> {
+        self.endpoint
+            .as_ref()
+            .ok_or_else(|| failed(Cause::BadEndpoint, &self.name, "the endpoint is not usable".into()))
+    }
+
+    fn key_var(&self) -> String {
+        format!("SYSTEM1_{}_API_KEY", self.name.to_ascii_uppercase())
+    }
+
+    /// The failure for an answer other than 200, each kind with its own cause (and so its own fix).
+    fn refused(&self, reply: &Reply, deadline: Instant) -> Failure {
+        let name = &self.name;
+        let detail = http::error_detail(reply);
+        let (cause, said) = match reply.status {
+            401 | 403 if self.api_key.is_none() => (
+                Cause::Unauthorised,
+                format!(
+                    "the server wants an API key: it is missing; set {} or api_key_file ({detail})",
+                    self.key_var()
+                ),
+            ),
+            401 | 403 => {
+                (Cause::Unauthorised, format!("the server refused the API key: it is wrong or lacks access ({detail})"))
+            }
+            400 | 404 if is_unknown_model(reply) => {
+                let offered = match self.models(deadline.saturating_duration_since(Instant::now())) {
+                    Ok(names) if !names.is_empty() => format!("it offers: {}", names.join(", ")),
+                    Ok(_) => "its /v1/models lists none".to_string(),
+                    Err(why) => format!("its models could not be listed ({why})"),
+                };
+                (Cause::UnknownModel, format!("the server has no model {:?}; {offered} ({detail})", self.model))
+            }
+            s @ (404 | 405) => (
+                Cause::HttpStatus(s),
+                format!(
+                    "the server at {} has no POST /v1/systemone: is it a System One server? ({detail})",
+                    self.base()
+                ),
+            ),
+            422 => (Cause::HttpStatus(422), format!("the server refused the request as invalid ({detail})")),
+            s if s >= 500 => (Cause::HttpStatus(s), format!("the server failed ({detail})")),
+            s => (Cause::HttpStatus(s), detail),
+        };
+        failed(cause, name, said)
+    }
+
+    fn base(&self) -> String {
+        self.endpoint.as_ref().map(|e| e.base().to_string()).unwrap_or_default()
+    }
+
+    /// The model names `GET /v1/models` lists.
+    fn models(&self, timeout: Duration) -> Result<Vec<String>, String> {
+        if timeout.is_zero() {
+            return Err("no time left".to_string());
+        }
+        let endpoint = self.endpoint().map_err(|f| f.detail().to_string())?;
+        let reply = endpoint.get("/v1/models", timeout, self.api_key.as_deref()).map_err(|f| f.detail().to_string())?;
+        if reply.status != 200 {
+            return Err(http::error_detail(&reply));
+        }
+        let listed = reply.json.get("models").and_then(Value::as_array).ok_or("no `models` list")?;
+        Ok(listed.iter().filter_map(|m| m.get("name").and_then(Value::as_str)).map(String::from).collect())
+    }
+
+    /// Reads one answer as the question was asked.
+    fn read(&self, ask: Ask, q: &super::Question, a: &Value) -> Result<EngineAnswer, wire::Broken> {
+        let said = a.get("type").and_then(Value::as_str).unwrap_or("");
+        if said != ask.type_name() {
+            return Err(wire::Broken {
+                rule: "response.answer-type",
+                what: format!("it says type {said:?} for a {} question", ask.type_name()),
+            });
+        }
+        match ask {
+            Ask::Noul => {
+                let p = wire::noul(a, "noul")?;
+                // yes_no() matched when the question was asked as a noul.
+                Ok(wire::yes_no_answer(&self.name, &self.model, &q.options, p)
+                    .unwrap_or_else(|| EngineAnswer::Passed { reason: "not a yes/no question".into() }))
+            }
+            Ask::Choice => {
+                let (at, probs) = wire::strict_choice(a, &q.options)?;
+                Ok(answers::choice_answer(&self.name, &self.model, &q.options, &probs, Some(&q.options[at])))
+            }
+        }
+    }
+}
+
+/// An error that says the model is unknown: the reference `api_usage_error` "Unknown model: x",
+/// or a `not_found` about a model.
+fn is_unknown_model(reply: &Reply) -> bool {
+    let detail = reply.json.get("detail");
+    let kind = detail.and_then(|d| d.get("error_type")).and_then(Value::as_str).unwrap_or("");
+    let message = detail
+        .and_then(|d| d.get("message").and_then(Value::as_str).or(d.as_str()))
+        .unwrap_or(&reply.text)
+        .to_ascii_lowercase();
+    message.contains("model") && (message.contains("unknown") || message.contains("not found") || kind == "not_found")
+}
+
+impl Provider for SystemOne {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn model(&self) -> String {
+        self.model.clone()
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities { max_options: self.max_options, one_pass: true }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
+        let name = &self.name;
+        answers::check_option_limit(name, request, self.max_options, " (the System One API takes at most 255)")?;
+        let deadline = Instant::now() + timeout;
+        let ids = answers::question_ids(request);
+        let asks: Vec<Ask> = request
+            .questions
+            .iter()
+            .map(|q| if answers::yes_no(&q.options).is_some() { Ask::Noul } else { Ask::Choice })
+            .collect();
+        let mut questions = Map::new();
+        for ((id, q), ask) in ids.iter().zip(&request.questions).zip(&asks) {
+            questions.insert(id.clone(), wire::question(*ask, q, wire::descriptions(request, &q.options)));
+        }
+        let body = wire::body(answers::state_of(request), Some(&self.model), questions);
+        let reply = self
+            .endpoint()?
+            .post("/v1/systemone", &body, timeout, self.api_key.as_deref())
+            .map_err(|f| transport(name, f))?;
+        if reply.status != 200 {
+            return Err(self.refused(&reply, deadline));
+        }
+        if reply.json.is_null() && reply.text.trim() != "null" {
+            return Err(malformed(name, wire::unparsed(&reply.text).to_string()));
+        }
+        let Some(got) = wire::answers_of(&reply.json) else {
+            let b = wire::Broken { rule: "response.envelope", what: "there is no `answers` object".into() };
+            return Err(malformed(name, b.to_string()));
+        };
+        let extra: Vec<&String> = got.keys().filter(|k| !ids.contains(k)).collect();
+        let mut note = (!extra.is_empty()).then(|| {
+            let listed: Vec<String> = extra.iter().map(|k| format!("{k:?}")).collect();
+            format!(
+                "{name}: ignored answers to questions nobody asked ({}; the server breaks response.answer-ids)",
+                listed.join(", ")
+            )
+        });
+        let mut out = Vec::with_capacity(request.questions.len());
+        for ((id, q), ask) in ids.iter().zip(&request.questions).zip(&asks) {
+            let Some(a) = got.get(id) else {
+                out.push(EngineAnswer::Passed {
+                    reason: format!("{name} left the answer out (it breaks response.answer-ids)"),
+                });
+                continue;
+            };
+            let mut answer =
+                self.read(*ask, q, a).map_err(|b| malformed(name, format!("the answer to {:?} {b}", q.key)))?;
+            if let Some(n) = note.take() {
+                answer = answer.with_detail(n);
+            }
+            out.push(answer);
+        }
+        Ok(out)
+    }
+
+    fn health(&self, timeout: Duration) -> Probe {
+        let base = self.base();
+        let what = format!("{} at {base}", self.name);
+        let endpoint = match self.endpoint() {
+            Ok(e) => e,
+            Err(f) => return Probe::Down(f),
+        };
+        let reply = match endpoint.get("/v1/models", timeout, self.api_key.as_deref()) {
+            Ok(r) => r,
+            Err(f) => return Probe::Down(f.prefixed(&format!("{what}: "))),
+        };
+        let listed: Option<Vec<&str>> = reply
+            .json
+            .get("models")
+            .and_then(Value::as_array)
+            .map(|l| l.iter().filter_map(|m| m.get("name").and_then(Value::as_str)).collect());
+        match (reply.status, listed) {
+            (401 | 403, _) => {
+                let why = if self.api_key.is_some() {
+                    "refuses the API key".to_string()
+                } else {
+                    format!("wants an API key: set {}", self.key_var())
+                };
+                let detail = format!("{what} {why} ({})", http::error_detail(&reply));
+                Probe::Down(Failure::new(Cause::Unauthorised, detail))
+            }
+            (200, Some(names)) if names.iter().any(|n| *n == self.model) => {
+                Probe::up(format!("{what} is up and offers {}", self.model))
+            }
+            // Every server of the API accepts the SDKs' default name, listed or not.
+            (200, Some(names)) if self.model == DEFAULT_MODEL => {
+                Probe::up(format!("{what} is up (models: {}); {DEFAULT_MODEL} takes its default", names.join(", ")))
+            }
+            (200, Some(names)) => Probe::Down(Failure::new(
+                Cause::UnknownModel,
+                format!("{what} is up, but does not offer the model {:?}; it offers: {}", self.model, names.join(", ")),
+            )),
+            (404, _) => {
+                Probe::up(format!("{what} answers, but lists no models (no GET /v1/models); decisions will tell"))
+            }
+            _ => Probe::Down(http::status_failure(&format!("{what}: "), &reply)),
+        }
+    }
+
+    /// The fixes for what goes wrong with a System One server, each its own: what the person
+    /// changes in this provider's table, or checks on the server.
+    fn fix(&self, failure: &Failure) -> Fix {
+        let name = &self.name;
+        match failure.cause {
+            Cause::Unauthorised => Fix::new(format!(
+                "set {} (or api_key_file in [providers.{name}]) to the server's key, in the environment of Claude \
+                 Code and the shell; a hosted server needs an https:// endpoint for it",
+                self.key_var()
+            )),
+            Cause::UnknownModel => Fix::new(format!(
+                "set [providers.{name}] model to one the server lists (the error names them), or remove it to use \
+                 {DEFAULT_MODEL}, which every server of the API takes"
+            )),
+            Cause::HttpStatus(422) => Fix::new(format!(
+                "the server refused the request as invalid (its detail says why): it may not speak the System One API \
+                 in full; check it with `jevcompat test {}`",
+                self.base()
+            )),
+            Cause::HttpStatus(404 | 405) => Fix::new(format!(
+                "point [providers.{name}] endpoint at the root of a System One server (the provider calls \
+                 /v1/systemone and /v1/models under it)"
+            )),
+            Cause::HttpStatus(500..=599) => {
+                Fix::new("the server failed inside: check its log, and that its model loaded").see_log()
+            }
+            Cause::Timeout => Fix::new(format!(
+                "the server is slow: raise [providers.{name}] timeout_s (a hosted or GPU server may need more than \
+                 [gateway] timeout_s), or check its load"
+            )),
+            Cause::Malformed => Fix::new(format!(
+                "the server breaks a rule of the System One API (the message names it): check it with `jevcompat \
+                 test {}` and tell its maintainers; until it is fixed, put another engine first in the chain",
+                self.base()
+            )),
+            _ => generic_fix(name, failure),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

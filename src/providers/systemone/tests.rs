@@ -1,0 +1,137 @@
+//! The systemone adapter's own rules, against a loopback fake (the real reference server, jevcompat
+//! mock, is driven in tests/it/engines_systemone.rs).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::*;
+use crate::providers::Question;
+use crate::providers::fake_http::{FakeServer, Reply, Request};
+
+const T: Duration = Duration::from_secs(3);
+
+fn settings(section: &str, toml_text: &str) -> Settings {
+    let table: toml::Table = toml_text.parse().expect("toml");
+    Settings::new(section, table, BTreeMap::new())
+}
+
+fn built(section: &str, toml_text: &str) -> (SystemOne, Vec<String>) {
+    let s = settings(section, toml_text);
+    let p = SystemOne::new(&s);
+    s.finish();
+    (p, s.take_errors())
+}
+
+fn yes_no(key: &str, text: &str) -> Question {
+    Question { key: key.into(), text: text.into(), options: vec!["yes".into(), "no".into()] }
+}
+
+#[test]
+fn defaults_and_an_instance_takes_its_name_and_key_variable() {
+    let (p, errors) = built("providers.systemone", "");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!((p.name(), p.model().as_str(), p.capabilities().max_options), ("systemone", "jev-latest", 255));
+    assert_eq!(p.timeout(), None);
+    let (p, errors) = built("providers.hosted", "kind = \"systemone\"\ntimeout_s = 20\n");
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!((p.name(), p.key_var().as_str()), ("hosted", "SYSTEM1_HOSTED_API_KEY"));
+    assert_eq!(p.timeout(), Some(Duration::from_secs(20)));
+    let (_, errors) = built("providers.systemone", "max_options = 256\n");
+    assert!(errors.iter().any(|e| e.contains("max_options")), "the API's limit is 255: {errors:?}");
+}
+
+#[test]
+fn a_key_never_goes_over_plain_http_to_another_machine() {
+    let remote = "endpoint = \"http://10.1.2.3:8080\"\nallow_remote = true\napi_key = \"sk-x\"\n";
+    let (_, errors) = built("providers.systemone", remote);
+    assert_eq!(
+        errors,
+        [
+            "providers.systemone: an API key is never sent over plain http:// to another machine; use an https:// endpoint"
+        ]
+    );
+    assert!(!errors.concat().contains("sk-x"), "the key is never printed");
+    let (_, errors) = built("providers.systemone", &remote.replace("http://", "https://"));
+    assert!(errors.is_empty(), "{errors:?}");
+    let (_, errors) = built("providers.systemone", "endpoint = \"http://10.1.2.3:8080\"\nallow_remote = true\n");
+    assert!(errors.is_empty(), "without a key a team's server on plain http is fine: {errors:?}");
+    let (_, errors) = built("providers.systemone", "endpoint = \"https://api.example.com\"\n");
+    assert!(errors.iter().any(|e| e.contains("allow_remote")), "{errors:?}");
+}
+
+#[test]
+fn all_questions_go_in_one_request_as_the_api_defines_them() {
+    let server = FakeServer::start(|r: &Request| {
+        let body = r.json();
+        let mut answers = serde_json::Map::new();
+        for (id, q) in body["questions"].as_object().expect("questions") {
+            let a = if q["type"] == "noul" {
+                json!({"type": "noul", "noul": 0.25})
+            } else {
+                json!({"type": "choice", "choice": "infra", "probabilities": {"infra": 0.7, "app": 0.3}, "confidence": 0.4})
+            };
+            answers.insert(id.clone(), a);
+        }
+        Reply::json(200, &json!({"model": "m", "answers": answers, "usage": {"input_tokens": 1, "output_tokens": 1}}))
+    });
+    let (p, errors) =
+        built("providers.systemone", &format!("endpoint = \"{}\"\napi_key = \"sk-local\"\n", server.url()));
+    assert!(errors.is_empty(), "{errors:?}");
+    let request = EngineRequest {
+        context: Some(json!({"text": "The build ran out of memory.", "descriptions": {"infra": "servers"}})),
+        questions: vec![
+            yes_no("oom", "Was it out of memory?"),
+            Question { key: "team".into(), text: "Which team?".into(), options: vec!["infra".into(), "app".into()] },
+        ],
+    };
+    let out = p.decide(&request, T).expect("answers");
+    assert_eq!((out[0].decision(), out[0].confidence()), (Some("no"), Some(0.75)), "noul 0.25 is no at 0.75");
+    assert_eq!((out[1].decision(), out[1].confidence()), (Some("infra"), Some(0.7)), "the probability, not confidence");
+    let seen = server.requests();
+    assert_eq!(seen.len(), 1, "one request");
+    assert_eq!(seen[0].header("authorization"), Some("Bearer sk-local"));
+    assert_eq!(
+        seen[0].json(),
+        json!({"state": {"text": "The build ran out of memory.", "descriptions": {"infra": "servers"}},
+               "model": "jev-latest",
+               "questions": {
+                   "oom": {"type": "noul", "instructions": "Was it out of memory?"},
+                   "team": {"type": "choice", "instructions": "Which team?", "criteria": {"infra": "servers", "app": null}}}})
+    );
+}
+
+#[test]
+fn each_http_failure_says_what_it_is() {
+    let answer = |status: u16, body: Value| {
+        let server = FakeServer::start(move |r: &Request| {
+            if r.path == "/v1/models" {
+                Reply::json(200, &json!({"models": [{"name": "jev-latest"}, {"name": "kev-4b"}]}))
+            } else {
+                Reply::json(status, &body)
+            }
+        });
+        let (p, _) = built("providers.systemone", &format!("endpoint = \"{}\"\nmodel = \"jev-9\"\n", server.url()));
+        p.decide(&EngineRequest { context: None, questions: vec![yes_no("d", "Ok?")] }, T).unwrap_err()
+    };
+    let err = answer(401, json!({"detail": {"error_type": "authentication_error", "message": "no key"}}));
+    assert!(
+        matches!(&err, Failure::Error(d) if d.contains("missing") && d.contains("SYSTEM1_SYSTEMONE_API_KEY")),
+        "{err:?}"
+    );
+    let err = answer(400, json!({"detail": {"error_type": "api_usage_error", "message": "Unknown model: jev-9"}}));
+    assert!(
+        matches!(&err, Failure::Error(d) if d.contains("no model \"jev-9\"; it offers: jev-latest, kev-4b")),
+        "{err:?}"
+    );
+    let err = answer(422, json!({"detail": [{"loc": ["body", "state"], "msg": "Field required", "type": "missing"}]}));
+    assert_eq!(
+        err,
+        Failure::Error(
+            "systemone: the server refused the request as invalid (HTTP 422: body.state: Field required)".into()
+        )
+    );
+    let err = answer(503, json!({"detail": {"error_type": "overloaded_error", "message": "busy"}}));
+    assert!(matches!(&err, Failure::Error(d) if d.contains("the server failed")), "{err:?}");
+}

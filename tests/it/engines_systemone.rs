@@ -1,0 +1,319 @@
+//! The systemone provider against the real `jevcompat mock` 0.1.1 from PyPI (the System One API's
+//! spec-exact reference server; `scripts/test` installs it and names it in
+//! `SYSTEM1_TEST_JEVCOMPAT`): yes/no, choices, the routing features in one request, 255 options in
+//! one request and 256 by rounds, a bearer key, the fallback from `local` to the mock, and each of
+//! the mock's faults: those that corrupt an answer are never decided and name the broken rule,
+//! those a client can live with still decide.
+
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::support::fake_http::free_port;
+use crate::support::{self, TestEnv, stderr, stdout};
+use serde_json::Value;
+
+/// A running `jevcompat mock`, its requests logged (`-v`) to a file.
+struct Mock {
+    child: Child,
+    port: u16,
+    log: PathBuf,
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+impl Mock {
+    /// Starts the mock on a free loopback port with `args` (`--fault X`, `--key K`); `None` when
+    /// jevcompat is not installed (a loud skip; under CI a failure).
+    fn start(args: &[&str]) -> Option<Mock> {
+        let bin =
+            support::test_dep("jevcompat mock", "SYSTEM1_TEST_JEVCOMPAT", ".test-deps/jevcompat-0.1.1/bin/jevcompat")?;
+        let port = free_port();
+        let log =
+            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jevcompat-{}-{port}.log", std::process::id()));
+        let child = Command::new(bin)
+            .args(["mock", "--host", "127.0.0.1", "--port", &port.to_string(), "-v"])
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("start jevcompat mock");
+        let mock = Mock { child, port, log };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "jevcompat mock did not open its port");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Some(mock)
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// How many decisions (`POST /v1/systemone`) the mock has answered.
+    fn decisions(&self) -> usize {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines().filter(|l| l.contains("\"POST /v1/systemone ")).count()
+    }
+
+    /// An environment whose chain is this mock alone.
+    fn env(&self) -> TestEnv {
+        let mut env = TestEnv::new();
+        env.write_config("[gateway]\nprovider = \"systemone\"\ntimeout_s = 30\n");
+        env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &self.url());
+        env
+    }
+}
+
+fn decide(env: &TestEnv, args: &[&str]) -> (Value, i32) {
+    let mut all = vec!["decide", "--json"];
+    if !args.contains(&"--min-confidence") {
+        all.extend(["--min-confidence", "0"]);
+    }
+    all.extend(args);
+    let out = env.run(&all, "");
+    let v = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {} {}", stdout(&out), stderr(&out)));
+    (v, out.status.code().unwrap_or(-1))
+}
+
+const YES_NO: &[&str] = &[
+    "-q",
+    "Is it safe to run the migration on Friday?",
+    "--context",
+    r#"{"text": "The migration rewrites the orders table."}"#,
+];
+const CHOICE: &[&str] = &[
+    "-q",
+    "Which team owns this?",
+    "-o",
+    "Infra",
+    "-o",
+    "App",
+    "-o",
+    "Café",
+    "--context",
+    r#"{"text": "The build failed with exit code 137."}"#,
+];
+
+#[test]
+fn yes_no_and_choice_are_decided_from_the_probabilities() {
+    let Some(mock) = Mock::start(&[]) else { return };
+    let env = mock.env();
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!((code, &v["status"], &v["provider"]), (0, &Value::from("decided"), &Value::from("systemone")), "{v}");
+    let (yes, no) = (v["probabilities"]["yes"].as_f64().unwrap(), v["probabilities"]["no"].as_f64().unwrap());
+    assert!(((yes + no) - 1.0).abs() < 1e-3, "{v}");
+    assert_eq!(v["decision"], if yes >= 0.5 { "yes" } else { "no" }, "{v}");
+    assert_eq!(v["confidence"].as_f64(), Some(yes.max(no)), "the chosen answer's probability: {v}");
+
+    let (v, code) = decide(&env, CHOICE);
+    assert_eq!(code, 0, "{v}");
+    let probs = v["probabilities"].as_object().expect("probabilities");
+    let (best, p) = probs
+        .iter()
+        .map(|(k, p)| (k.clone(), p.as_f64().unwrap()))
+        .fold((String::new(), -1.0), |b, x| if x.1 > b.1 { x } else { b });
+    assert_eq!((v["decision"].as_str(), v["confidence"].as_f64()), (Some(best.as_str()), Some(p)), "{v}");
+    assert_eq!(mock.decisions(), 2, "one request a decision");
+}
+
+#[test]
+fn the_routing_features_go_in_one_request() {
+    let Some(mock) = Mock::start(&[]) else { return };
+    let env = mock.env();
+    let out = env.run(
+        &["route", "--prompt", "Find every call to parse_legacy_header in the repository and list the files", "--json"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("route JSON");
+    for f in ["read_only", "design", "review", "specified"] {
+        assert!(v["routing"]["features"][f]["confidence"].as_f64().is_some_and(|c| c >= 0.5), "{f}: {v}");
+    }
+    assert_eq!(v["routing"]["provider"], "systemone", "{v}");
+    assert_eq!(mock.decisions(), 1, "four questions, one request");
+}
+
+#[test]
+fn two_hundred_fifty_five_options_in_one_request_and_256_by_rounds() {
+    let Some(mock) = Mock::start(&[]) else { return };
+    let env = mock.env();
+    for (n, requests) in [(255, 1), (256, 2)] {
+        let before = mock.decisions();
+        let options: Vec<String> = (0..n).map(|i| format!("intent-{i}")).collect();
+        let mut args = vec!["-q", "Which intent is this?"];
+        for o in &options {
+            args.extend(["-o", o.as_str()]);
+        }
+        let (v, code) = decide(&env, &args);
+        assert_eq!(code, 0, "{n}: {v}");
+        assert_eq!(v["probabilities"].as_object().map(|p| p.len()), Some(n), "{n}");
+        // 256 over 255: two groups in one round's request, then the final over the two winners.
+        assert_eq!(mock.decisions() - before, requests, "{n} options: {v}");
+        if n == 256 {
+            assert!(v["attempts"][0]["detail"].as_str().unwrap_or("").contains("elimination"), "{v}");
+        }
+    }
+}
+
+#[test]
+fn a_bearer_key_is_sent_and_a_missing_one_is_named() {
+    let Some(mock) = Mock::start(&["--key", "sk-test-1"]) else { return };
+    let mut env = mock.env();
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!(code, 1, "{v}");
+    assert_eq!(v["error"]["code"], "provider_error");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("missing") && msg.contains("SYSTEM1_SYSTEMONE_API_KEY"), "{msg}");
+    env.set_env("SYSTEM1_SYSTEMONE_API_KEY", "sk-wrong");
+    let (v, _) = decide(&env, YES_NO);
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("refused the API key") && !msg.contains("sk-wrong"), "never printed: {msg}");
+    env.set_env("SYSTEM1_SYSTEMONE_API_KEY", "sk-test-1");
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!((code, &v["status"]), (0, &Value::from("decided")), "{v}");
+    // config show names that a key is set, never the key.
+    let out = env.run(&["config", "show"], "");
+    let shown = stdout(&out);
+    assert!(shown.contains("providers.systemone.api_key = \"<set>\"") && !shown.contains("sk-test-1"), "{shown}");
+}
+
+#[test]
+fn an_unknown_model_lists_what_the_server_offers() {
+    let Some(mock) = Mock::start(&[]) else { return };
+    let mut env = mock.env();
+    env.set_env("SYSTEM1_SYSTEMONE_MODEL", "jev-9");
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!(code, 1, "{v}");
+    let msg = v["error"]["message"].as_str().unwrap();
+    assert!(msg.contains("no model \"jev-9\"; it offers: jev-latest, mock"), "{msg}");
+}
+
+#[test]
+fn local_passes_a_yes_no_it_has_no_head_for_on_to_the_mock() {
+    let Some(dir) = crate::local_engine::model_dir() else { return };
+    let Some(mock) = Mock::start(&[]) else { return };
+    let mut env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\nfallback = [\"systemone\"]\ntimeout_s = 30\n[providers.local]\nmodel_dir = {dir:?}\n"
+    ));
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &mock.url());
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!((code, &v["status"], &v["provider"]), (0, &Value::from("decided"), &Value::from("systemone")), "{v}");
+    assert_eq!(v["attempts"][0]["provider"], "local");
+    assert_eq!(v["attempts"][0]["outcome"], "passed");
+    assert!(v["attempts"][0]["detail"].as_str().unwrap().contains("no trained head"), "{v}");
+    assert_eq!(
+        (&v["attempts"][1]["provider"], &v["attempts"][1]["outcome"]),
+        (&Value::from("systemone"), &Value::from("ok"))
+    );
+
+    // The trained questions stay with local: the routing features never reach the mock.
+    let out = env.run(
+        &["route", "--prompt", "Find every call to parse_legacy_header in the repository and list the files", "--json"],
+        "",
+    );
+    let r: Value = serde_json::from_str(&stdout(&out)).expect("route JSON");
+    assert_eq!(r["routing"]["provider"], "local", "{r}");
+    assert_eq!(mock.decisions(), 1, "only the free yes/no went to the mock");
+
+    // A low confidence still abstains without falling back.
+    let before = mock.decisions();
+    let (v, code) = decide(&env, &["-q", "Which team?", "-o", "billing", "-o", "infra", "--min-confidence", "0.99"]);
+    assert_eq!((code, &v["status"], &v["provider"]), (4, &Value::from("abstained"), &Value::from("local")), "{v}");
+    assert_eq!(mock.decisions(), before);
+
+    // With nothing after local, the decision abstains and says what would answer it.
+    let env = TestEnv::new();
+    env.write_config(&format!("[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {dir:?}\n"));
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!((code, &v["status"]), (4, &Value::from("abstained")), "{v}");
+    let why = v["rationale"].as_str().unwrap();
+    assert!(
+        why.starts_with("no engine in the chain answers this question") && why.contains("System One server"),
+        "{why}"
+    );
+}
+
+/// A mock with `fault` and the question it corrupts: never decided, the error names `rule`.
+#[test]
+fn faults_that_corrupt_an_answer_are_never_decided_and_name_the_broken_rule() {
+    for (fault, question, rule) in [
+        ("choice-second", CHOICE, "choice.argmax"),
+        ("choice-sum", CHOICE, "choice.distribution"),
+        ("noul-range", YES_NO, "noul.answer"),
+        ("choice-key-case", CHOICE, "choice.probability-keys"),
+        ("nan", YES_NO, "response.finite"),
+        ("xssi-200", YES_NO, "http.json"),
+        ("boolean-type", YES_NO, "response.answer-type"),
+    ] {
+        let Some(mock) = Mock::start(&["--fault", fault]) else { return };
+        let (v, code) = decide(&mock.env(), question);
+        assert_eq!(code, 1, "{fault}: {v}");
+        assert_eq!(v["decision"], Value::Null, "{fault}: {v}");
+        assert_eq!(v["error"]["code"], "malformed_response", "{fault}: {v}");
+        let msg = v["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(&format!("breaks {rule}")), "{fault}: {msg}");
+        assert_eq!(v["attempts"][0]["outcome"], "malformed", "{fault}");
+    }
+}
+
+#[test]
+fn faults_a_client_can_live_with_still_decide() {
+    for fault in ["no-usage", "float-usage", "confidence-margin", "unprefixed-extra", "extra-answer", "nfd-keys"] {
+        let Some(mock) = Mock::start(&["--fault", fault]) else { return };
+        let env = mock.env();
+        for question in [YES_NO, CHOICE] {
+            let (v, code) = decide(&env, question);
+            assert_eq!((code, &v["status"]), (0, &Value::from("decided")), "{fault}: {v}");
+        }
+        if fault == "nfd-keys" {
+            let (v, _) = decide(&env, CHOICE);
+            assert!(v["probabilities"].get("Café").is_some(), "read back under the name asked: {v}");
+        }
+        if fault == "extra-answer" {
+            let (v, _) = decide(&env, YES_NO);
+            assert!(v["attempts"][0]["detail"].as_str().unwrap_or("").contains("ignored answers"), "{v}");
+        }
+    }
+}
+
+/// With `first-question-only` the mock answers one question of four: the other three pass on to
+/// the next engine of the chain, a second mock here (an instance of the same kind).
+#[test]
+fn unanswered_questions_pass_on_to_the_next_engine() {
+    let Some(partial) = Mock::start(&["--fault", "first-question-only"]) else { return };
+    let Some(good) = Mock::start(&[]) else { return };
+    let mut env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"systemone\"\nfallback = [\"second\"]\ntimeout_s = 30\n\
+         [providers.second]\nkind = \"systemone\"\nendpoint = \"{}\"\n",
+        good.url()
+    ));
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &partial.url());
+    let out = env.run(
+        &["route", "--prompt", "Find every call to parse_legacy_header in the repository and list the files", "--json"],
+        "",
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("route JSON");
+    for f in ["read_only", "design", "review", "specified"] {
+        assert!(v["routing"]["features"][f]["answer"].is_boolean(), "{f} answered: {v}");
+    }
+    assert_eq!((partial.decisions(), good.decisions()), (1, 1), "the three left go to the second in one request");
+
+    // config show lists the instance with its kind; a decision it answers names it.
+    let shown = stdout(&env.run(&["config", "show"], ""));
+    assert!(
+        shown.contains("# engines: systemone → second") && shown.contains("providers.second.kind = \"systemone\""),
+        "{shown}"
+    );
+}
