@@ -386,9 +386,18 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
             }
         }
         (Some(answers), None) => {
-            if let Some(Answer::Passed { reason }) = answers.first() {
+            if let Some(Answer::Passed { .. }) = answers.first() {
+                let passed: Vec<&str> = outcome
+                    .attempts
+                    .iter()
+                    .filter(|a| a.outcome == Outcome::Passed)
+                    .map(|a| a.provider.as_str())
+                    .collect();
                 r.warn(
-                    format!("test decision: no engine in the chain answers a free yes/no question ({reason})"),
+                    format!(
+                        "test decision: no engine in the chain answers a free yes/no question ({} passed it on)",
+                        passed.join(", ")
+                    ),
                     crate::gateway::PASSED_FIX,
                 );
             }

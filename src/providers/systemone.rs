@@ -63,9 +63,12 @@ fn transport(name: &str, f: Failure) -> Failure {
 impl SystemOne {
     pub fn new(s: &Settings) -> Self {
         let name = s.section().strip_prefix("providers.").unwrap_or("systemone").to_string();
-        let kind = s.string("kind", "systemone");
-        if kind.trim() != "systemone" {
-            s.error(format!("{}.kind must be \"systemone\", got {kind:?}", s.section()));
+        // An instance names its kind; the built-in table need not.
+        if s.has("kind") {
+            let kind = s.string("kind", "systemone");
+            if kind.trim() != "systemone" {
+                s.error(format!("{}.kind must be \"systemone\", got {kind:?}", s.section()));
+            }
         }
         let endpoint = Endpoint::from_settings(s, DEFAULT_ENDPOINT);
         let api_key = answers::api_key(s);

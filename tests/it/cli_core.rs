@@ -242,7 +242,7 @@ fn config_example_lists_every_key_at_its_default() {
     assert_eq!(code(&o), 0, "config.example.toml is valid: {}", stderr(&o));
     let defaults = TestEnv::new();
     defaults
-        .write_config("[providers.laya]\n[providers.von]\n[providers.ollama]\n[providers.local]\n[providers.mock]\n");
+        .write_config("[providers.laya]\n[providers.von]\n[providers.systemone]\n[providers.ollama]\n[providers.local]\n[providers.mock]\n");
     let (example, defaults) = (shown(&example), shown(&defaults));
     assert_eq!(example.keys().collect::<Vec<_>>(), defaults.keys().collect::<Vec<_>>(), "the same keys");
     for (key, (value, source)) in &example {
