@@ -315,7 +315,7 @@ mod tests {
         // Passed on, then the next one fails: the failure is the answer, as without passing.
         let out = gateway(&[
             Scripted::new("first", Ok(vec![passed("no head")])),
-            Scripted::new("second", Err(Failure::Error("down".into()))),
+            Scripted::new("second", Err(Failure::new(Cause::Refused, "down"))),
         ])
         .run_chain(&yes_no(1), &["k".into()], None, "t");
         assert!(out.answers.is_none());

@@ -116,22 +116,40 @@ fn each_http_failure_says_what_it_is() {
         p.decide(&EngineRequest { context: None, questions: vec![yes_no("d", "Ok?")] }, T).unwrap_err()
     };
     let err = answer(401, json!({"detail": {"error_type": "authentication_error", "message": "no key"}}));
-    assert!(
-        matches!(&err, Failure::Error(d) if d.contains("missing") && d.contains("SYSTEM1_SYSTEMONE_API_KEY")),
-        "{err:?}"
-    );
+    assert_eq!(err.cause, Cause::Unauthorised);
+    assert!(err.detail.contains("missing") && err.detail.contains("SYSTEM1_SYSTEMONE_API_KEY"), "{err:?}");
     let err = answer(400, json!({"detail": {"error_type": "api_usage_error", "message": "Unknown model: jev-9"}}));
-    assert!(
-        matches!(&err, Failure::Error(d) if d.contains("no model \"jev-9\"; it offers: jev-latest, kev-4b")),
-        "{err:?}"
-    );
+    assert_eq!(err.cause, Cause::UnknownModel);
+    assert!(err.detail.contains("no model \"jev-9\"; it offers: jev-latest, kev-4b"), "{err:?}");
     let err = answer(422, json!({"detail": [{"loc": ["body", "state"], "msg": "Field required", "type": "missing"}]}));
     assert_eq!(
         err,
-        Failure::Error(
-            "systemone: the server refused the request as invalid (HTTP 422: body.state: Field required)".into()
+        Failure::new(
+            Cause::HttpStatus(422),
+            "systemone: the server refused the request as invalid (HTTP 422: body.state: Field required)"
         )
     );
     let err = answer(503, json!({"detail": {"error_type": "overloaded_error", "message": "busy"}}));
-    assert!(matches!(&err, Failure::Error(d) if d.contains("the server failed")), "{err:?}");
+    assert_eq!(err.cause, Cause::HttpStatus(503));
+    assert!(err.detail.contains("the server failed"), "{err:?}");
+}
+
+#[test]
+fn each_kind_of_failure_has_its_own_fix() {
+    let (p, _) = built("providers.hosted", "kind = \"systemone\"\n");
+    let fixes = crate::providers::failure::distinct_fixes(
+        &p,
+        &[
+            Cause::Unauthorised,
+            Cause::UnknownModel,
+            Cause::HttpStatus(422),
+            Cause::HttpStatus(404),
+            Cause::HttpStatus(503),
+            Cause::Timeout,
+            Cause::Malformed,
+            Cause::Refused,
+        ],
+    );
+    assert!(fixes[0].contains("SYSTEM1_HOSTED_API_KEY") && fixes[1].contains("[providers.hosted] model"), "{fixes:?}");
+    assert!(fixes[6].contains("jevcompat test"), "{fixes:?}");
 }
