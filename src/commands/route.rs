@@ -12,6 +12,7 @@ use serde_json::json;
 
 use crate::config::Enforce;
 use crate::error::{Error, Result};
+use crate::feature::Feature;
 use crate::gateway::millis;
 use crate::logging;
 use crate::routing::agent::{AgentRun, Spawn};
@@ -94,6 +95,8 @@ struct RoutingView<'a> {
     tier: Option<Tier>,
     rule: Option<Chosen>,
     rule_text: Option<String>,
+    /// The features whose answers decided the tier: only they must clear min_confidence.
+    decided_by: &'a [Feature],
 }
 
 /// The feature answers, keyed by feature name.
@@ -131,6 +134,7 @@ impl<'a> RoutingView<'a> {
             tier: r.tier.map(|(t, _)| t),
             rule: r.tier.map(|(_, c)| c),
             rule_text,
+            decided_by: &r.deciding,
         }
     }
 
@@ -156,6 +160,8 @@ impl<'a> RoutingView<'a> {
                 Chosen::Rule(n) => format!("rule {n}"),
             };
             outln!("tier: {tier} ({rule}: {})", or_null(self.rule_text.as_deref()))?;
+            let decided: Vec<&str> = self.decided_by.iter().map(|f| f.name()).collect();
+            outln!("decided by: {}", decided.join(", "))?;
         }
         Ok(())
     }

@@ -90,6 +90,8 @@ pub struct Routed {
     pub asked: Asked,
     /// `None` when the engine gave no answer for some feature.
     pub tier: Option<(Tier, Chosen)>,
+    /// The features whose answers decided the tier (`rule::deciding`); empty without a tier.
+    pub deciding: Vec<Feature>,
 }
 
 /// Everything one prompt went through.
@@ -184,24 +186,30 @@ pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Insta
 
 /// The rule's tier for the features `asked` gave (none unless every feature has an answer).
 pub fn apply_rule(cfg: &RoutingConfig, asked: Asked) -> Routed {
-    let tier = match &asked.features {
+    let (tier, deciding) = match &asked.features {
         Ok(fs) if fs.iter().all(|f| f.answer.is_some()) => {
-            let answers: BTreeMap<Feature, bool> = fs.iter().filter_map(|f| Some((f.feature, f.answer?))).collect();
-            Some(rule::choose(&cfg.rules, cfg.default_tier, &answers))
+            let answers: BTreeMap<Feature, (bool, f64)> =
+                fs.iter().filter_map(|f| Some((f.feature, (f.answer?, f.confidence)))).collect();
+            let picks: BTreeMap<Feature, bool> = answers.iter().map(|(f, a)| (*f, a.0)).collect();
+            let (tier, chosen) = rule::choose(&cfg.rules, cfg.default_tier, &picks);
+            (Some((tier, chosen)), rule::deciding(&cfg.rules, chosen, &answers))
         }
-        _ => None,
+        _ => (None, Vec::new()),
     };
-    Routed { asked, tier }
+    Routed { asked, tier, deciding }
 }
 
-/// The rule's tier when every feature has an answer that clears `[routing] min_confidence`: the
-/// one bar both the hint and enforcement must clear. Otherwise why not.
+/// The rule's tier when every feature has an answer, and every answer that decided the tier (the
+/// features of the rule that matched and of the rules skipped before it: `rule::deciding`) clears
+/// `[routing] min_confidence`: the one bar both the hint and enforcement must clear. An unsure
+/// answer no deciding rule reads does not matter. Otherwise why not.
 pub fn settled(cfg: &RoutingConfig, routed: &Routed) -> Result<Tier, Unsettled> {
     let features = routed.asked.features.as_ref().map_err(|e| Unsettled::EngineFailed(e.clone()))?;
     if let Some(f) = features.iter().find(|f| f.answer.is_none()) {
         return Err(Unsettled::Abstained(f.feature));
     }
-    if let Some(f) = features.iter().find(|f| f.confidence < cfg.min_confidence) {
+    if let Some(f) = features.iter().find(|f| routed.deciding.contains(&f.feature) && f.confidence < cfg.min_confidence)
+    {
         return Err(Unsettled::LowConfidence { feature: f.feature, confidence: f.confidence, min: cfg.min_confidence });
     }
     routed.tier.map(|(tier, _)| tier).ok_or(Unsettled::NoTier)

@@ -54,6 +54,37 @@ pub fn choose(rules: &[Rule], default_tier: Tier, answers: &BTreeMap<Feature, bo
     (default_tier, Chosen::Default)
 }
 
+/// The features whose answers decided the rule's pick, in `Feature::ALL` order: every condition of
+/// the rule that matched, and for each rule skipped before it the failed condition answered most
+/// surely (one failed condition is enough to skip a rule). `answers` holds each answered feature
+/// with its confidence; a condition on a feature without an answer counts as failed at confidence 0.
+/// Only these answers need to be sure for the pick to be: a feature no deciding rule reads cannot
+/// change it, however unsure its answer.
+pub fn deciding(rules: &[Rule], chosen: Chosen, answers: &BTreeMap<Feature, (bool, f64)>) -> Vec<Feature> {
+    let upto = match chosen {
+        Chosen::Rule(n) => n.min(rules.len()),
+        Chosen::Default => rules.len(),
+    };
+    let mut out: Vec<Feature> = Vec::new();
+    for (i, rule) in rules[..upto].iter().enumerate() {
+        if Chosen::Rule(i + 1) == chosen {
+            out.extend(rule.when.keys().copied());
+            continue;
+        }
+        let confidence = |f: &Feature| answers.get(f).map_or(0.0, |a| a.1);
+        let surest = rule
+            .when
+            .iter()
+            .filter(|(f, want)| answers.get(*f).map(|a| a.0) != Some(**want))
+            .map(|(f, _)| *f)
+            .max_by(|a, b| confidence(a).total_cmp(&confidence(b)));
+        out.extend(surest);
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// A rule's condition in words, e.g. `read_only and specified` or `not design`.
 pub fn describe(rule: &Rule) -> String {
     if rule.when.is_empty() {
@@ -96,6 +127,33 @@ mod tests {
         assert_eq!(choose(&rules, Tier::Sonnet, &answers(&[])), (Tier::Fable, Chosen::Rule(2)));
         assert_eq!(describe(&rules[0]), "not design");
         assert_eq!(describe(&rules[1]), "always");
+    }
+
+    #[test]
+    fn only_the_deciding_answers_count() {
+        use Feature::*;
+        let r = default_rules();
+        let with =
+            |v: [(bool, f64); 4]| -> BTreeMap<Feature, (bool, f64)> { Feature::ALL.into_iter().zip(v).collect() };
+        // Rule 1 (design) matched: design alone decided; read_only at 0.58 does not matter.
+        let a = with([(true, 0.58), (true, 0.97), (false, 0.9), (false, 0.7)]);
+        assert_eq!(deciding(&r, Chosen::Rule(1), &a), vec![Design]);
+        // Rule 2 (review) matched: design (skipped rule 1) and review.
+        let a = with([(true, 0.58), (false, 0.8), (true, 0.9), (false, 0.55)]);
+        assert_eq!(deciding(&r, Chosen::Rule(2), &a), vec![Design, Review]);
+        // Default: rule 3 (read_only and specified) was skipped by both failing; the surer one decides.
+        let a = with([(false, 0.55), (false, 0.9), (false, 0.9), (false, 0.85)]);
+        assert_eq!(deciding(&r, Chosen::Default, &a), vec![Design, Review, Specified]);
+        // Only read_only failed: it decides, however unsure, while specified (which held) does not.
+        let a = with([(false, 0.52), (false, 0.9), (false, 0.9), (true, 0.99)]);
+        assert_eq!(deciding(&r, Chosen::Default, &a), vec![ReadOnly, Design, Review]);
+        // Rule 3 matched: everything before it and both its conditions.
+        let a = with([(true, 0.9), (false, 0.9), (false, 0.9), (true, 0.9)]);
+        assert_eq!(deciding(&r, Chosen::Rule(3), &a), Feature::ALL.to_vec());
+        // A condition on an unanswered feature failed at confidence 0: another failed one is surer.
+        let mut a = with([(false, 0.7), (false, 0.9), (false, 0.9), (true, 0.9)]);
+        a.remove(&Specified);
+        assert_eq!(deciding(&r, Chosen::Default, &a), vec![ReadOnly, Design, Review]);
     }
 
     #[test]

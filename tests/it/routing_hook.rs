@@ -109,6 +109,34 @@ fn no_hint_unless_every_feature_clears_the_threshold() {
     assert_eq!(log_entries(&env)[1]["hinted"], true);
 }
 
+#[test]
+fn an_unsure_feature_no_deciding_rule_reads_does_not_silence_the_hint() {
+    // Every answer yes: rule 1 (design) matches, and design alone decides the tier.
+    let env = env_with("hint = true", "answer = \"yes\"");
+    // read_only's answer made unsure (0.55), as "design a billing schema" had it at 0.58.
+    write(
+        &env.install_dir.join("calibration.json"),
+        r#"{"format": "system1-calibration", "version": 1,
+            "fits": [{"provider": "mock", "model": "mock", "question": "read_only", "temperature": 10.0}]}"#,
+    );
+    let ctx = context(&hook(&env, "prompt", &prompt_payload(TASK, &env.home))).expect("design decided");
+    assert!(ctx.contains("model \"opus\""), "{ctx}");
+    let v = route_json(&env, TASK, &env.home);
+    assert_eq!(v["routing"]["decided_by"], json!(["design"]), "{v}");
+    assert_eq!(v["routing_hint"]["given"], true, "{v}");
+    let out = env.run(&["route", "--prompt", TASK, "--cwd", env.home.to_str().unwrap()], "");
+    assert!(stdout(&out).contains("decided by: design\n"), "{}", stdout(&out));
+
+    // The same unsure answer where it decides: design no, so rule 3 (read_only and specified) is
+    // read, and the hint is withheld because of read_only.
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nhint = true\n[providers.mock]\n{HAIKU_ANSWERS}\n"
+    ));
+    let v = route_json(&env, TASK, &env.home);
+    assert_eq!(v["routing"]["decided_by"], json!(["read_only", "design", "review", "specified"]), "{v}");
+    assert!(v["routing_hint"]["because"].as_str().unwrap().contains("read_only confidence 0.55"), "{v}");
+}
+
 fn assert_silent(env: &TestEnv, payload: &Value, case: &str) {
     let out = hook(env, "prompt", payload);
     assert_eq!(stdout(&out), "", "{case}: the hook must print nothing");
@@ -426,6 +454,7 @@ fn route_explains_what_the_hook_would_do() {
           review     no        0.90 (uncalibrated)
           specified  yes       0.90 (uncalibrated)
         tier: haiku (rule 3: read_only and specified)
+        decided by: read_only, design, review, specified
         routing hint: none (design confidence 0.55 is below [routing] min_confidence 0.60)
         skills: 0 candidates
         skill pick: none (no skills to choose from)

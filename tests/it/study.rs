@@ -298,14 +298,29 @@ fn two_engines_every_figure_by_hand() {
         assert!(close(&tiers["rule_on_labels"], 1.0), "{tiers}");
         assert_eq!(tiers["best_constant"], json!({"tier": "sonnet", "agreement": 0.5}));
         assert!(tiers["tier_head"].is_null(), "no trained heads, no tier head");
-        // The hint (every feature at 0.7 or more, calibration off): laya on items 2 and 4 only
-        // (0.7/0.7/0.8/0.6 fails on 0.6 ... see below), both agreeing.
+        // The hint: the answers that decided the tier at 0.7 or more. With the default rule, design
+        // yes is decided by design alone; review yes by design and review; read_only and specified
+        // by all four; the default by design, review and the surer failed one of read_only and
+        // specified.
         let clears = |p: [f64; 4], t_ro: f64| {
-            p.iter().enumerate().all(|(k, x)| {
-                let c = x.max(1.0 - x);
+            let sure = |k: usize| {
+                let c = p[k].max(1.0 - p[k]);
                 let t = if k == 0 { t_ro } else { 1.0 };
-                c.powf(1.0 / t) / (c.powf(1.0 / t) + (1.0 - c).powf(1.0 / t)) >= 0.7
-            })
+                c.powf(1.0 / t) / (c.powf(1.0 / t) + (1.0 - c).powf(1.0 / t))
+            };
+            let yes = |k: usize| p[k] >= 0.5;
+            let deciding: Vec<usize> = if yes(1) {
+                vec![1]
+            } else if yes(2) {
+                vec![1, 2]
+            } else if yes(0) && yes(3) {
+                vec![0, 1, 2, 3]
+            } else {
+                let failed: Vec<usize> = [0, 3].into_iter().filter(|k| !yes(*k)).collect();
+                let surest = *failed.iter().max_by(|a, b| sure(**a).total_cmp(&sure(**b))).unwrap();
+                vec![1, 2, surest]
+            };
+            deciding.iter().all(|k| sure(*k) >= 0.7)
         };
         for (side, t_ro) in [("off", 1.0), ("on", if engine == "laya" { 2.0 } else { 1.0 })] {
             let hinted: Vec<bool> = ITEMS

@@ -176,7 +176,7 @@ pub struct TierItem {
 pub struct TierData {
     pub rules: Vec<Rule>,
     pub default_tier: Tier,
-    /// `[routing] min_confidence`: a hint is given only when every feature clears it.
+    /// `[routing] min_confidence`: a hint is given only when every answer that decided the tier clears it.
     pub threshold: f64,
     /// The fit in force per feature.
     pub fits: BTreeMap<Feature, Option<f64>>,
@@ -239,20 +239,26 @@ fn covered(hits: &[(bool, bool)], n: usize) -> Covered {
 pub fn tiers(d: &TierData) -> TierFigures {
     let n = d.items.len();
     let choose = |answers: &BTreeMap<Feature, bool>| rule::choose(&d.rules, d.default_tier, answers).0;
-    // (whether every feature clears the threshold off, on; whether the rule agrees)
+    // (whether the deciding answers clear the threshold off, on; whether the rule agrees)
     let mut engine: Vec<(bool, bool, bool)> = Vec::new();
     let mut on_labels: Vec<bool> = Vec::new();
     let mut head: Vec<(bool, bool)> = Vec::new();
     for item in &d.items {
         if let Some(answers) = &item.engine {
             let picks: BTreeMap<Feature, bool> = answers.iter().map(|(f, a)| (*f, a.yes)).collect();
+            let (tier, chosen) = rule::choose(&d.rules, d.default_tier, &picks);
+            // As the hook: only the answers that decided the tier must clear the threshold.
             let clears = |on: bool| {
-                answers.iter().all(|(f, a)| {
-                    let t = if on { d.fits.get(f).copied().flatten() } else { None };
-                    a.calibrated(t).confidence >= d.threshold - 1e-12
-                })
+                let sure: BTreeMap<Feature, (bool, f64)> = answers
+                    .iter()
+                    .map(|(f, a)| {
+                        let t = if on { d.fits.get(f).copied().flatten() } else { None };
+                        (*f, (a.yes, a.calibrated(t).confidence))
+                    })
+                    .collect();
+                rule::deciding(&d.rules, chosen, &sure).iter().all(|f| sure[f].1 >= d.threshold - 1e-12)
             };
-            engine.push((clears(false), clears(true), choose(&picks) == item.tier));
+            engine.push((clears(false), clears(true), tier == item.tier));
         }
         if Feature::ALL.iter().all(|f| item.labels.contains_key(f)) {
             on_labels.push(choose(&item.labels) == item.tier);

@@ -171,7 +171,7 @@ fn covered(c: &Covered) -> String {
 fn tier_block(t: &TierFigures) -> String {
     let e = &t.rule_on_engine;
     let mut s = format!(
-        "  The tier, against the labelled tier of {} items (a hint needs every feature at {:.2} or more):\n",
+        "  The tier, against the labelled tier of {} items (a hint needs the answers that decided it at {:.2} or more):\n",
         t.n, t.threshold
     );
     s.push_str(&format!(
