@@ -126,6 +126,25 @@ pub fn check_option_limit(engine: &str, request: &EngineRequest, max: usize, why
     }
 }
 
+/// The share of letters outside the Latin script (0 when there are no letters).
+pub fn non_latin_share(parts: &[&str]) -> f64 {
+    let (mut letters, mut other) = (0usize, 0usize);
+    for c in parts.iter().flat_map(|p| p.chars()).filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        if !is_latin(c) {
+            other += 1;
+        }
+    }
+    if letters == 0 { 0.0 } else { other as f64 / letters as f64 }
+}
+
+fn is_latin(c: char) -> bool {
+    matches!(c as u32,
+        0x41..=0x5A | 0x61..=0x7A | 0xAA | 0xBA | 0xC0..=0x24F | 0x250..=0x2AF | 0x1D00..=0x1DBF
+        | 0x1E00..=0x1EFF | 0x2C60..=0x2C7F | 0xA720..=0xA7FF | 0xAB30..=0xAB6F | 0xFB00..=0xFB06
+        | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -134,7 +134,7 @@ impl Laya {
         own.extend(q.options.iter().map(String::as_str));
         let state: Vec<&str> = state_text.iter().map(String::as_str).collect();
         for (what, parts) in [("the context", state), ("the question", own)] {
-            let share = non_latin_share(&parts);
+            let share = answers::non_latin_share(&parts);
             if share > self.max_non_latin {
                 return Some(format!(
                     "laya: {:.0}% of the letters in {what} are not Latin script (the limit is {:.0}%); Laya's English checkpoints are confidently wrong on such text, so System-1 abstains",
@@ -405,25 +405,6 @@ fn collect_strings(v: &Value, out: &mut Vec<String>) {
         Value::Object(m) => m.values().for_each(|i| collect_strings(i, out)),
         _ => {}
     }
-}
-
-/// The share of letters outside the Latin script (0 when there are no letters).
-pub fn non_latin_share(parts: &[&str]) -> f64 {
-    let (mut letters, mut other) = (0usize, 0usize);
-    for c in parts.iter().flat_map(|p| p.chars()).filter(|c| c.is_alphabetic()) {
-        letters += 1;
-        if !is_latin(c) {
-            other += 1;
-        }
-    }
-    if letters == 0 { 0.0 } else { other as f64 / letters as f64 }
-}
-
-fn is_latin(c: char) -> bool {
-    matches!(c as u32,
-        0x41..=0x5A | 0x61..=0x7A | 0xAA | 0xBA | 0xC0..=0x24F | 0x250..=0x2AF | 0x1D00..=0x1DBF
-        | 0x1E00..=0x1EFF | 0x2C60..=0x2C7F | 0xA720..=0xA7FF | 0xAB30..=0xAB6F | 0xFB00..=0xFB06
-        | 0xFF21..=0xFF3A | 0xFF41..=0xFF5A)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 use crate::report::prices::{Minute, minute_of_timestamp};
 use crate::tier::Tier;
 
+use crate::routing::gate::words;
 use crate::routing::{HINT_MARKER as ROUTING_HINT, SKILL_HINT_MARKER as SKILL_HINT};
 
 /// One API request's usage as this file has it (the largest copy within the file).
@@ -118,12 +119,12 @@ pub fn hinted_tier(text: &str) -> Option<Tier> {
     Tier::ALL.into_iter().find(|t| text.contains(&format!("model \"{t}\"")))
 }
 
-/// Words in a prompt line's text (counted, never kept).
+/// Words in a prompt line's text (counted, never kept), as the hook's length gate counts them.
 fn prompt_words(line: &Line<'_>) -> usize {
     match line.message.as_ref().and_then(|m| m.content.as_ref()) {
-        Some(crate::transcripts::line::Content::Text(t)) => t.split_whitespace().count(),
+        Some(crate::transcripts::line::Content::Text(t)) => words(t),
         Some(crate::transcripts::line::Content::Blocks(blocks)) => {
-            blocks.iter().filter(|b| b.is("text")).filter_map(|b| b.text()).map(|t| t.split_whitespace().count()).sum()
+            blocks.iter().filter(|b| b.is("text")).filter_map(|b| b.text()).map(|t| words(&t)).sum()
         }
         _ => 0,
     }

@@ -359,7 +359,7 @@ pub fn build(
             None => Err(WhyLeft::NoBrief),
             Some(brief) => {
                 let model = Model::read(s.requested.clone().map(Value::String).as_ref());
-                let words = brief.split_whitespace().count();
+                let words = crate::routing::gate::words(brief);
                 match enforce::before_engine(mode, &model, s.subagent_type.as_deref(), words) {
                     Some(l) => Err(WhyLeft::of(&l)),
                     // The engine is asked only where its answer could change the call.

@@ -3,7 +3,7 @@
 //!
 //! Before a spawn (PreToolUse on Agent/Task): the brief's four features and the rule's tier,
 //! logged next to the model Claude chose, and under `[routing] enforce` the call's `model` set to
-//! that tier when every feature clears `[routing] min_confidence`. Anything else (routing off,
+//! that tier when the answers that decided it clear `[routing] min_confidence`. Anything else (routing off,
 //! paused, a config error, a fork, a short brief, no confident answer within the budget, a rewrite
 //! that cannot be made) lets the call pass exactly as Claude made it.
 //!
@@ -126,7 +126,7 @@ pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
             return run.ended(started);
         }
     }
-    let words = spawn.brief.split_whitespace().count();
+    let words = gate::words(&spawn.brief);
     let early = enforce::before_engine(cfg.enforce, &spawn.model, spawn.subagent_type.as_deref(), words);
     run.log_dir = spawn.cwd.as_deref().and_then(|cwd| log::opted_in(cwd, &cfg.log_dirs));
     let can_change = early.is_none() && enforce::could_change(cfg.enforce, &spawn.model);

@@ -112,8 +112,41 @@ pub fn prompt_gate(prompt: &str) -> Option<Gate> {
     {
         return Some(Gate::SlashCommand(first.to_string()));
     }
-    let words = text.split_whitespace().count();
+    let words = words(text);
     (words < MIN_WORDS).then_some(Gate::ShortPrompt(words))
+}
+
+/// How many words a text has, for the length gates: runs of characters between spaces, except that
+/// each Chinese or Japanese character counts as a word of its own. Those scripts put no spaces
+/// between words, so counting by spaces made a 40-character Chinese request one or two "words";
+/// counting each character, as word processors do for them, puts it at a length its English
+/// translation has. Korean separates its words with spaces and is counted by them.
+pub fn words(text: &str) -> usize {
+    let (mut n, mut in_word) = (0, false);
+    for c in text.chars() {
+        if is_cjk(c) {
+            n += 1;
+            in_word = false;
+        } else if c.is_whitespace() || is_cjk_punctuation(c) {
+            in_word = false;
+        } else if !in_word {
+            n += 1;
+            in_word = true;
+        }
+    }
+    n
+}
+
+/// Han ideographs, Hiragana and Katakana (full and half width).
+fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF | 0x31F0..=0x31FF | 0x3400..=0x4DBF | 0x4E00..=0x9FFF | 0xF900..=0xFAFF
+        | 0xFF66..=0xFF9F | 0x20000..=0x2FA1F)
+}
+
+/// The ideographic space and punctuation, and full-width punctuation: they end a word, as a space does.
+fn is_cjk_punctuation(c: char) -> bool {
+    matches!(c as u32, 0x3000..=0x303F | 0xFF01..=0xFF0F | 0xFF1A..=0xFF20 | 0xFF3B..=0xFF40 | 0xFF5B..=0xFF65)
 }
 
 /// The first of the spawn hooks' gates that a call of `tool_name` meets.
@@ -243,6 +276,26 @@ mod tests {
         let task = "Read src/main.rs and explain how the command line is parsed and dispatched";
         assert_eq!(gate(task), None);
         assert_eq!(gate("/home/u/app/main.rs crashes on start, find out why and fix the cause please"), None);
+    }
+
+    #[test]
+    fn chinese_and_japanese_characters_count_as_words() {
+        // Without them, the count is the spaces' count.
+        for text in ["Plan is ok, implement", "  a\tb\nc  ", "", "fix: the `x`-flag, (see #12)"] {
+            assert_eq!(words(text), text.split_whitespace().count(), "{text:?}");
+        }
+        // 40 characters of Chinese (design a schema for a multi-tenant billing system ...): 36 Han,
+        // and the full-width comma and full stop end words without being ones.
+        let zh = "为多租户计费系统设计数据库模式，包括发票、订阅和用量记录，并说明索引选择。";
+        assert_eq!(words(zh), zh.chars().filter(|c| !"，、。".contains(*c)).count());
+        assert!(words(zh) >= MIN_WORDS);
+        assert_eq!(prompt_gate(zh), None);
+        // Mixed: each Han character one word, each Latin run one.
+        assert_eq!(words("修复 src/main.rs 的拼写错误"), 2 + 1 + 1 + 4);
+        // Japanese kana and kanji; Korean by its spaces.
+        assert_eq!(words("タイポを直して"), 7);
+        assert_eq!(words("이 함수의 오타를 고쳐 주세요"), 5);
+        assert_eq!(prompt_gate("修复拼写错误"), Some(Gate::ShortPrompt(6)));
     }
 
     #[test]

@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::providers::Question;
+use crate::providers::answers::non_latin_share;
 use crate::providers::fake_http::{FakeServer, Reply, Request};
 
 pub fn settings(toml_text: &str) -> Settings {

@@ -60,6 +60,8 @@ pub struct Local {
     temperature: f64,
     none_similarity: f64,
     max_options: usize,
+    /// The largest share of non-Latin letters a text may have before the engine abstains on it.
+    max_non_latin: f64,
     loaded: OnceLock<Result<Arc<Loaded>, Failure>>,
     /// The last text embedded and its embedding: the routing features and the skill picker ask
     /// about the same prompt, which then costs one pass.
@@ -108,6 +110,7 @@ impl Local {
             temperature: s.f64("temperature", 0.05, 0.001, 10.0),
             none_similarity: s.f64("none_similarity", 0.3, -1.0, 1.0),
             max_options: s.u64("max_options", 256, 2, 256) as usize,
+            max_non_latin: s.f64("max_non_latin", 0.3, 0.0, 1.0),
             loaded: OnceLock::new(),
             last: Mutex::new(None),
         }
@@ -166,6 +169,31 @@ impl Local {
 
     fn label(&self) -> String {
         format!("local {}", self.name)
+    }
+
+    /// Why a question is not answered: the text the model reads, or the question's own words, is
+    /// mostly not Latin script. The model and its heads learned English; on Chinese or Japanese
+    /// text their answers are confident and meaningless, so the engine abstains, as Laya's English
+    /// checkpoints do.
+    fn non_latin_reason(&self, state: &str, q: &Question) -> Option<String> {
+        if self.max_non_latin >= 1.0 {
+            return None;
+        }
+        let mut own: Vec<&str> = vec![q.text.as_str()];
+        own.extend(q.options.iter().map(String::as_str));
+        for (what, parts) in [("the context", vec![state]), ("the question", own)] {
+            let share = answers::non_latin_share(&parts);
+            if share > self.max_non_latin {
+                return Some(format!(
+                    "{}: {:.0}% of the letters in {what} are not Latin script (the limit is {:.0}%, \
+                     [providers.local] max_non_latin); the model reads English, so it abstains rather than guess",
+                    self.label(),
+                    share * 100.0,
+                    self.max_non_latin * 100.0
+                ));
+            }
+        }
+        None
     }
 
     /// The answer to `q`; `None` when `deadline` passed before the options were embedded.
@@ -419,14 +447,24 @@ impl Provider for Local {
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         let deadline = Instant::now() + timeout;
         answers::check_option_limit("local", request, self.max_options, "")?;
+        let text = state_text(request);
+        let refused: Vec<Option<String>> = request.questions.iter().map(|q| self.non_latin_reason(&text, q)).collect();
+        // Nothing to answer: neither the model nor the embedding is needed.
+        if !refused.is_empty() && refused.iter().all(Option::is_some) {
+            return Ok(refused.into_iter().flatten().map(EngineAnswer::abstained).collect());
+        }
         let loaded = self.load().map_err(|f| f.prefixed("local: "))?;
         // The deadline is checked between the forward pass's layers and between embeddings, so a
         // long text or a big model gives a timeout about when it is due, not when the pass ends.
-        let state = self.embed(&loaded, &state_text(request), deadline).ok_or_else(|| Failure::timeout(timeout))?;
+        let state = self.embed(&loaded, &text, deadline).ok_or_else(|| Failure::timeout(timeout))?;
         let out: Vec<EngineAnswer> = request
             .questions
             .iter()
-            .map(|q| self.answer(&loaded, request, q, &state, deadline))
+            .zip(refused)
+            .map(|(q, why)| match why {
+                Some(why) => Some(EngineAnswer::abstained(why)),
+                None => self.answer(&loaded, request, q, &state, deadline),
+            })
             .collect::<Option<_>>()
             .ok_or_else(|| Failure::timeout(timeout))?;
         if Instant::now() > deadline {

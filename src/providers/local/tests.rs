@@ -183,6 +183,50 @@ fn a_missing_model_is_a_provider_error_with_the_fix() {
 }
 
 #[test]
+fn mostly_non_latin_text_abstains_and_says_why() {
+    // No model is needed to refuse: the text is checked before it is loaded.
+    let p = Local::new(&settings("model_dir = \"/nonexistent/system1-model\""));
+    let yes_no = |key: &str| Question {
+        key: key.into(),
+        text: "Is it read-only?".into(),
+        options: vec!["yes".into(), "no".into()],
+    };
+    let ask = |context: &str| {
+        let request = EngineRequest {
+            context: Some(Value::String(context.into())),
+            questions: vec![yes_no("read_only"), yes_no("design")],
+        };
+        p.decide(&request, Duration::from_secs(1))
+    };
+    let a =
+        ask("请为多租户计费系统设计数据库模式，包括发票、订阅和用量记录，并说明索引的选择理由").expect("abstentions");
+    assert_eq!(a.len(), 2);
+    for answer in &a {
+        let why = answer.rationale().unwrap_or_default();
+        assert!(matches!(answer, EngineAnswer::Abstained { .. }), "{answer:?}");
+        assert!(
+            why.contains("100% of the letters in the context are not Latin script") && why.contains("max_non_latin"),
+            "{why}"
+        );
+    }
+    // Mostly English with a few non-Latin words: asked (and here fails, as no model is installed).
+    let Err(f) = ask("Rename the helper 计费 to billing in src/billing.rs and update every caller of it") else {
+        panic!("asked")
+    };
+    assert_eq!(f.cause, Cause::NotInstalled, "{f:?}");
+    // max_non_latin = 1 turns the check off.
+    let p = Local::new(&settings("model_dir = \"/nonexistent/system1-model\"\nmax_non_latin = 1.0"));
+    let request = EngineRequest {
+        context: Some(Value::String("设计计费系统的数据库模式".into())),
+        questions: vec![yes_no("design")],
+    };
+    assert!(
+        matches!(p.decide(&request, Duration::from_secs(1)), Err(Failure { cause: Cause::NotInstalled, .. })),
+        "asked, and no model is installed"
+    );
+}
+
+#[test]
 fn state_text_reads_a_context_as_a_person_would() {
     let q = |options: &[&str]| Question {
         key: "k".into(),
