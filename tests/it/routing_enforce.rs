@@ -307,6 +307,7 @@ fn route_brief_shows_what_enforcement_would_do() {
           review     no        0.90 (uncalibrated)
           specified  no        0.90 (uncalibrated)
         tier: sonnet (default: no rule matched)
+        decided by: design, review, specified
         enforce: raise (a spawn that names no model, or one below the rule's tier, gets the rule's tier)
         spawn: model "haiku" would become model "sonnet", but the hook does nothing (above)
         log: not logged (cwd is outside [routing] log_dirs)
@@ -323,6 +324,7 @@ fn route_brief_shows_what_enforcement_would_do() {
           review     no        0.90 (uncalibrated)
           specified  no        0.90 (uncalibrated)
         tier: sonnet (default: no rule matched)
+        decided by: design, review, specified
         enforce: raise (a spawn that names no model, or one below the rule's tier, gets the rule's tier)
         spawn: model "haiku" → model "sonnet" (the hook rewrites the call's model, nothing else)
         log: not logged (cwd is outside [routing] log_dirs)
