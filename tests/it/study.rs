@@ -463,8 +463,8 @@ fn study_is_read_only_and_says_what_it_left_out() {
           design             6/6   100.0%  1.00    0.250     83.3%    100.0%    0.250     83.3%    100.0%   none              too few answers (< 20)
           review             6/6    83.3%  1.00    0.025     83.3%    100.0%    0.025     83.3%    100.0%   none              too few answers (< 20)
           specified          6/6    83.3%  1.00    0.117     66.7%    100.0%    0.117     66.7%    100.0%   none              too few answers (< 20)
-          The tier, against the labelled tier of 6 items (a hint needs every feature at 0.70 or more):
-            rule on the engine's answers           66.7%  (6 with four answers); hint off: 50.0% of items, 100.0% agree; on: 16.7% of items, 100.0% agree
+          The tier, against the labelled tier of 6 items (a hint needs the answers that decided it at 0.70 or more):
+            rule on the engine's answers           66.7%  (6 with four answers); hint off: 66.7% of items, 100.0% agree; on: 50.0% of items, 100.0% agree
             rule on the labels (its ceiling)      100.0%  (6 with all four labels)
             best constant tier (sonnet)            50.0%
 
