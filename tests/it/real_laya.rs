@@ -315,7 +315,8 @@ fn routing_features_one_request_of_four_or_of_eight_with_stability() {
 fn the_skill_picker_wakes_on_laya() {
     let Some(server) = server("the_skill_picker_wakes_on_laya") else { return };
     let proxy = Proxy::new(server);
-    let env = proxy.env("[routing]\nenabled = true\n[skills]\nenabled = true");
+    // The routing budget at its maximum: a loaded machine must not leave the picker no time.
+    let env = proxy.env("[routing]\nenabled = true\nbudget_ms = 60000\n[skills]\nenabled = true");
     for i in 0..30 {
         let name = format!("skill-{i:02}");
         write(
