@@ -225,6 +225,64 @@ pub fn enabled_plugins(settings_file: &Path) -> Result<Option<Vec<(String, bool)
     Ok(Some(enabled))
 }
 
+/// The variable by which Claude Code itself sets every subagent's model (its model-mix recipes set
+/// it, with [`SUBAGENT_MODEL_FORCE`], for the session).
+pub const SUBAGENT_MODEL: &str = "CLAUDE_CODE_SUBAGENT_MODEL";
+/// With [`SUBAGENT_MODEL`], makes it win over the Agent call's own `model`.
+pub const SUBAGENT_MODEL_FORCE: &str = "CLAUDE_CODE_SUBAGENT_MODEL_FORCE";
+
+/// `CLAUDE_CODE_SUBAGENT_MODEL` (and whether `CLAUDE_CODE_SUBAGENT_MODEL_FORCE` is on) as a
+/// process's environment or a settings file's `env` sets it. Under it a hook's rewrite of the
+/// Agent call's `model` does not decide which model the subagent runs on (docs/routing.md#claude-codes-own-setting).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentModel {
+    pub model: String,
+    pub force: bool,
+}
+
+impl SubagentModel {
+    /// From this process's environment: a hook's is the one Claude Code gave it.
+    pub fn from_env() -> Option<SubagentModel> {
+        Self::read(|k| std::env::var(k).ok())
+    }
+
+    /// From a lookup of variables by name; `None` unless the model is set and not blank.
+    pub fn read(get: impl Fn(&str) -> Option<String>) -> Option<SubagentModel> {
+        let model = get(SUBAGENT_MODEL)?.trim().to_string();
+        if model.is_empty() {
+            return None;
+        }
+        // The usual spellings of "on" for a flag in the environment.
+        let force = get(SUBAGENT_MODEL_FORCE)
+            .is_some_and(|v| matches!(v.trim().to_ascii_lowercase().as_str(), "1" | "true" | "yes" | "on"));
+        Some(SubagentModel { model, force })
+    }
+}
+
+impl std::fmt::Display for SubagentModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{SUBAGENT_MODEL}={}", self.model)?;
+        if self.force {
+            write!(f, " with {SUBAGENT_MODEL_FORCE}")?;
+        }
+        Ok(())
+    }
+}
+
+/// `CLAUDE_CODE_SUBAGENT_MODEL` as the `env` of a settings file sets it (Claude Code puts that
+/// `env` in its own environment, which its hooks inherit). `None` when the file is absent, does
+/// not parse or sets no such model.
+pub fn subagent_model_in_settings(settings_file: &Path) -> Option<SubagentModel> {
+    let v = fsutil::read_json(settings_file).ok()??;
+    let env = v.get("env")?.as_object()?;
+    SubagentModel::read(|k| match env.get(k)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
 /// What system1 reads of a plugin's manifest, `<root>/.claude-plugin/plugin.json`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PluginManifest {
@@ -341,6 +399,43 @@ mod tests {
         assert!(c.find("proj", Some("/q")).is_none());
         assert!(c.find("proj", None).is_none());
         assert_eq!(ClaudeJson::from_value(&json!("x")), ClaudeJson::default());
+    }
+
+    #[test]
+    fn the_subagent_model_variable_and_its_force_flag() {
+        fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+            move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        }
+        assert_eq!(SubagentModel::read(vars(&[])), None);
+        assert_eq!(SubagentModel::read(vars(&[(SUBAGENT_MODEL, "  ")])), None, "blank is unset");
+        assert_eq!(SubagentModel::read(vars(&[(SUBAGENT_MODEL_FORCE, "1")])), None, "force alone sets nothing");
+        let m = SubagentModel::read(vars(&[(SUBAGENT_MODEL, "haiku")])).unwrap();
+        assert_eq!((m.model.as_str(), m.force), ("haiku", false));
+        assert_eq!(m.to_string(), "CLAUDE_CODE_SUBAGENT_MODEL=haiku");
+        for on in ["1", "true", "TRUE", "yes"] {
+            assert!(
+                SubagentModel::read(vars(&[(SUBAGENT_MODEL, "sonnet"), (SUBAGENT_MODEL_FORCE, on)])).unwrap().force,
+                "{on}"
+            );
+        }
+        let m = SubagentModel::read(vars(&[(SUBAGENT_MODEL, "sonnet"), (SUBAGENT_MODEL_FORCE, "0")])).unwrap();
+        assert!(!m.force);
+
+        let dir = std::env::temp_dir().join(format!("system1-subagent-model-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("settings.json");
+        std::fs::write(
+            &file,
+            r#"{"env": {"CLAUDE_CODE_SUBAGENT_MODEL": "opus", "CLAUDE_CODE_SUBAGENT_MODEL_FORCE": true}}"#,
+        )
+        .unwrap();
+        assert_eq!(subagent_model_in_settings(&file), Some(SubagentModel { model: "opus".into(), force: true }));
+        std::fs::write(&file, r#"{"env": {"OTHER": "x"}}"#).unwrap();
+        assert_eq!(subagent_model_in_settings(&file), None);
+        std::fs::write(&file, "not json").unwrap();
+        assert_eq!(subagent_model_in_settings(&file), None);
+        assert_eq!(subagent_model_in_settings(&dir.join("absent.json")), None);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use crate::checks::{self, NoEngine};
-use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope};
+use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope, SubagentModel};
 use crate::config::{Enforce, Source, secret};
 use crate::error::{Result, exit};
 use crate::gateway::{Answer, Gateway, Outcome, VERSION};
@@ -79,6 +79,7 @@ pub fn run(args: Args) -> Result<i32> {
     check_serve(&gateway, &mut r);
     check_tallies(&gateway, args.days, &mut r);
     check_pause(&gateway, &mut r);
+    check_subagent_model(&gateway, &mut r);
     check_enforce(&gateway, &mut r);
     check_labels(&mut r);
 
@@ -529,6 +530,39 @@ fn check_pause(gateway: &Gateway, r: &mut Report) {
 
 /// How many of the latest rewrites the took-effect check reads.
 const REWRITES_CHECKED: usize = 20;
+
+/// Claude Code's own `CLAUDE_CODE_SUBAGENT_MODEL`, in this environment or in a settings file's
+/// `env`: while it is set, it decides every subagent's model, so neither the hint nor enforcement
+/// does (docs/routing.md#claude-codes-own-setting).
+fn check_subagent_model(gateway: &Gateway, r: &mut Report) {
+    let routing = &gateway.loaded.config.routing;
+    if !routing.enabled {
+        return;
+    }
+    let found = SubagentModel::from_env().map(|v| (v, "in this environment".to_string())).or_else(|| {
+        let cwd = std::env::current_dir().ok()?;
+        // Later files override earlier ones, as Claude Code layers them.
+        claude_code::settings_files(&paths::claude_dir(), &[cwd]).iter().rev().find_map(|f| {
+            claude_code::subagent_model_in_settings(f).map(|v| (v, format!("in the env of {}", f.display())))
+        })
+    });
+    let Some((var, whence)) = found else { return };
+    let acts = match routing.enforce {
+        Enforce::Off => "the routing hint is advice Claude Code overrides".to_string(),
+        mode => {
+            format!("enforce {mode} rewrites no spawn (the agent hook sees the variable and leaves every call alone)")
+        }
+    };
+    let decides = if var.force {
+        "Claude Code's own setting decides every subagent's model over the Agent call's"
+    } else {
+        "Claude Code 2.1.197 lets it decide every subagent's model over the Agent call's (2.1.332 only with CLAUDE_CODE_SUBAGENT_MODEL_FORCE)"
+    };
+    r.warn(
+        format!("{var} is set {whence}: {decides}, so {acts}"),
+        format!("unset {} (or remove it from that file's env) to let routing choose", claude_code::SUBAGENT_MODEL),
+    );
+}
 
 /// `[routing] enforce`: whether it can act, and whether the latest rewrites took effect.
 fn check_enforce(gateway: &Gateway, r: &mut Report) {

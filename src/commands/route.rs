@@ -403,5 +403,7 @@ fn spawn(brief: &str, model: Option<&str>, subagent_type: &str, cwd: PathBuf) ->
         tool_use_id: None,
         session_id: None,
         cwd: Some(cwd),
+        // As the agent hook reads it: from the environment it runs in.
+        subagent_model: crate::claude_code::SubagentModel::from_env(),
     }
 }

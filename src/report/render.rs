@@ -7,7 +7,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use super::breakdown::{Breakdown, Figures, View};
-use super::spawns::{Group, SpawnSection, cells_text};
+use super::spawns::{Group, RuleRow, SpawnSection, cells_text};
 use super::what_if::WhatIf;
 use super::{Part, ReadStats, Report, Savings, TierRow, TokenTotals, mix_source, mix_text};
 use crate::text;
@@ -120,6 +120,32 @@ fn group_line(out: &mut String, name: &str, g: &Group) {
     );
 }
 
+/// Each rule of the routing log: what it decided, how often labels agree, and the spend it steered.
+fn rules_section(out: &mut String, rows: &[RuleRow]) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nRules in the routing log   tier    prompts  hinted   spawns  rewritten  labelled  agree  subagent spend"
+    );
+    for r in rows {
+        let _ = writeln!(
+            out,
+            "  {:<23} {:<7} {:>8} {:>7} {:>8} {:>10} {:>9} {:>6} {:>15}",
+            r.rule,
+            r.tier.map_or("?", |t| t.name()),
+            r.prompts,
+            r.hinted,
+            r.spawns,
+            r.rewritten,
+            r.labelled,
+            pct(r.agreement),
+            money(r.spend_usd)
+        );
+    }
+}
+
 /// The routing log's spawns: record-only against enforced, and what the rewrites did.
 fn spawn_section(out: &mut String, s: &SpawnSection) {
     if let Some(e) = &s.read_error {
@@ -162,6 +188,13 @@ fn spawn_section(out: &mut String, s: &SpawnSection) {
             signed_money(e.usd),
             text::count(e.spawns_priced, "rewrite"),
             if e.not_priced > 0 { format!("; {} not priced", e.not_priced) } else { String::new() }
+        );
+    }
+    if s.subagent_model_env > 0 {
+        let _ = writeln!(
+            out,
+            "  left alone {}: CLAUDE_CODE_SUBAGENT_MODEL was set, and Claude Code's own setting decides every subagent's model",
+            s.subagent_model_env
         );
     }
     if s.skipped_lines > 0 {
@@ -248,6 +281,7 @@ pub fn table(r: &Report) -> String {
     tiers(&mut out, &r.subagents_by_tier);
     savings(&mut out, &r.savings);
     spawn_section(&mut out, &r.spawns);
+    rules_section(&mut out, &r.spawns.rules);
     if let Some(w) = &r.what_if {
         what_if_section(&mut out, w);
     }

@@ -17,8 +17,9 @@ use super::figures::{self, Baseline, Models, Repriced, Usage};
 use super::prices::usd;
 use super::{Aggregator, ratio};
 use crate::config::Enforce;
-use crate::routing::entry::{Entry, Outcome};
+use crate::routing::entry::{Entry, Kept, Outcome, Source};
 use crate::routing::log;
+use crate::routing::rule::Chosen;
 use crate::routing::spawn_log::{self, Logged};
 use crate::tier::Tier;
 use crate::transcripts::{Scope, encode_project};
@@ -36,15 +37,20 @@ pub struct SpawnLog {
 }
 
 impl SpawnLog {
-    /// Reads `path` and keeps the agent entries inside `scope`'s time range and project (matched
-    /// against the entry's `cwd`, else its `repo`, as a transcript's project directory is), and
-    /// every spawn entry (they only count beside their agent entry).
+    /// Reads `path` and keeps the agent and prompt entries inside `scope`'s time range and project
+    /// (matched against the entry's `cwd`, else its `repo`, as a transcript's project directory
+    /// is), and every spawn entry (they only count beside their agent entry).
     pub fn read(path: &Path, scope: &Scope) -> SpawnLog {
         let mut out = SpawnLog { path: path.display().to_string(), ..SpawnLog::default() };
         match log::read_all_at(path) {
             Ok(read) => {
                 out.skipped = read.skipped as u64;
-                out.entries = read.entries.into_iter().filter(|e| !e.is_agent() || in_scope(e, scope)).collect();
+                // A spawn entry counts only beside its agent entry: kept whatever its time.
+                out.entries = read
+                    .entries
+                    .into_iter()
+                    .filter(|e| e.source == Some(Source::Spawn) || in_scope(e, scope))
+                    .collect();
             }
             Err(e) => out.error = Some(e.to_string()),
         }
@@ -148,6 +154,66 @@ pub struct SpawnSection {
     pub rewritten: Group,
     pub rewrites: Rewrites,
     pub enforced_savings: EnforcedSavings,
+    /// Each rule of the routing log's entries in scope: what it decided and what that came to.
+    pub rules: Vec<RuleRow>,
+    /// Enforced spawns the hook left alone because Claude Code's `CLAUDE_CODE_SUBAGENT_MODEL` was
+    /// set: that variable decided their model, so they are no rewrites, failed or not.
+    pub subagent_model_env: u64,
+}
+
+/// One rule (by its number in the list when the entry was logged, or the default) over the routing
+/// log's prompt and agent entries in scope: how many it decided, how often its tier was the
+/// labelled one, and the subagent spend of the spawns it decided.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct RuleRow {
+    pub rule: String,
+    /// The tier it gave (the latest entry's, should the rule list have changed).
+    pub tier: Option<Tier>,
+    pub prompts: u64,
+    /// Prompts whose hint was given.
+    pub hinted: u64,
+    pub spawns: u64,
+    /// Spawns whose `model` the hook set to its tier.
+    pub rewritten: u64,
+    /// Prompts and spawns with a labelled tier, and of those the ones on the rule's tier.
+    pub labelled: u64,
+    pub agreeing: u64,
+    pub agreement: Option<f64>,
+    /// What the subagents of the spawns it decided cost, from the transcripts (spawns whose
+    /// subagent is not in them add nothing).
+    pub spend_usd: f64,
+}
+
+/// The per-rule rows: the prompts of the log read, and the spawns already joined and priced.
+fn rule_rows(entries: &[Entry], spawns: &[Spawn], spend: &[f64]) -> Vec<RuleRow> {
+    let mut rows: BTreeMap<(u8, usize), RuleRow> = BTreeMap::new();
+    fn row<'r>(rows: &'r mut BTreeMap<(u8, usize), RuleRow>, e: &Entry) -> Option<&'r mut RuleRow> {
+        let (k, name) = match e.rule? {
+            Chosen::Rule(n) => ((0u8, n), format!("rule {n}")),
+            Chosen::Default => ((1u8, 0), "default".to_string()),
+        };
+        let r = rows.entry(k).or_insert_with(|| RuleRow { rule: name, ..RuleRow::default() });
+        r.tier = rule_tier(e).or(r.tier);
+        if let (Some(label), Some(tier)) = (e.label_tier, rule_tier(e)) {
+            r.labelled += 1;
+            r.agreeing += u64::from(label == tier);
+        }
+        Some(r)
+    }
+    for e in entries.iter().filter(|e| e.source == Some(Source::Prompt)) {
+        if let Some(r) = row(&mut rows, e) {
+            r.prompts += 1;
+            r.hinted += u64::from(e.hinted == Some(true));
+        }
+    }
+    for (s, usd) in spawns.iter().zip(spend) {
+        if let Some(r) = row(&mut rows, s.logged.agent) {
+            r.spawns += 1;
+            r.rewritten += u64::from(s.logged.set_tier().is_some());
+            r.spend_usd += usd;
+        }
+    }
+    rows.into_values().map(|r| RuleRow { agreement: ratio(r.agreeing, r.labelled), ..r }).collect()
 }
 
 /// The tier an agent entry's rule gave.
@@ -258,6 +324,7 @@ pub(super) fn section(
         (GroupTally::default(), GroupTally::default(), GroupTally::default());
     let mut rw = Rewrites::default();
     let mut saved = EnforcedSavings::default();
+    let mut subagent_model_env = 0;
     for s in &spawns {
         let mode = s.logged.agent.enforce.unwrap_or(Enforce::Off);
         if mode == Enforce::Off {
@@ -265,6 +332,9 @@ pub(super) fn section(
             continue;
         }
         enforced.add(s);
+        if s.logged.agent.kept == Some(Kept::SubagentModel) {
+            subagent_model_env += 1;
+        }
         let Some(set) = s.logged.set_tier() else { continue };
         rewritten.add(s);
         rw.made += 1;
@@ -305,6 +375,11 @@ pub(super) fn section(
             _ => saved.not_priced += 1,
         }
     }
+    let spend: Vec<f64> = spawns
+        .iter()
+        .map(|s| s.agent.and_then(|a| usage.spent(Some(a), models)).map_or(0.0, |sp| usd(sp.cost)))
+        .collect();
+    let rules = rule_rows(&log.entries, &spawns, &spend);
     rw.checked = rw.took_effect + rw.not_taken;
     rw.not_taken_share = ratio(rw.not_taken, rw.checked);
     SpawnSection {
@@ -317,6 +392,8 @@ pub(super) fn section(
         rewritten: rewritten.finish(),
         rewrites: rw,
         enforced_savings: saved,
+        rules,
+        subagent_model_env,
     }
 }
 

@@ -21,6 +21,7 @@ use super::enforce::{self, Left, Model};
 use super::entry::{Entry, Source};
 use super::gate::{self, Gate};
 use super::{Input, Routed, Until, cwd_of, log, meet, route, routed_entry, settled};
+use crate::claude_code::SubagentModel;
 use crate::config::{Enforce, Loaded, RoutingConfig};
 use crate::gateway::{Gateway, new_request_id};
 use crate::tier::Tier;
@@ -41,6 +42,8 @@ pub struct Spawn {
     pub tool_use_id: Option<String>,
     pub session_id: Option<String>,
     pub cwd: Option<PathBuf>,
+    /// Claude Code's `CLAUDE_CODE_SUBAGENT_MODEL` in the hook's environment, when set.
+    pub subagent_model: Option<SubagentModel>,
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -70,6 +73,7 @@ impl Spawn {
             tool_use_id: text(payload.get("tool_use_id")),
             session_id: text(payload.get("session_id")),
             cwd: cwd_of(payload),
+            subagent_model: SubagentModel::from_env(),
         })
     }
 
@@ -127,7 +131,11 @@ pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
         }
     }
     let words = gate::words(&spawn.brief);
-    let early = enforce::before_engine(cfg.enforce, &spawn.model, spawn.subagent_type.as_deref(), words);
+    let early = match &spawn.subagent_model {
+        // Claude Code's own setting decides: the rule's tier is recorded, never set.
+        Some(var) if cfg.enforce != Enforce::Off => Some(Left::SubagentModel(var.clone())),
+        _ => enforce::before_engine(cfg.enforce, &spawn.model, spawn.subagent_type.as_deref(), words),
+    };
     run.log_dir = spawn.cwd.as_deref().and_then(|cwd| log::opted_in(cwd, &cfg.log_dirs));
     let can_change = early.is_none() && enforce::could_change(cfg.enforce, &spawn.model);
     // Nothing to set and nothing to log: no engine is asked.

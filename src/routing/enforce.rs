@@ -43,6 +43,9 @@ pub enum Left {
     },
     /// The call's input could not be rewritten (the rewrite's words).
     RewriteFailed(String),
+    /// Claude Code's `CLAUDE_CODE_SUBAGENT_MODEL` is set in the hook's environment: it, not the
+    /// call's `model`, decides the subagent's model, so a rewrite would change nothing.
+    SubagentModel(crate::claude_code::SubagentModel),
 }
 
 impl Left {
@@ -60,6 +63,7 @@ impl Left {
             Left::Unsettled(Unsettled::EngineFailed(_) | Unsettled::NoTier) => None,
             Left::AtTier(_) => Some(Kept::AtTier),
             Left::AboveRule { .. } => Some(Kept::AboveRule),
+            Left::SubagentModel(_) => Some(Kept::SubagentModel),
         }
     }
 }
@@ -78,6 +82,17 @@ impl fmt::Display for Left {
                 write!(f, "the call names {named}, above the rule's {rule}, and only set lowers a model")
             }
             Left::RewriteFailed(e) => f.write_str(e),
+            Left::SubagentModel(var) if var.force => {
+                write!(
+                    f,
+                    "{var} is set: Claude Code's own setting decides every subagent's model over the call's, so no rewrite"
+                )
+            }
+            Left::SubagentModel(var) => write!(
+                f,
+                "{var} is set: Claude Code 2.1.197 lets it decide every subagent's model over the call's (2.1.332 only with {}), so no rewrite",
+                crate::claude_code::SUBAGENT_MODEL_FORCE
+            ),
         }
     }
 }

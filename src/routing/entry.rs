@@ -213,11 +213,14 @@ pub enum Kept {
     AboveRule,
     /// The call's `model` names no tier (such as `inherit`).
     NotATier,
+    /// `CLAUDE_CODE_SUBAGENT_MODEL` was set in the hook's environment: Claude Code's own setting
+    /// decides the subagent's model.
+    SubagentModel,
     Other(String),
 }
 
 impl Kept {
-    const NAMES: [(Kept, &'static str); 8] = [
+    const NAMES: [(Kept, &'static str); 9] = [
         (Kept::Fork, "fork"),
         (Kept::ShortBrief, "short_brief"),
         (Kept::Abstained, "abstained"),
@@ -226,6 +229,7 @@ impl Kept {
         (Kept::ModelGiven, "model_given"),
         (Kept::AboveRule, "above_rule"),
         (Kept::NotATier, "not_a_tier"),
+        (Kept::SubagentModel, "subagent_model_env"),
     ];
 
     pub fn as_str(&self) -> &str {

@@ -21,6 +21,7 @@ mod clients_real;
 mod docs;
 mod e2e_claude;
 mod e2e_enforce;
+mod e2e_subagent_model;
 mod engine_answers;
 mod engines_laya;
 mod engines_laya_serve_021;

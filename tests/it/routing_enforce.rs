@@ -386,3 +386,38 @@ fn toggle_status_and_doctor_show_the_mode_and_doctor_warns_of_rewrites_that_did_
     let none = TestEnv::with_mock("");
     assert!(stdout(&none.run(&["toggle", "status"], "")).contains("spawn model:   enforce off (record only"));
 }
+
+#[test]
+fn claude_codes_own_subagent_model_means_no_rewrite() {
+    let mut c = case("set", SONNET);
+    let cwd = c.repo.display().to_string();
+    let raw = input(Some("opus"), "general-purpose", BRIEF);
+    // Without the variable, the call is lowered to sonnet.
+    assert!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "v0"))).is_some());
+    c.env.set_env("CLAUDE_CODE_SUBAGENT_MODEL", "haiku");
+    let out = hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "v1"));
+    assert_eq!(stdout(&out), "", "no rewrite under Claude Code's own setting");
+    let logged = entries(&c.env);
+    let e = logged.iter().find(|e| e["tool_use_id"] == "v1").expect("still logged");
+    assert_eq!(
+        (&e["kept"], e.get("tier_after"), &e["rule_tier"]),
+        (&json!("subagent_model_env"), None, &json!("sonnet"))
+    );
+    let r = route_brief(&c.env, &["--model", "opus", "--cwd", &cwd]);
+    assert_eq!((&r["rewrites"], &r["kept"]), (&json!(false), &json!("subagent_model_env")), "{r}");
+    let why = r["unchanged_because"].as_str().unwrap();
+    assert!(why.contains("CLAUDE_CODE_SUBAGENT_MODEL=haiku is set: Claude Code 2.1.197 lets it decide"), "{why}");
+    c.env.set_env("CLAUDE_CODE_SUBAGENT_MODEL_FORCE", "1");
+    let r = route_brief(&c.env, &["--model", "opus", "--cwd", &cwd]);
+    let why = r["unchanged_because"].as_str().unwrap();
+    assert!(why.contains("with CLAUDE_CODE_SUBAGENT_MODEL_FORCE is set: Claude Code's own setting decides"), "{why}");
+    // doctor says so.
+    let text = stdout(&c.env.run(&["doctor"], ""));
+    assert!(
+        text.contains(
+            "CLAUDE_CODE_SUBAGENT_MODEL=haiku with CLAUDE_CODE_SUBAGENT_MODEL_FORCE is set in this environment"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("enforce set rewrites no spawn"), "{text}");
+}

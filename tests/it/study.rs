@@ -467,6 +467,12 @@ fn study_is_read_only_and_says_what_it_left_out() {
             rule on the engine's answers           66.7%  (6 with four answers); hint off: 66.7% of items, 100.0% agree; on: 50.0% of items, 100.0% agree
             rule on the labels (its ceiling)      100.0%  (6 with all four labels)
             best constant tier (sonnet)            50.0%
+          Each rule on the engine's answers:
+            rule                                         decided   agree  hinted   agree
+            1: design -> opus                                  1  100.0%       1  100.0%
+            2: review -> opus                                  0     n/a       0     n/a
+            3: read_only and specified -> haiku                2   50.0%       1  100.0%
+            default (no rule matched) -> sonnet                3   66.7%       1  100.0%
 
         Left out:
           von: not answering its health probe: von at http://127.0.0.1:[PORT]: connection refused: is the engine running?

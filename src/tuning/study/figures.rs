@@ -19,6 +19,7 @@ use crate::routing::rule;
 use crate::tier::Tier;
 use crate::tuning::crossval::TierAnswer;
 use crate::tuning::fit::{self, Bin, Point, Sample};
+use crate::tuning::rule_fit;
 
 /// A yes/no answer: which, and the probability the engine gave it.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -214,6 +215,22 @@ pub struct TierHead {
     pub at_threshold: Covered,
 }
 
+/// One rule of the list (or the default tier) on the engine's answers: the prompts it decided,
+/// how often its tier was the labelled one, and the same where the hint would be given
+/// (calibration on), so that a user sees which rule to change.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RuleFigures {
+    /// The rule's 1-based number, or `"default"`.
+    pub rule: rule::Chosen,
+    /// Its condition in words (`design`, `read_only and specified`; the default: `no rule matched`).
+    pub when: String,
+    pub tier: Tier,
+    pub decided: usize,
+    pub agreement: Option<f64>,
+    pub hinted: usize,
+    pub hinted_agreement: Option<f64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TierFigures {
     /// Items with a labelled tier.
@@ -226,6 +243,11 @@ pub struct TierFigures {
     /// The tier labelled most often, and how often; the cheaper tier on a tie.
     pub best_constant: Option<Constant>,
     pub tier_head: Option<TierHead>,
+    /// Each rule, then the default, on the engine's answers.
+    pub per_rule: Vec<RuleFigures>,
+    /// A rule learned from these labels against the configured one, both cross-validated on the
+    /// same folds (calibration on); None below the folds' count of answered items.
+    pub learned: Option<rule_fit::Comparison>,
 }
 
 fn covered(hits: &[(bool, bool)], n: usize) -> Covered {
@@ -241,6 +263,8 @@ pub fn tiers(d: &TierData) -> TierFigures {
     let choose = |answers: &BTreeMap<Feature, bool>| rule::choose(&d.rules, d.default_tier, answers).0;
     // (whether the deciding answers clear the threshold off, on; whether the rule agrees)
     let mut engine: Vec<(bool, bool, bool)> = Vec::new();
+    // Per rule (the default last): decided, agreeing; hinted (calibration on), agreeing.
+    let mut per_rule = vec![[0usize; 4]; d.rules.len() + 1];
     let mut on_labels: Vec<bool> = Vec::new();
     let mut head: Vec<(bool, bool)> = Vec::new();
     for item in &d.items {
@@ -259,6 +283,14 @@ pub fn tiers(d: &TierData) -> TierFigures {
                 rule::deciding(&d.rules, chosen, &sure).iter().all(|f| sure[f].1 >= d.threshold - 1e-12)
             };
             engine.push((clears(false), clears(true), tier == item.tier));
+            let slot = match chosen {
+                rule::Chosen::Rule(n) => n - 1,
+                rule::Chosen::Default => d.rules.len(),
+            };
+            let agrees = usize::from(tier == item.tier);
+            let hinted = usize::from(clears(true));
+            let r = &mut per_rule[slot];
+            *r = [r[0] + 1, r[1] + agrees, r[2] + hinted, r[3] + hinted * agrees];
         }
         if Feature::ALL.iter().all(|f| item.labels.contains_key(f)) {
             on_labels.push(choose(&item.labels) == item.tier);
@@ -267,6 +299,21 @@ pub fn tiers(d: &TierData) -> TierFigures {
             head.push((h.confidence >= d.threshold - 1e-12, h.tier == item.tier));
         }
     }
+    // The items the engine answered, with the fits in force applied: what the learned rule and the
+    // configured one are both measured on.
+    let examples: Vec<rule_fit::Example> = d
+        .items
+        .iter()
+        .filter_map(|item| {
+            let answers = item.engine.as_ref()?;
+            let answers = answers
+                .iter()
+                .map(|(f, a)| (*f, (a.yes, a.calibrated(d.fits.get(f).copied().flatten()).confidence)))
+                .collect();
+            Some(rule_fit::Example { answers, tier: item.tier })
+        })
+        .collect();
+    let learned = rule_fit::compare(&examples, &d.rules, d.default_tier, d.threshold);
     let agree = |v: &[bool]| share(v.iter().filter(|a| **a).count(), v.len());
     let agreements: Vec<bool> = engine.iter().map(|e| e.2).collect();
     let mut counts: BTreeMap<Tier, usize> = BTreeMap::new();
@@ -297,6 +344,26 @@ pub fn tiers(d: &TierData) -> TierFigures {
             agreement: agree(&head_agree),
             at_threshold: covered(&head, n),
         }),
+        per_rule: per_rule
+            .iter()
+            .enumerate()
+            .map(|(i, [decided, agreeing, hinted, hinted_agreeing])| {
+                let (chosen, when, tier) = match d.rules.get(i) {
+                    Some(r) => (rule::Chosen::Rule(i + 1), rule::describe(r), r.tier),
+                    None => (rule::Chosen::Default, "no rule matched".to_string(), d.default_tier),
+                };
+                RuleFigures {
+                    rule: chosen,
+                    when,
+                    tier,
+                    decided: *decided,
+                    agreement: share(*agreeing, *decided),
+                    hinted: *hinted,
+                    hinted_agreement: share(*hinted_agreeing, *hinted),
+                }
+            })
+            .collect(),
+        learned,
     }
 }
 
@@ -474,6 +541,17 @@ mod tests {
         assert_eq!(h.answered, 3);
         assert!((h.agreement.unwrap() - 2.0 / 3.0).abs() < 1e-12);
         assert_eq!((h.at_threshold.coverage, h.at_threshold.agreement), (0.5, Some(0.5)));
+        // Per rule on the engine's answers: rule 3 (haiku) decided item 1, agreeing and hinted on;
+        // the default decided items 2 (disagreeing, not hinted) and 4 (agreeing, hinted).
+        let by = |i: usize| {
+            (f.per_rule[i].decided, f.per_rule[i].agreement, f.per_rule[i].hinted, f.per_rule[i].hinted_agreement)
+        };
+        assert_eq!(f.per_rule.len(), 4);
+        assert_eq!((by(0), by(1)), ((0, None, 0, None), (0, None, 0, None)));
+        assert_eq!(by(2), (1, Some(1.0), 1, Some(1.0)));
+        assert_eq!(by(3), (2, Some(0.5), 1, Some(1.0)));
+        assert_eq!((f.per_rule[2].when.as_str(), f.per_rule[2].tier), ("read_only and specified", Tier::Haiku));
+        assert_eq!((f.per_rule[3].rule, f.per_rule[3].tier), (rule::Chosen::Default, Tier::Sonnet));
     }
 
     #[test]

@@ -3,6 +3,7 @@
 use super::figures::{Covered, QuestionFigures, TierFigures};
 use super::{EngineReport, Report, SetReport};
 use crate::calibration::Origin;
+use crate::routing::rule::Chosen;
 use crate::text::pct;
 use crate::tuning::plot::{self, EnginePoint, Panel};
 use crate::tuning::seeds::DESTRUCTIVE_QUESTION;
@@ -200,6 +201,49 @@ fn tier_block(t: &TierFigures) -> String {
     ));
     if let Some(c) = &t.best_constant {
         s.push_str(&format!("    {:<36} {:>7}\n", format!("best constant tier ({})", c.tier), pct(c.agreement, 1)));
+    }
+    if let Some(l) = &t.learned {
+        let line = |h: &crate::tuning::rule_fit::Held| {
+            format!(
+                "{}; hint on {} of items, {} agree",
+                pct(h.agreement, 1),
+                pct(h.hint_rate, 1),
+                share(h.hinted_agreement)
+            )
+        };
+        s.push_str(&format!(
+            "  Cross-validated ({} folds, {} items, calibration on), the same folds for both:\n    {:<36} {}\n    {:<36} {}\n",
+            l.folds,
+            l.items,
+            "the configured rule",
+            line(&l.hand),
+            "a rule learned from these labels",
+            line(&l.fitted)
+        ));
+        s.push_str("  The learned rule, fitted on every item (for [routing] in the config):\n");
+        for row in l.toml.lines() {
+            s.push_str(&format!("    {row}\n"));
+        }
+    }
+    if t.per_rule.iter().any(|r| r.decided > 0) {
+        s.push_str(&format!(
+            "  Each rule on the engine's answers:\n    {:<44} {:>7} {:>7} {:>7} {:>7}\n",
+            "rule", "decided", "agree", "hinted", "agree"
+        ));
+        for r in &t.per_rule {
+            let name = match r.rule {
+                Chosen::Rule(n) => format!("{n}: {} -> {}", r.when, r.tier),
+                Chosen::Default => format!("default ({}) -> {}", r.when, r.tier),
+            };
+            s.push_str(&format!(
+                "    {:<44} {:>7} {:>7} {:>7} {:>7}\n",
+                name,
+                r.decided,
+                share(r.agreement),
+                r.hinted,
+                share(r.hinted_agreement)
+            ));
+        }
     }
     s
 }
