@@ -109,11 +109,16 @@ pub fn fit(train: &[&Example]) -> Fitted {
     let mut open: Vec<usize> = (0..train.len()).collect();
     let mut fitted = Fitted { rules: Vec::new(), default_tier: overall };
     let agree_open = |open: &[usize], tier: Tier| open.iter().filter(|&&i| train[i].tier == tier).count();
+    // Agreement is counted over every item: `settled` is what the rules so far got right on the
+    // items they matched (those items are no longer open), `current` that plus the open items'.
+    let mut settled = 0;
     let mut current = agree_open(&open, overall);
     let candidates = conditions();
     while fitted.rules.len() < MAX_RULES {
-        // (gain, the rule, the default after it)
-        let mut best: Option<(usize, Rule, Tier)> = None;
+        // (agreement, the items the rule gets wrong, the rule, the default after it). Of rules that
+        // agree as often, the one that gets fewer of its own items wrong goes first: a rule that
+        // takes items of another tier along locks them into its tier for every later rule.
+        let mut best: Option<(usize, usize, Rule, Tier)> = None;
         for when in &candidates {
             let (hit, rest): (Vec<usize>, Vec<usize>) = open.iter().partition(|&&i| holds(when, &picks[i]));
             if hit.is_empty() || rest.is_empty() {
@@ -122,13 +127,15 @@ pub fn fit(train: &[&Example]) -> Fitted {
             let default = majority(rest.iter().map(|&i| train[i].tier), overall);
             let rest_agree = agree_open(&rest, default);
             for &tier in &tiers {
-                let score = agree_open(&hit, tier) + rest_agree;
-                if score >= current + MIN_GAIN && best.as_ref().is_none_or(|b| score > b.0) {
-                    best = Some((score, Rule { when: when.clone(), tier }, default));
+                let right = agree_open(&hit, tier);
+                let (score, wrong) = (settled + right + rest_agree, hit.len() - right);
+                if score >= current + MIN_GAIN && best.as_ref().is_none_or(|b| (score, b.1) > (b.0, wrong)) {
+                    best = Some((score, wrong, Rule { when: when.clone(), tier }, default));
                 }
             }
         }
-        let Some((score, r, default)) = best else { break };
+        let Some((score, _, r, default)) = best else { break };
+        settled += open.iter().filter(|&&i| holds(&r.when, &picks[i]) && train[i].tier == r.tier).count();
         open.retain(|&i| !holds(&r.when, &picks[i]));
         fitted.rules.push(r);
         fitted.default_tier = default;
