@@ -269,17 +269,14 @@ mod tests {
 
     #[test]
     fn abstention_never_falls_back() {
-        let first = Scripted::new("first", Ok(vec![EngineAnswer::abstained("non-Latin text".into())]));
+        let first = Scripted::new("first", Ok(vec![EngineAnswer::abstained("not sure".into())]));
         let second = Scripted::new("second", Ok(vec![yes()]));
         let out = gateway(&[first, second.clone()]).run_chain(&yes_no(1), &["k".into()], None, "t");
         assert_eq!(out.provider.as_deref(), Some("first"));
         assert_eq!(out.attempts.len(), 1);
         assert_eq!(out.attempts[0].outcome, Outcome::Abstained);
         assert_eq!(second.calls(), 0);
-        assert_eq!(
-            out.answers,
-            Some(vec![Answer::Abstained { rationale: Some("non-Latin text".into()), stability: None }])
-        );
+        assert_eq!(out.answers, Some(vec![Answer::Abstained { rationale: Some("not sure".into()), stability: None }]));
     }
 
     fn passed(why: &str) -> EngineAnswer {

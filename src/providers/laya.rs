@@ -18,7 +18,7 @@
 //!
 //! Refused before any request: more than `max_options` options (default 20; Laya's decision head
 //! is exhausted past about 20), more than 64 questions or 512 options in all (the server's caps).
-//! Abstained without a request: a question whose text, or whose state, is more than
+//! Passed on to the next engine without a request: a question whose text, or whose state, is more than
 //! `max_non_latin` non-Latin letters (default 0.3; 1.0 for the multilingual checkpoint).
 
 use std::time::{Duration, Instant};
@@ -137,7 +137,7 @@ impl Laya {
             let share = answers::non_latin_share(&parts);
             if share > self.max_non_latin {
                 return Some(format!(
-                    "laya: {:.0}% of the letters in {what} are not Latin script (the limit is {:.0}%); Laya's English checkpoints are confidently wrong on such text, so System-1 abstains",
+                    "laya: {:.0}% of the letters in {what} are not Latin script (the limit is {:.0}%); Laya's English checkpoints are confidently wrong on such text, so the question is passed on",
                     share * 100.0,
                     self.max_non_latin * 100.0
                 ));
@@ -242,8 +242,9 @@ impl Provider for Laya {
         let mut results: Vec<Option<EngineAnswer>> = vec![None; request.questions.len()];
         let mut questions = Map::new();
         for (i, q) in request.questions.iter().enumerate() {
-            if let Some(why) = self.non_latin_reason(&state_text, q) {
-                results[i] = Some(EngineAnswer::abstained(why));
+            if let Some(reason) = self.non_latin_reason(&state_text, q) {
+                // Not an answer ("not sure") but none at all: the next engine of the chain gets it.
+                results[i] = Some(EngineAnswer::Passed { reason });
                 continue;
             }
             // Always a choice, yes/no too; `{option: null}` criteria, the form both laya-serve 0.4.15

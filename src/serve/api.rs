@@ -386,9 +386,10 @@ impl SoQuestion {
         let (decision, confidence, probabilities) = match answer {
             Answer::Decided { decision, confidence, probabilities, .. } => (decision, *confidence, probabilities),
             Answer::Abstained { rationale, .. } => {
-                return Err(rationale.clone().unwrap_or_else(|| "the engine gave no answer".to_string()));
+                let why = rationale.as_deref().unwrap_or("no reason given");
+                return Err(format!("the engine abstained: {why}"));
             }
-            Answer::Passed { reason } => return Err(format!("no engine of the chain answers it ({reason})")),
+            Answer::Passed { reason } => return Err(format!("no engine in the chain answers it: {reason}")),
         };
         let options = self.engine_options();
         let (values, estimated) = distribution(&options, decision, confidence, probabilities.as_ref());
@@ -579,7 +580,12 @@ mod tests {
         assert_eq!(s["confidence"], json!(0.73));
         assert_eq!(s["probabilities"], json!({"0": 0.04, "1": 0.76, "2": 0.17, "3": 0.03}));
         let abstained = Answer::Abstained { rationale: Some("no head".into()), stability: None };
-        assert_eq!(r.questions[0].answer(&abstained), Err("no head".to_string()));
+        assert_eq!(r.questions[0].answer(&abstained), Err("the engine abstained: no head".to_string()));
+        let passed = Answer::Passed { reason: "local: no head".into() };
+        assert_eq!(
+            r.questions[0].answer(&passed),
+            Err("no engine in the chain answers it: local: no head".to_string())
+        );
     }
 
     #[test]

@@ -139,7 +139,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
                 out.insert(q.id.clone(), v);
             }
             Err(why) => {
-                let msg = format!("question {:?} ({}): no engine in the chain answers it: {why}", q.id, q.type_name());
+                let msg = format!("question {:?} ({}): {why}", q.id, q.type_name());
                 return refused(
                     error(400, "unanswerable_question", &msg),
                     format!("{n} questions via {provider}: {msg}"),

@@ -15,7 +15,7 @@ use crate::support::{self, TestEnv, stderr, stdout};
 use serde_json::Value;
 
 /// A running `jevcompat mock`, its requests logged (`-v`) to a file.
-struct Mock {
+pub(crate) struct Mock {
     child: Child,
     port: u16,
     log: PathBuf,
@@ -32,7 +32,7 @@ impl Drop for Mock {
 impl Mock {
     /// Starts the mock on a free loopback port with `args` (`--fault X`, `--key K`); `None` when
     /// jevcompat is not installed (a loud skip; under CI a failure).
-    fn start(args: &[&str]) -> Option<Mock> {
+    pub(crate) fn start(args: &[&str]) -> Option<Mock> {
         let bin =
             support::test_dep("jevcompat mock", "SYSTEM1_TEST_JEVCOMPAT", ".test-deps/jevcompat-0.1.1/bin/jevcompat")?;
         let port = free_port();
@@ -54,12 +54,12 @@ impl Mock {
         Some(mock)
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 
     /// How many decisions (`POST /v1/systemone`) the mock has answered.
-    fn decisions(&self) -> usize {
+    pub(crate) fn decisions(&self) -> usize {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         text.lines().filter(|l| l.contains("\"POST /v1/systemone ")).count()
     }

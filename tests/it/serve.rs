@@ -289,10 +289,36 @@ fn results(report: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// An environment whose chain is the local engine with the real all-MiniLM-L6-v2, then `mock` as
+/// a `systemone` engine for what local passes on; `None` when either is not installed.
+fn local_then_mock(mock: &crate::engines_systemone::Mock) -> Option<TestEnv> {
+    let dir = crate::local_engine::model_dir()?;
+    let mut env = TestEnv::new();
+    // A loaded machine can take seconds over a request: the answers are under test, not the time.
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\nfallback = [\"systemone\"]\ntimeout_s = 120\n\
+         [providers.local]\nmodel_dir = {dir:?}\n"
+    ));
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &mock.url());
+    Some(env)
+}
+
+fn questions_of(request: &Value) -> Vec<(String, String)> {
+    request["questions"]
+        .as_object()
+        .map(|qs| qs.iter().map(|(id, q)| (id.clone(), q["type"].as_str().unwrap_or("").to_string())).collect())
+        .unwrap_or_default()
+}
+
+/// jevcompat's case whose text is mostly not Latin script (Korean): the local engine's English
+/// model passes it on.
+const NON_LATIN_CASE: &str = "unicode";
+
 #[test]
-fn jevcompat_finds_the_server_conformant_with_and_without_a_key() {
+fn jevcompat_finds_local_then_a_system_one_server_conformant_and_local_alone_refusing_only_what_it_cannot() {
     let Some(bin) = jevcompat() else { return };
-    let env = TestEnv::with_mock("");
+    let Some(mock) = crate::engines_systemone::Mock::start(&[]) else { return };
+    let Some(env) = local_then_mock(&mock) else { return };
     let server = Server::start(&env, &[]);
     let report = conformance(&bin, &server.url(), &[], &env.root);
     let r = results(&report);
@@ -303,28 +329,93 @@ fn jevcompat_finds_the_server_conformant_with_and_without_a_key() {
     assert_eq!(s["MUST"]["passed"], 32, "all but auth.bearer, which needs a key: {s}");
     assert!(s["SHOULD"]["passed"].as_u64().unwrap() >= 12, "{s}");
     assert!(r.contains(&("dropin.sdk-python".into(), "MUST".into(), "pass".into())), "{r:?}");
+
+    // Both engines answered: local what it reads (choices and scores over English text), the mock
+    // only what local passed on (the nouls, and the non-Latin text), one request for each request
+    // that held any.
+    let exchanges = report["exchanges"].as_array().unwrap();
+    let answered: Vec<&Value> =
+        exchanges.iter().filter(|e| e["status"] == 200 && e["path"] == "/v1/systemone").collect();
+    let provider = |e: &Value| -> String {
+        let body: Value = serde_json::from_str(e["response"].as_str().unwrap_or("")).unwrap_or(Value::Null);
+        body["x_provider"].as_str().unwrap_or("").to_string()
+    };
+    for e in &answered {
+        if questions_of(&e["request"]).iter().all(|(_, t)| t == "noul") {
+            let case = &e["case"];
+            assert_eq!(provider(e), "systemone", "{case}: the mock answers what local passed on: {}", e["response"]);
+        }
+    }
+    let passed_on = answered
+        .iter()
+        .filter(|e| questions_of(&e["request"]).iter().any(|(_, t)| t == "noul") || e["case"] == NON_LATIN_CASE)
+        .count();
+    assert_eq!(mock.decisions(), passed_on, "one request to the mock for each request local passed questions of on");
     drop(server);
 
-    // With a key, on every address: the auth checks too.
+    // With a key: the auth checks too.
     let key = env.root.join("serve.key");
     support::write(&key, "a-long-random-key-0123456789\n");
     std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
-    let server = Server::start(&env, &["--api-key-file", key.to_str().unwrap()]);
-    let report = conformance(&bin, &server.url(), &["--key", "a-long-random-key-0123456789"], &env.root);
-    let r = results(&report);
+    let keyed = Server::start(&env, &["--api-key-file", key.to_str().unwrap()]);
+    let with_key = conformance(&bin, &keyed.url(), &["--key", "a-long-random-key-0123456789"], &env.root);
+    let rk = results(&with_key);
     for id in ["auth.bearer", "auth.missing", "auth.invalid", "dropin.sdk-python"] {
-        assert!(r.iter().any(|(i, _, s)| i == id && s == "pass"), "{id}: {r:?}");
+        assert!(rk.iter().any(|(i, _, s)| i == id && s == "pass"), "{id}: {rk:?}");
     }
-    assert_eq!(report["summary"]["MUST"]["failed"], 0, "{}", report["summary"]);
+    assert_eq!(with_key["summary"]["MUST"]["failed"], 0, "{}", with_key["summary"]);
+    // Between the two runs every MUST passed (auth.ignored-when-off is what the first one checks).
+    let must_passed: std::collections::BTreeSet<&String> =
+        r.iter().chain(&rk).filter(|(_, l, s)| l == "MUST" && s == "pass").map(|(i, _, _)| i).collect();
+    assert_eq!(must_passed.len(), 33, "{must_passed:?}");
+    drop(keyed);
+
+    // The local engine alone. jevcompat stops at its first request, a noul, refused with the
+    // API's error shape, so each request it made above is sent again here: what local does not
+    // answer is refused (400 unanswerable_question, naming the question and why), the rest is
+    // answered as before. What it does not answer: free yes/no (noul) questions, for which it has
+    // no trained head, and text that is mostly not Latin script.
+    let alone = TestEnv::new();
+    alone.write_config(&std::fs::read_to_string(&env.config).unwrap().replace("fallback = [\"systemone\"]\n", ""));
+    let local = Server::start(&alone, &[]);
+    let first = conformance(&bin, &local.url(), &[], &alone.root);
+    assert_eq!(first["summary"]["verdict"], "not tested", "{}", first["summary"]);
+    assert_eq!(first["exchanges"][0]["status"], 400);
+    assert!(first["exchanges"][0]["response"].as_str().unwrap().contains("\"error_type\":\"unanswerable_question\""));
+    let (mut refused, mut answered_alone) = (std::collections::BTreeSet::new(), 0);
+    for e in answered.iter().filter(|e| e["via"] == "http") {
+        let case = e["case"].as_str().unwrap();
+        let questions = questions_of(&e["request"]);
+        let (status, v) = local.post(&e["request"]);
+        let nouls: Vec<&(String, String)> = questions.iter().filter(|(_, t)| t == "noul").collect();
+        if nouls.is_empty() && case != NON_LATIN_CASE {
+            assert_eq!(status, 200, "{case}: {v}");
+            assert_eq!(v["answers"].as_object().unwrap().len(), questions.len(), "{case}: {v}");
+            answered_alone += 1;
+            continue;
+        }
+        assert_eq!((status, v["detail"]["error_type"].as_str()), (400, Some("unanswerable_question")), "{case}: {v}");
+        assert!(v.get("answers").is_none(), "{case}: never a made-up answer: {v}");
+        let msg = v["detail"]["message"].as_str().unwrap();
+        let why = if case == NON_LATIN_CASE {
+            assert!(msg.contains("are not Latin script") && msg.contains("max_non_latin"), "{case}: {msg}");
+            "non-Latin text"
+        } else {
+            // The first noul of the request is named.
+            assert!(msg.starts_with(&format!("question {:?} (noul): ", nouls[0].0)), "{case}: {msg}");
+            assert!(msg.contains("no trained head"), "{case}: {msg}");
+            "noul"
+        };
+        refused.insert(why);
+    }
+    assert_eq!(refused.into_iter().collect::<Vec<_>>(), ["non-Latin text", "noul"], "the only refusals");
+    assert!(answered_alone >= 15, "choices and scores over English text are answered ({answered_alone})");
 }
 
-#[test]
-fn the_official_sdk_gets_noul_choice_and_score_answers_through_its_base_url() {
-    let Some(bin) = jevcompat() else { return };
-    // typesafe-sdk is the version jevcompat pins, installed beside it.
-    let python = bin.parent().unwrap().join("python");
-    let env = TestEnv::with_mock("[providers.mock]\nconfidence = 0.8\n");
-    let server = Server::start(&env, &[]);
+/// The official `typesafe-sdk` (the version jevcompat pins, installed beside it) pointed at `url`
+/// by `TYPESAFE_BASE_URL`: its noul, choice and score answers.
+fn sdk_answers(jevcompat: &std::path::Path, url: &str) -> Value {
+    let python = jevcompat.parent().unwrap().join("python");
     let script = r#"
 import json
 from typesafe_sdk import Choice, Noul, Score, TypeSafeClient
@@ -339,16 +430,40 @@ print(json.dumps({"noul": r.nouls["refund"].noul, "choice": r.choices["team"].ch
 "#;
     let out = Command::new(&python)
         .args(["-c", script])
-        .env("TYPESAFE_BASE_URL", server.url())
+        .env("TYPESAFE_BASE_URL", url)
         .env_remove("TYPESAFE_API_KEY")
         .output()
         .expect("run python");
     assert!(out.status.success(), "{}", support::stderr(&out));
-    let v: Value = serde_json::from_str(support::stdout(&out).trim()).unwrap();
+    serde_json::from_str(support::stdout(&out).trim()).unwrap()
+}
+
+#[test]
+fn the_official_sdk_gets_noul_choice_and_score_answers_through_its_base_url() {
+    let Some(bin) = jevcompat() else { return };
+    let env = TestEnv::with_mock("[providers.mock]\nconfidence = 0.8\n");
+    let server = Server::start(&env, &[]);
+    let v = sdk_answers(&bin, &server.url());
     assert_eq!(v["choice"], "Billing", "{v}");
     assert_eq!(v["noul"], 0.8, "{v}");
     // Calm at 0.8, the others at 0.1 each: 0.1 + 0.2.
     assert!((v["score"].as_f64().unwrap() - 0.3).abs() < 1e-6, "{v}");
+    drop(server);
+
+    // Through local then a System One server: local answers the choice and the score, the mock
+    // the noul local passes on, and the SDK reads one response of both.
+    let Some(mock) = crate::engines_systemone::Mock::start(&[]) else { return };
+    let Some(env) = local_then_mock(&mock) else { return };
+    let server = Server::start(&env, &[]);
+    let v = sdk_answers(&bin, &server.url());
+    assert_eq!(v["choice"], "Billing", "a double charge is billing's: {v}");
+    let noul = v["noul"].as_f64().unwrap();
+    assert!((0.0..=1.0).contains(&noul), "{v}");
+    assert!((0.0..=2.0).contains(&v["score"].as_f64().unwrap()), "{v}");
+    assert_eq!(mock.decisions(), 1, "only the noul went to the mock");
+    let (exit, log) = server.terminate();
+    assert!(exit.success());
+    assert!(log.contains("3 questions via local"), "{log}");
 }
 
 #[test]

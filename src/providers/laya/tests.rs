@@ -184,7 +184,7 @@ fn more_options_than_the_limit_are_refused_before_any_request() {
 }
 
 #[test]
-fn non_latin_text_abstains_without_calling_the_engine() {
+fn non_latin_text_is_passed_on_without_calling_the_engine() {
     let server = serving("typed-decisions", 0.9);
     let l = laya(&server, "");
     let out = l
@@ -195,8 +195,8 @@ fn non_latin_text_abstains_without_calling_the_engine() {
             ),
             T,
         )
-        .expect("abstains");
-    assert!(matches!(out[0], EngineAnswer::Abstained { .. }));
+        .expect("passed on");
+    assert!(matches!(out[0], EngineAnswer::Passed { .. }));
     assert!(out[0].rationale().unwrap().contains("not Latin script"));
     assert!(server.requests().is_empty());
     // Latin-script languages other than English are sent.
@@ -209,7 +209,7 @@ fn non_latin_text_abstains_without_calling_the_engine() {
     )
     .expect("Italian is fine");
     assert_eq!(server.requests().len(), 1);
-    // Only the question that is mostly non-Latin abstains; the others are asked.
+    // Only the question that is mostly non-Latin is passed on; the others are asked.
     let out = l
         .decide(
             &req(
@@ -219,7 +219,7 @@ fn non_latin_text_abstains_without_calling_the_engine() {
             T,
         )
         .expect("mixed");
-    assert!(matches!(out[0], EngineAnswer::Abstained { .. }));
+    assert!(matches!(out[0], EngineAnswer::Passed { .. }));
     assert_eq!(out[1].decision(), Some("yes"));
     let sent = server.requests()[1].json();
     assert!(sent["questions"].get("a").is_none() && sent["questions"].get("b").is_some());

@@ -173,8 +173,9 @@ impl Local {
 
     /// Why a question is not answered: the text the model reads, or the question's own words, is
     /// mostly not Latin script. The model and its heads learned English; on Chinese or Japanese
-    /// text their answers are confident and meaningless, so the engine abstains, as Laya's English
-    /// checkpoints do.
+    /// text their answers are confident and meaningless, so the engine does not answer: it passes
+    /// the question on to the next engine of the chain (a multilingual one can answer it), as
+    /// Laya's English checkpoints do.
     fn non_latin_reason(&self, state: &str, q: &Question) -> Option<String> {
         if self.max_non_latin >= 1.0 {
             return None;
@@ -186,7 +187,7 @@ impl Local {
             if share > self.max_non_latin {
                 return Some(format!(
                     "{}: {:.0}% of the letters in {what} are not Latin script (the limit is {:.0}%, \
-                     [providers.local] max_non_latin); the model reads English, so it abstains rather than guess",
+                     [providers.local] max_non_latin); the model reads English, so it passes the question on rather than guess",
                     self.label(),
                     share * 100.0,
                     self.max_non_latin * 100.0
@@ -451,7 +452,7 @@ impl Provider for Local {
         let refused: Vec<Option<String>> = request.questions.iter().map(|q| self.non_latin_reason(&text, q)).collect();
         // Nothing to answer: neither the model nor the embedding is needed.
         if !refused.is_empty() && refused.iter().all(Option::is_some) {
-            return Ok(refused.into_iter().flatten().map(EngineAnswer::abstained).collect());
+            return Ok(refused.into_iter().flatten().map(|reason| EngineAnswer::Passed { reason }).collect());
         }
         let loaded = self.load().map_err(|f| f.prefixed("local: "))?;
         // The deadline is checked between the forward pass's layers and between embeddings, so a
@@ -462,7 +463,7 @@ impl Provider for Local {
             .iter()
             .zip(refused)
             .map(|(q, why)| match why {
-                Some(why) => Some(EngineAnswer::abstained(why)),
+                Some(reason) => Some(EngineAnswer::Passed { reason }),
                 None => self.answer(&loaded, request, q, &state, deadline),
             })
             .collect::<Option<_>>()
