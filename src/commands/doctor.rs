@@ -74,6 +74,7 @@ pub fn run(args: Args) -> Result<i32> {
     if gateway.is_ok() {
         check_engines(&gateway, &mut r);
         check_local_model(&gateway, &mut r);
+        check_routes(&gateway, &mut r);
         check_test_decision(&gateway, &mut r);
     }
     check_serve(&gateway, &mut r);
@@ -315,8 +316,9 @@ fn check_local_model(gateway: &Gateway, r: &mut Report) {
     {
         r.warn(
             format!(
-                "no trained head fits the local model {name}: its yes/no questions (the four routing features \
-                 among them) abstain; choice questions are still answered"
+                "no trained head fits the local model {name}: it answers no yes/no question (the four routing \
+                 features among them), and passes them on to the next engine of the chain; choice questions are \
+                 still answered"
             ),
             format!(
                 "fit heads for it from the seed sets and your labels with /system1:calibrate (`{}`)",
@@ -324,6 +326,29 @@ fn check_local_model(gateway: &Gateway, r: &mut Report) {
             ),
         );
     }
+}
+
+/// Which questions go where in the chain, when that is more than "all to the one engine": a chain
+/// of several engines, or one that answers only the yes/no questions it was taught.
+fn check_routes(gateway: &Gateway, r: &mut Report) {
+    let described = gateway.described();
+    if described.len() < 2 && described.iter().all(|p| p.yes_no == crate::providers::Scope::Any) {
+        return;
+    }
+    let routes = gateway.routes();
+    let mut parts: Vec<String> =
+        routes.taught_by_engine().into_iter().map(|(p, qs)| format!("taught ({}) → {p}", qs.join("; "))).collect();
+    parts.push(match &routes.yes_no {
+        Some(p) => format!("free yes/no → {p}"),
+        None => "free yes/no → none: no engine of the chain answers them, so they abstain (a System One server as \
+                 a fallback would answer them)"
+            .to_string(),
+    });
+    if let Some(p) = &routes.choice {
+        parts.push(format!("choices → {p}"));
+    }
+    let limits: Vec<String> = described.iter().map(|p| format!("{} {}", p.name, p.max_options)).collect();
+    r.ok(format!("questions go: {}; options per question: {}", parts.join("; "), limits.join(", ")));
 }
 
 /// An attempt's detail without the provider's name in front, for a line that names it already.

@@ -53,7 +53,9 @@ enum Action {
         #[arg(value_name = "NAME")]
         name: String,
     },
-    /// Show whether each engine is installed, running, healthy and set to start at login.
+    /// Show whether each engine is installed, running, healthy and set to start at login; with no
+    /// NAME, also what each engine of the chain answers (question types, option limit, the local
+    /// engine's taught questions) and where each kind of question goes.
     Status {
         /// One engine: laya, von or local (default: all three).
         #[arg(value_name = "NAME")]
@@ -220,8 +222,22 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
             "log": spec.log_file().display().to_string(),
         }));
     }
+    // With every engine shown: the chain's, what each answers and where each kind of question goes.
+    let gateway = name.is_none().then(|| crate::gateway::Gateway::new(loaded));
+    let chain = gateway.as_ref().map(|g| (g.described(), g.routes()));
     if as_json {
         report.extend(local);
+        if let Some((described, routes)) = &chain {
+            let engines: Vec<serde_json::Value> = described
+                .iter()
+                .map(|p| {
+                    let mut v = serde_json::to_value(p).unwrap_or_default();
+                    v["name"] = json!(p.name);
+                    v
+                })
+                .collect();
+            report.push(json!({"chain": engines, "routes": routes}));
+        }
         outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
         return Ok(exit::OK);
     }
@@ -239,6 +255,15 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     if let Some(l) = &local {
         for line in download::describe(l) {
             outln!("{line}")?;
+        }
+    }
+    if let Some((described, routes)) = &chain {
+        outln!("chain (in order; what each engine answers):")?;
+        for line in described.iter().flat_map(|p| p.lines()) {
+            outln!("  {line}")?;
+        }
+        for line in routes.lines() {
+            outln!("  {line}")?;
         }
     }
     Ok(exit::OK)

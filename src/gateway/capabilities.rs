@@ -1,15 +1,18 @@
-//! `system1_capabilities`: what this gateway serves, its chain, limits, threshold and fits.
+//! `system1_capabilities`: what this gateway serves, its chain, limits, threshold and fits, and
+//! which engine of the chain answers which questions.
 
 use super::request::SCHEMA_VERSION;
-use super::response::{CapabilitiesResponse, ProviderInfo, ShownFit};
+use super::response::{CapabilitiesResponse, ProviderInfo, Routes, ShownFit, TaughtRoute};
 use super::{Gateway, TOOLS, VERSION, schema};
 use crate::config::ProviderKind;
+use crate::providers::Scope;
 use crate::state;
 
 impl Gateway {
     /// `system1_capabilities`.
     pub fn capabilities(&self) -> CapabilitiesResponse {
         let g = &self.loaded.config.gateway;
+        let providers = self.described();
         CapabilitiesResponse {
             gateway_version: VERSION,
             schema_version: SCHEMA_VERSION,
@@ -22,20 +25,8 @@ impl Gateway {
             stability: g.stability.name(),
             min_stability: g.min_stability,
             paused: state::is_paused(),
-            providers: self
-                .chain
-                .iter()
-                .map(|p| {
-                    let caps = p.capabilities();
-                    ProviderInfo {
-                        name: p.name().to_string(),
-                        model: p.model(),
-                        max_options: caps.max_options,
-                        one_pass: caps.one_pass,
-                        questions: p.taught(),
-                    }
-                })
-                .collect(),
+            routes: routes(&providers),
+            providers,
             calibration_fits: self
                 .calibration
                 .loaded()
@@ -47,5 +38,171 @@ impl Gateway {
             request_schema: schema::request(),
             response_schema: schema::response(),
         }
+    }
+
+    /// Each engine of the chain, in order: what it takes and which questions it answers.
+    pub fn described(&self) -> Vec<ProviderInfo> {
+        self.chain
+            .iter()
+            .map(|p| {
+                let caps = p.capabilities();
+                ProviderInfo {
+                    name: p.name().to_string(),
+                    model: p.model(),
+                    max_options: caps.max_options,
+                    one_pass: caps.one_pass,
+                    yes_no: caps.yes_no,
+                    choice: caps.choice,
+                    questions: p.taught(),
+                }
+            })
+            .collect()
+    }
+
+    /// Which engine of the chain gets each kind of question first.
+    pub fn routes(&self) -> Routes {
+        routes(&self.described())
+    }
+
+    /// Whether the chain runs but no engine of it answers a free yes/no question (only questions
+    /// an engine was taught): the decide tool's description and such a question's abstention then
+    /// say so. A broken config or an empty chain answers nothing, and says that instead.
+    pub fn lacks_free_yes_no(&self) -> bool {
+        self.is_ok() && !self.chain.is_empty() && self.chain.iter().all(|p| p.capabilities().yes_no != Scope::Any)
+    }
+}
+
+impl ProviderInfo {
+    /// For people: the engine, its model, the questions it answers and its option limit; then
+    /// one line per question it was taught.
+    pub fn lines(&self) -> Vec<String> {
+        let choices = match self.choice {
+            Scope::Any => format!("choices of up to {} options", self.max_options),
+            Scope::Taught => "only the choices it was taught".to_string(),
+        };
+        let n = self.questions.len();
+        let what = match self.yes_no {
+            Scope::Any => format!("yes/no questions and {choices}"),
+            Scope::Taught if n == 0 => format!("{choices}; no yes/no question (it was taught none)"),
+            Scope::Taught => format!(
+                "{choices}; yes/no only for the {n} {} it was taught:",
+                if n == 1 { "question" } else { "questions" }
+            ),
+        };
+        let mut lines = vec![format!("{} ({}): {what}", self.name, self.model)];
+        lines.extend(self.questions.iter().map(|t| format!("  {}", t.line())));
+        lines
+    }
+}
+
+impl Routes {
+    /// For people: where each kind of question goes first.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = vec![match &self.yes_no {
+            Some(p) => format!("free yes/no questions go to {p}"),
+            None => format!(
+                "no engine of the chain answers free yes/no questions (they abstain); to have them answered, {}",
+                super::YES_NO_FIX
+            ),
+        }];
+        lines.push(match &self.choice {
+            Some(p) => format!("choices go to {p}"),
+            None => "no engine of the chain answers choices".to_string(),
+        });
+        for (p, qs) in self.taught_by_engine() {
+            lines.push(format!("taught questions ({}) go to {p}", qs.join("; ")));
+        }
+        lines
+    }
+
+    /// The taught questions by the engine they go to, engines in the order first named.
+    pub fn taught_by_engine(&self) -> Vec<(&str, Vec<&str>)> {
+        let mut by: Vec<(&str, Vec<&str>)> = Vec::new();
+        for t in &self.taught {
+            match by.iter_mut().find(|(p, _)| *p == t.provider) {
+                Some((_, qs)) => qs.push(&t.question),
+                None => by.push((&t.provider, vec![&t.question])),
+            }
+        }
+        by
+    }
+}
+
+/// The same question, as the local engine matches a taught one: case and whitespace aside.
+fn same(a: &str, b: &str) -> bool {
+    let words = |s: &str| s.split_whitespace().map(str::to_lowercase).collect::<Vec<_>>();
+    words(a) == words(b)
+}
+
+/// The first engine of `providers` to answer each kind of question: the chain tries them in order
+/// and an engine passes on what it does not answer.
+pub fn routes(providers: &[ProviderInfo]) -> Routes {
+    let first = |answers: &dyn Fn(&ProviderInfo) -> bool| providers.iter().find(|p| answers(p)).map(|p| p.name.clone());
+    let mut taught: Vec<TaughtRoute> = Vec::new();
+    for t in providers.iter().flat_map(|p| &p.questions) {
+        if taught.iter().any(|r| same(&r.question, &t.question)) {
+            continue;
+        }
+        let by = first(&|p: &ProviderInfo| {
+            let scope = if t.options.is_empty() { p.yes_no } else { p.choice };
+            scope == Scope::Any || p.questions.iter().any(|u| same(&u.question, &t.question))
+        });
+        if let Some(provider) = by {
+            taught.push(TaughtRoute { question: t.question.clone(), provider });
+        }
+    }
+    Routes {
+        yes_no: first(&|p: &ProviderInfo| p.yes_no == Scope::Any),
+        choice: first(&|p: &ProviderInfo| p.choice == Scope::Any),
+        taught,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::providers::Taught;
+
+    fn engine(name: &str, yes_no: Scope, taught: &[&str]) -> ProviderInfo {
+        ProviderInfo {
+            name: name.into(),
+            model: "m".into(),
+            max_options: 20,
+            one_pass: true,
+            yes_no,
+            choice: Scope::Any,
+            questions: taught
+                .iter()
+                .map(|q| Taught {
+                    question: q.to_string(),
+                    options: Vec::new(),
+                    context: "c".into(),
+                    n: 20,
+                    fitted_here: false,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn each_question_goes_to_the_first_engine_that_answers_it() {
+        let local = engine("local", Scope::Taught, &["read_only", "Is this  destructive?"]);
+        let server = engine("systemone", Scope::Any, &[]);
+        let r = routes(&[local.clone(), server.clone()]);
+        assert_eq!((r.yes_no.as_deref(), r.choice.as_deref()), (Some("systemone"), Some("local")));
+        let taught: Vec<(&str, &str)> = r.taught.iter().map(|t| (t.question.as_str(), t.provider.as_str())).collect();
+        assert_eq!(taught, [("read_only", "local"), ("Is this  destructive?", "local")]);
+
+        // The server first: it answers everything, the taught questions too.
+        let r = routes(&[server, local.clone()]);
+        assert!(r.taught.iter().all(|t| t.provider == "systemone"), "{r:?}");
+
+        // Local alone: no free yes/no; a second local-like engine taught the same question adds no route.
+        let other = engine("other", Scope::Taught, &["is this destructive?", "review"]);
+        let r = routes(&[local, other]);
+        assert_eq!(r.yes_no, None);
+        let taught: Vec<(&str, &str)> = r.taught.iter().map(|t| (t.question.as_str(), t.provider.as_str())).collect();
+        assert_eq!(taught, [("read_only", "local"), ("Is this  destructive?", "local"), ("review", "other")]);
+        assert_eq!(routes(&[]), Routes { yes_no: None, choice: None, taught: Vec::new() });
     }
 }

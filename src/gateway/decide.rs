@@ -33,6 +33,14 @@ impl Gateway {
         resp.provider = outcome.provider;
         match outcome.answers.and_then(|mut a| a.pop()) {
             None => resp.error = outcome.failure,
+            Some(Answer::Passed { reason }) if req.options.is_none() && self.lacks_free_yes_no() => {
+                resp.status = Status::Abstained;
+                resp.rationale = Some(format!(
+                    "no engine in this chain answers free yes/no questions, only those taught to it ({reason}); to \
+                     have any yes/no question answered, add a System One server to the chain as a fallback \
+                     ([providers.systemone], docs/engines.md#system-one-servers)"
+                ));
+            }
             Some(answer) => {
                 let threshold = req.min_confidence.unwrap_or(self.loaded.config.gateway.min_confidence);
                 apply_threshold(&mut resp, answer, threshold);

@@ -105,7 +105,7 @@ mod tests {
             String::new()
         }
         fn capabilities(&self) -> providers::Capabilities {
-            providers::Capabilities { max_options: 2, one_pass: true }
+            providers::Capabilities::any(2, true)
         }
         fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<EngineAnswer>, Failure> {
             Err(Failure::new(Cause::Other, "unused"))

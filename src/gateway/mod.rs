@@ -53,6 +53,12 @@ pub const PAUSED_RATIONALE: &str = "System-1 is paused (/system1:toggle off), so
 pub const PASSED_FIX: &str = "add an engine that answers it to the chain: a System One server ([providers.systemone], \
      docs/engines.md#system-one-servers) as a fallback, or teach the local engine the question (/system1:calibrate)";
 
+/// What would answer free yes/no questions in a chain none of whose engines does (the local
+/// engine alone answers only the ones it was taught).
+pub const YES_NO_FIX: &str = "add a System One server to the chain as a fallback ([providers.systemone], \
+     docs/engines.md#system-one-servers), or teach the question to the local engine (`system1 calibrate fit --question`, \
+     /system1:calibrate)";
+
 /// One question's answer, checked and calibrated.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {

@@ -7,7 +7,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::calibration::{Fit, Origin};
-use crate::providers::{Cause, Failure, Probabilities};
+use crate::providers::{Cause, Failure, Probabilities, Scope};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -197,6 +197,8 @@ pub struct CapabilitiesResponse {
     /// The chain's providers, keyed by name in chain order.
     #[serde(serialize_with = "by_name")]
     pub providers: Vec<ProviderInfo>,
+    /// Which engine of the chain gets each kind of question first.
+    pub routes: Routes,
     pub calibration_fits: Vec<ShownFit>,
     pub calibration_errors: Vec<String>,
     pub available_providers: &'static [&'static str],
@@ -214,10 +216,32 @@ pub struct ProviderInfo {
     pub model: String,
     pub max_options: usize,
     pub one_pass: bool,
+    /// Which yes/no questions it answers: `any`, or only the `taught` ones (`questions`).
+    pub yes_no: Scope,
+    /// Which choices it answers.
+    pub choice: Scope,
     /// The questions it answers from what it was taught (the local engine's trained heads), and
     /// the context each expects; absent for an engine that answers any question.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<crate::providers::Taught>,
+}
+
+/// Which engine of the chain gets each kind of question first: the first that answers it (a
+/// failure moves on down the chain from there).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Routes {
+    /// A free yes/no question (one no engine was taught); `None` when no engine answers one.
+    pub yes_no: Option<String>,
+    /// A choice between the request's options; `None` when no engine answers one.
+    pub choice: Option<String>,
+    /// Each question an engine of the chain was taught, and the engine that gets it first.
+    pub taught: Vec<TaughtRoute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaughtRoute {
+    pub question: String,
+    pub provider: String,
 }
 
 /// A provider listed twice in the chain is one entry, where it first appears.

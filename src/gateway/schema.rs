@@ -142,7 +142,7 @@ pub fn health() -> Value {
 pub fn capabilities() -> Value {
     // Apart: one json! this deep passes the macro's recursion limit.
     let taught = json!({"type": "array",
-    "description": "The questions it answers from what it was taught (the local engine's trained heads; its other yes/no questions abstain), and the context each expects.",
+    "description": "The questions it answers from what it was taught (the local engine's trained heads; it passes its other yes/no questions on to the next engine), and the context each expects.",
     "items": {"type": "object", "required": ["question", "context", "n", "fitted_here"],
         "properties": {
             "question": {"type": "string", "description": "Matched case- and whitespace-insensitively; a routing feature's name for the hooks' four."},
@@ -151,13 +151,25 @@ pub fn capabilities() -> Value {
             "n": {"type": "integer", "minimum": 0},
             "fitted_here": {"type": "boolean", "description": "Taught on this machine (calibrate fit --apply) rather than shipped."}
         }}});
+    let scope = json!({"enum": ["any", "taught"],
+        "description": "Which questions of this type it answers: any, or only those in `questions` (it passes the others on to the next engine)."});
+    let engine = json!({"type": nullable("string")});
+    let routes = json!({"type": "object",
+    "description": "Which engine of the chain gets each kind of question first (a failure moves on down the chain).",
+    "required": ["yes_no", "choice", "taught"],
+    "properties": {
+        "yes_no": {"type": nullable("string"), "description": "A free yes/no question (not one an engine was taught); null when no engine of the chain answers one."},
+        "choice": engine,
+        "taught": {"type": "array", "items": {"type": "object", "required": ["question", "provider"],
+            "properties": {"question": {"type": "string"}, "provider": {"type": "string"}}}}
+    }});
     json!({
         "$schema": DIALECT,
         "title": "system1_capabilities result",
         "description": format!("Schema version {SCHEMA_VERSION}."),
         "type": "object",
         "required": ["gateway_version", "schema_version", "schema_versions", "tools", "provider_chain",
-                     "timeout_s", "min_confidence", "tournament", "stability", "min_stability", "paused", "providers", "calibration_fits", "calibration_errors",
+                     "timeout_s", "min_confidence", "tournament", "stability", "min_stability", "paused", "providers", "routes", "calibration_fits", "calibration_errors",
                      "available_providers", "config_errors", "request_schema", "response_schema"],
         "properties": {
             "gateway_version": {"type": "string"},
@@ -177,15 +189,18 @@ pub fn capabilities() -> Value {
             "providers": {"type": "object", "description": "The chain's providers by name, in chain order.",
                 "additionalProperties": {
                     "type": "object",
-                    "required": ["model", "max_options", "one_pass"],
+                    "required": ["model", "max_options", "one_pass", "yes_no", "choice"],
                     "properties": {
                         "model": {"type": "string"},
                         "max_options": {"type": "integer", "minimum": 2,
                             "description": "Most options one engine question takes; more are narrowed in elimination rounds when tournament is on."},
                         "one_pass": {"type": "boolean", "description": "Several questions in one engine request."},
+                        "yes_no": scope.clone(),
+                        "choice": scope,
                         "questions": taught
                     }
                 }},
+            "routes": routes,
             "calibration_fits": {"type": "array", "items": {
                 "type": "object",
                 "description": "A fit names a question or an option count; other fields of the fits file are kept.",

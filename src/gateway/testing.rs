@@ -116,7 +116,7 @@ impl Provider for Scripted {
         format!("{}-model", self.name)
     }
     fn capabilities(&self) -> providers::Capabilities {
-        providers::Capabilities { max_options: self.max_options, one_pass: true }
+        providers::Capabilities::any(self.max_options, true)
     }
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         self.asked.lock().expect("lock").push((request.clone(), timeout));

@@ -289,7 +289,7 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
         "initialize" => initialize(server, &request),
         // Already in the stateless era's shape, whichever era asks.
         "server/discover" => {
-            let value = discover(&request);
+            let value = discover(server, &request);
             return Some(result(request.id, value));
         }
         "ping" => json!({}),
@@ -297,7 +297,7 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
             if let Some(why) = cursor_problem(&request.params) {
                 return Some(error(request.id, INVALID_PARAMS, why));
             }
-            tools::list(modern.as_deref().unwrap_or(&server.version()))
+            tools::list(modern.as_deref().unwrap_or(&server.version()), tools::Offer::of(&server.gateway))
         }
         "tools/call" => return call_tool(server, request, modern, in_batch),
         other => return Some(error(request.id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
@@ -336,11 +336,11 @@ fn initialize(server: &Server, request: &Request) -> Value {
         "protocolVersion": version,
         "capabilities": tools::capabilities(),
         "serverInfo": tools::server_info(),
-        "instructions": tools::INSTRUCTIONS,
+        "instructions": tools::Offer::of(&server.gateway).instructions(),
     })
 }
 
-fn discover(request: &Request) -> Value {
+fn discover(server: &Server, request: &Request) -> Value {
     let client = request
         .params
         .get("_meta")
@@ -349,7 +349,7 @@ fn discover(request: &Request) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("unknown client");
     logging::info(&request.rid, &format!("server/discover from {client}"));
-    tools::discover()
+    tools::discover(tools::Offer::of(&server.gateway))
 }
 
 /// `tools/call`: inside a batch the tool runs inline; otherwise on its own thread, which sends the

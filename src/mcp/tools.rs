@@ -38,11 +38,36 @@ pub fn capabilities() -> Value {
 pub const INSTRUCTIONS: &str = "For a quick, low-stakes decision (yes or no, which option, classify, triage), call \
      system1_decide; when it abstains, decide yourself.";
 
+/// The instructions of a chain that answers no free yes/no question: they promise choices only.
+pub const CHOICE_INSTRUCTIONS: &str = "For a quick, low-stakes choice (which option, classify, triage), call \
+     system1_decide with options; when it abstains, decide yourself.";
+
+/// What the tools offer: everything, or choices only (no engine of the chain answers a free
+/// yes/no question; `Gateway::lacks_free_yes_no`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    All,
+    ChoicesOnly,
+}
+
+impl Offer {
+    pub fn of(gateway: &Gateway) -> Self {
+        if gateway.lacks_free_yes_no() { Offer::ChoicesOnly } else { Offer::All }
+    }
+
+    pub fn instructions(self) -> &'static str {
+        match self {
+            Offer::All => INSTRUCTIONS,
+            Offer::ChoicesOnly => CHOICE_INSTRUCTIONS,
+        }
+    }
+}
+
 /// The answer to `server/discover`: the stateless versions served, capabilities, instructions and
 /// identity. Clients that speak only the handshake era never send it; dual-era clients adopt this.
-pub fn discover() -> Value {
+pub fn discover(offer: Offer) -> Value {
     modern_result(
-        json!({"supportedVersions": MODERN_VERSIONS, "capabilities": capabilities(), "instructions": INSTRUCTIONS}),
+        json!({"supportedVersions": MODERN_VERSIONS, "capabilities": capabilities(), "instructions": offer.instructions()}),
         true,
     )
 }
@@ -160,7 +185,16 @@ const TOOLS: [Listed; 3] = [
     },
 ];
 
-pub fn list(version: &str) -> Value {
+/// `system1_decide` as a chain that answers no free yes/no question lists it: it promises only
+/// choices, says why, and names the fix, in no more words than the full listing.
+const DECIDE_CHOICES_ONLY: Listed = Listed {
+    name: "system1_decide",
+    title: "System-1 quick decision",
+    description: "Quick System-1 decision: picks which of `options` fits, with a calibrated confidence, to classify, triage or choose at low stakes. Give `options`: no engine here answers free yes/no questions (fix: a System One server, or `calibrate fit --question`). \"abstained\" means: decide it yourself.",
+    search_hint: "quick fast decision, decide: which option, pick or choose one of several options, make a choice, classify, classification, categorize, category, triage, label, with a confidence",
+};
+
+pub fn list(version: &str, offer: Offer) -> Value {
     let schemas = [
         (input_schema(schema::request()), tool_schema(schema::response())),
         (schema::no_arguments(), tool_schema(schema::health())),
@@ -168,6 +202,7 @@ pub fn list(version: &str) -> Value {
     ];
     let list: Vec<Value> = TOOLS
         .iter()
+        .map(|t| if offer == Offer::ChoicesOnly && t.name == DECIDE_CHOICES_ONLY.name { &DECIDE_CHOICES_ONLY } else { t })
         .zip(schemas)
         .map(|(tool, (input, output))| {
             let Listed { name, title, description, search_hint } = *tool;
@@ -293,7 +328,7 @@ mod tests {
     #[test]
     fn tool_schemas_use_only_keywords_draft_07_and_2020_12_agree_on() {
         for version in PROTOCOL_VERSIONS {
-            let list = list(version);
+            let list = list(version, Offer::All);
             let mut bad = Vec::new();
             for t in list["tools"].as_array().into_iter().flatten() {
                 let name = t["name"].as_str().unwrap_or("?");
@@ -331,7 +366,7 @@ mod tests {
 
     #[test]
     fn the_words_of_a_quick_decision_are_in_decides_search_hint_and_description() {
-        let listed = list("2025-11-25");
+        let listed = list("2025-11-25", Offer::All);
         let decide = &listed["tools"][0];
         assert_eq!(decide["name"], "system1_decide");
         let hint = words(decide["_meta"][SEARCH_HINT_META_KEY].as_str().unwrap());
@@ -345,13 +380,34 @@ mod tests {
             assert!(description.contains(&word.to_string()), "{word:?} is not in the description");
         }
         // Before 2025-06-18 a tool has no `_meta`.
-        assert!(list("2025-03-26")["tools"][0].get("_meta").is_none());
+        assert!(list("2025-03-26", Offer::All)["tools"][0].get("_meta").is_none());
+    }
+
+    #[test]
+    fn a_chain_without_free_yes_no_lists_choices_only_in_no_more_room() {
+        for version in PROTOCOL_VERSIONS {
+            let (all, choices) = (list(version, Offer::All), list(version, Offer::ChoicesOnly));
+            // The context cost (docs/tools.md) does not grow: the listing and the instructions are no longer.
+            assert!(choices.to_string().len() <= all.to_string().len(), "{version}");
+            assert_eq!(all["tools"].as_array().unwrap()[1..], choices["tools"].as_array().unwrap()[1..], "{version}");
+        }
+        assert!(CHOICE_INSTRUCTIONS.len() <= INSTRUCTIONS.len() && !CHOICE_INSTRUCTIONS.contains("yes or no"));
+        let decide = &list("2025-11-25", Offer::ChoicesOnly)["tools"][0];
+        let description = decide["description"].as_str().unwrap();
+        assert!(description.contains("no engine here answers free yes/no questions"), "{description}");
+        assert!(description.contains("System One server") && description.contains("calibrate fit --question"));
+        let hint = words(decide["_meta"][SEARCH_HINT_META_KEY].as_str().unwrap());
+        assert!(!hint.contains(&"yes".to_string()), "the hint promises no yes/no: {hint:?}");
+        for word in ["classify", "option", "quick", "triage"] {
+            assert!(words(description).contains(&word.to_string()) || hint.contains(&word.to_string()), "{word}");
+        }
+        assert_eq!(discover(Offer::ChoicesOnly)["instructions"], CHOICE_INSTRUCTIONS);
     }
 
     #[test]
     fn the_instructions_are_one_line_that_names_the_tool() {
         assert!(!INSTRUCTIONS.contains('\n') && INSTRUCTIONS.len() < 200, "{INSTRUCTIONS}");
         assert!(INSTRUCTIONS.contains("system1_decide"));
-        assert_eq!(discover()["instructions"], INSTRUCTIONS);
+        assert_eq!(discover(Offer::All)["instructions"], INSTRUCTIONS);
     }
 }

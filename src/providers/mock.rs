@@ -130,7 +130,7 @@ impl Provider for Mock {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { max_options: self.max_options, one_pass: true }
+        Capabilities::any(self.max_options, true)
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

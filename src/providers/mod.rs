@@ -185,6 +185,28 @@ pub struct Capabilities {
     /// Whether several questions are answered in one engine request (laya runs them in one forward
     /// pass; von in one request, a pass per question inside it; ollama needs a request each).
     pub one_pass: bool,
+    /// Which yes/no questions it answers: any, or only those it was taught ([`Provider::taught`]);
+    /// the others it passes on to the next engine of the chain.
+    pub yes_no: Scope,
+    /// Which choices it answers.
+    pub choice: Scope,
+}
+
+impl Capabilities {
+    /// An engine that answers any question of either type.
+    pub fn any(max_options: usize, one_pass: bool) -> Self {
+        Capabilities { max_options, one_pass, yes_no: Scope::Any, choice: Scope::Any }
+    }
+}
+
+/// Which questions of a type an engine answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Any question of the type.
+    Any,
+    /// Only the questions it was taught ([`Provider::taught`]).
+    Taught,
 }
 
 /// A health probe's result: up, with what the engine said about itself, or down and why.

@@ -200,7 +200,7 @@ impl Provider for Ollama {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { max_options: self.max_options, one_pass: false }
+        Capabilities::any(self.max_options, false)
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

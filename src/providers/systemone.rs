@@ -200,7 +200,7 @@ impl Provider for SystemOne {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { max_options: self.max_options, one_pass: true }
+        Capabilities::any(self.max_options, true)
     }
 
     fn timeout(&self) -> Option<Duration> {

@@ -98,7 +98,7 @@ impl Provider for Von {
 
     fn capabilities(&self) -> Capabilities {
         // One request carries every question, though von runs one pass per question inside it.
-        Capabilities { max_options: self.max_options, one_pass: true }
+        Capabilities::any(self.max_options, true)
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

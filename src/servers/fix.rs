@@ -47,7 +47,7 @@ mod tests {
             String::new()
         }
         fn capabilities(&self) -> providers::Capabilities {
-            providers::Capabilities { max_options: 2, one_pass: true }
+            providers::Capabilities::any(2, true)
         }
         fn decide(
             &self,

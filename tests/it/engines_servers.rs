@@ -277,6 +277,10 @@ fn unknown_engines_and_uninstalled_starts_are_clear_errors() {
           model:      all-MiniLM-L6-v2
           installed:  no ([ROOT]/home/.system1-gateway/engines/local/all-MiniLM-L6-v2, 0.0 MB)
           health:     the local model is not installed: [ROOT]/home/.system1-gateway/engines/local/all-MiniLM-L6-v2/config.json is missing; run `[BIN] engine install local`
+        chain (in order; what each engine answers):
+          laya (typed-decisions): yes/no questions and choices of up to 20 options
+          free yes/no questions go to laya
+          choices go to laya
         "));
     let out = env.run(&["engine", "install", "gpt"], "");
     assert_eq!(out.status.code(), Some(2));

@@ -8,9 +8,9 @@
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::support::fake_http::free_port;
 use crate::support::{self, TestEnv, stderr, stdout};
 use serde_json::Value;
 
@@ -35,19 +35,33 @@ impl Mock {
     pub(crate) fn start(args: &[&str]) -> Option<Mock> {
         let bin =
             support::test_dep("jevcompat mock", "SYSTEM1_TEST_JEVCOMPAT", ".test-deps/jevcompat-0.1.1/bin/jevcompat")?;
-        let port = free_port();
-        let log =
-            PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jevcompat-{}-{port}.log", std::process::id()));
+        static STARTED: AtomicUsize = AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, Ordering::Relaxed);
+        let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jevcompat-{}-{n}.log", std::process::id()));
+        // Port 0: the mock takes a port no other test's mock can have picked too (a port found free
+        // first could be taken by another mock meanwhile, and this one's requests answered by it).
         let child = Command::new(bin)
-            .args(["mock", "--host", "127.0.0.1", "--port", &port.to_string(), "-v"])
+            .args(["mock", "--host", "127.0.0.1", "--port", "0", "-v"])
             .args(args)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
             .spawn()
             .expect("start jevcompat mock");
-        let mock = Mock { child, port, log };
+        let mut mock = Mock { child, port: 0, log };
         let deadline = Instant::now() + Duration::from_secs(30);
-        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        // It says where it listens: "jevcompat mock on http://127.0.0.1:PORT/v1/systemone".
+        while mock.port == 0 {
+            let text = std::fs::read_to_string(&mock.log).unwrap_or_default();
+            mock.port = text
+                .split("http://127.0.0.1:")
+                .nth(1)
+                .and_then(|rest| rest.split('/').next())
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            assert!(Instant::now() < deadline, "jevcompat mock did not say its port: {text}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        while TcpStream::connect(("127.0.0.1", mock.port)).is_err() {
             assert!(Instant::now() < deadline, "jevcompat mock did not open its port");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -238,9 +252,111 @@ fn local_passes_a_yes_no_it_has_no_head_for_on_to_the_mock() {
     assert_eq!((code, &v["status"]), (4, &Value::from("abstained")), "{v}");
     let why = v["rationale"].as_str().unwrap();
     assert!(
-        why.starts_with("no engine in the chain answers this question") && why.contains("System One server"),
+        why.starts_with("no engine in this chain answers free yes/no questions, only those taught to it (local")
+            && why.contains("calibrate fit --provider local --question")
+            && why.contains("add a System One server to the chain as a fallback"),
         "{why}"
     );
+    // A choice still goes to local.
+    let (v, code) = decide(&env, &["-q", "Which team?", "-o", "billing", "-o", "infra"]);
+    assert_eq!((code, &v["provider"]), (0, &Value::from("local")), "{v}");
+}
+
+/// The local engine with the shipped heads, optionally with the mock after it.
+fn local_env(dir: &str, mock: Option<&Mock>) -> TestEnv {
+    let mut env = TestEnv::new();
+    let fallback = if mock.is_some() { "fallback = [\"systemone\"]\n" } else { "" };
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\n{fallback}timeout_s = 30\n[providers.local]\nmodel_dir = {dir:?}\n"
+    ));
+    if let Some(m) = mock {
+        env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &m.url());
+    }
+    env
+}
+
+/// What the MCP server says the chain answers: the decide tool's listing, the instructions and
+/// `system1_capabilities`.
+fn offered(env: &TestEnv) -> (String, String, Value) {
+    let mut mcp = env.mcp();
+    let init = mcp.initialize("2025-11-25");
+    let list = mcp.request("tools/list", serde_json::json!({}));
+    let caps = mcp.call("system1_capabilities", serde_json::json!({}));
+    mcp.close();
+    let decide = list["result"]["tools"].as_array().unwrap().iter().find(|t| t["name"] == "system1_decide").unwrap();
+    let instructions = init["result"]["instructions"].as_str().unwrap().to_string();
+    (decide["description"].as_str().unwrap().to_string(), instructions, caps)
+}
+
+#[test]
+fn capabilities_and_the_tool_listing_say_what_the_chain_answers() {
+    let Some(dir) = crate::local_engine::model_dir() else { return };
+    let Some(mock) = Mock::start(&[]) else { return };
+
+    // Local alone: choices, and only the yes/no questions its heads were taught.
+    let env = local_env(&dir, None);
+    let (description, instructions, caps) = offered(&env);
+    assert!(
+        description.contains("no engine here answers free yes/no questions")
+            && description.contains("System One server")
+            && description.contains("calibrate fit --question")
+            && !description.contains("yes or no"),
+        "{description}"
+    );
+    assert!(!instructions.contains("yes or no"), "{instructions}");
+    let local = &caps["providers"]["local"];
+    assert_eq!(
+        (&local["yes_no"], &local["choice"], &local["max_options"]),
+        (&"taught".into(), &"any".into(), &256.into())
+    );
+    let destructive = local["questions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["question"] == "Is this shell command destructive?")
+        .unwrap_or_else(|| panic!("{local}"));
+    assert_eq!(destructive["context"], "an object with \"command\"", "{destructive}");
+    assert_eq!((&caps["routes"]["yes_no"], &caps["routes"]["choice"]), (&Value::Null, &"local".into()), "{caps}");
+    assert!(caps["routes"]["taught"].as_array().unwrap().iter().all(|t| t["provider"] == "local"), "{caps}");
+
+    // engine status lists the same, for people.
+    let status = stdout(&env.run(&["engine", "status"], ""));
+    let chain =
+        &status[status.find("chain (in order; what each engine answers):").unwrap_or_else(|| panic!("{status}"))..];
+    assert!(
+        chain.contains("local (all-MiniLM-L6-v2): choices of up to 256 options; yes/no only for the ")
+            && chain.contains("Is this shell command destructive?: context an object with \"command\"")
+            && chain.contains("no engine of the chain answers free yes/no questions (they abstain)")
+            && chain.contains("choices go to local"),
+        "{chain}"
+    );
+
+    // With the mock after it: yes/no is promised again, and goes to the mock; the taught
+    // questions stay with local.
+    let env = local_env(&dir, Some(&mock));
+    let (description, instructions, caps) = offered(&env);
+    assert!(description.contains("answers yes or no") && instructions.contains("yes or no"), "{description}");
+    let server = &caps["providers"]["systemone"];
+    assert_eq!(
+        (&server["yes_no"], &server["choice"], &server["max_options"]),
+        (&"any".into(), &"any".into(), &255.into())
+    );
+    assert!(server.get("questions").is_none(), "{server}");
+    assert_eq!((&caps["routes"]["yes_no"], &caps["routes"]["choice"]), (&"systemone".into(), &"local".into()));
+    assert!(
+        caps["routes"]["taught"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["question"] == "read_only" && t["provider"] == "local"),
+        "{caps}"
+    );
+    let out = env.run(&["engine", "status", "--json"], "");
+    let v: Value = serde_json::from_str(&stdout(&out)).expect("status JSON");
+    let last = v.as_array().and_then(|a| a.last()).unwrap();
+    assert_eq!(last["routes"], caps["routes"], "{last}");
+    assert_eq!(last["chain"][1]["name"], "systemone", "{last}");
+    assert_eq!(mock.decisions(), 0, "listing what the chain answers asks no engine");
 }
 
 /// A mock with `fault` and the question it corrupts: never decided, the error names `rule`.

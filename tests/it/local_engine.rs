@@ -232,7 +232,8 @@ fn doctor_warns_when_no_trained_head_fits_the_model() {
         "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel = \"my-minilm\"\nmodel_dir = {dir:?}\n"
     ));
     let (_, report) = doctor(&env);
-    let what = "warn  no trained head fits the local model my-minilm: its yes/no questions (the four routing features among them) abstain";
+    let what = "warn  no trained head fits the local model my-minilm: it answers no yes/no question (the four routing \
+                features among them), and passes them on to the next engine of the chain";
     assert!(report.contains(what), "{report}");
     assert!(fix_of(&report, what).contains("calibrate fit --apply`"), "{report}");
 
@@ -242,6 +243,14 @@ fn doctor_warns_when_no_trained_head_fits_the_model() {
     assert!(
         report.contains("ok    local engine (primary) answers health") && !report.contains("no trained head"),
         "{report}"
+    );
+    // Which questions go where: the taught ones to local, free yes/no nowhere.
+    let line = report.lines().find(|l| l.starts_with("ok    questions go: ")).unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        line.contains("read_only; design; review; specified")
+            && line.contains("→ local; free yes/no → none: no engine of the chain answers them")
+            && line.ends_with("choices → local; options per question: local 256"),
+        "{line}"
     );
     // Its test decision is a question it answers, not one it abstains on.
     let line = report.lines().find(|l| l.contains("test decision by local")).unwrap_or_default();

@@ -519,9 +519,10 @@ pub fn describe(r: &serde_json::Value) -> Vec<String> {
         && !taught.is_empty()
     {
         lines.push(
-            "  taught:     the questions its trained heads answer (other yes/no questions abstain until taught,"
+            "  taught:     the questions its trained heads answer (it passes other yes/no questions on to the next"
                 .to_string(),
         );
+        lines.push("              engine of the chain, or abstains at its end; to teach one,".to_string());
         lines.push(format!(
             "              `{}`):",
             crate::text::command(&crate::providers::local::teach_command("..."))

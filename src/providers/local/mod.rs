@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::answers;
-use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question, Taught};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question, Scope, Taught};
 use crate::config::Settings;
 use crate::{paths, text};
 use heads::Head;
@@ -442,7 +442,8 @@ impl Provider for Local {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities { max_options: self.max_options, one_pass: true }
+        // Yes/no only from a trained head; a choice from the embeddings' similarity, for any options.
+        Capabilities { yes_no: Scope::Taught, ..Capabilities::any(self.max_options, true) }
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
@@ -498,7 +499,7 @@ impl Provider for Local {
                 }
                 if l.heads.is_empty() {
                     detail.push_str(&format!(
-                        "; no trained heads fit {}: its yes/no questions (the routing features) abstain until \
+                        "; no trained heads fit {}: it passes its yes/no questions (the routing features) on until \
                          `{}` trains them",
                         self.name,
                         text::command("calibrate fit --apply")
