@@ -32,19 +32,19 @@ pub fn apply(entries: &mut [Entry], proposals: &[Proposal]) -> Applied {
     let mut applied = Applied::default();
     let mut matched = std::collections::HashSet::new();
     for e in entries.iter_mut().filter(|e| e.is_agent()) {
-        let Some(p) = e.tool_use_id.as_deref().and_then(|id| by_id.get(id)).copied() else {
+        let Some(p) = e.call.tool_use_id.as_deref().and_then(|id| by_id.get(id)).copied() else {
             continue;
         };
         matched.insert(p.tool_use_id.as_str());
-        if e.outcome_source == Some(OutcomeSource::User) {
+        if e.judged.outcome_source == Some(OutcomeSource::User) {
             applied.kept_user += 1;
             continue;
         }
-        e.outcome = Some(p.outcome);
-        e.outcome_reason = Some(p.reason.clone());
-        e.outcome_tier = p.tier;
-        e.outcome_source = Some(OutcomeSource::Auto);
-        e.outcome_doubtful = p.doubtful.clone();
+        e.judged.outcome = Some(p.outcome);
+        e.judged.outcome_reason = Some(p.reason.clone());
+        e.judged.outcome_tier = p.tier;
+        e.judged.outcome_source = Some(OutcomeSource::Auto);
+        e.judged.outcome_doubtful = p.doubtful.clone();
         applied.written += 1;
     }
     applied.not_in_log = proposals.iter().filter(|p| !matched.contains(p.tool_use_id.as_str())).count();

@@ -188,13 +188,13 @@ pub struct RuleRow {
 fn rule_rows(entries: &[Entry], spawns: &[Spawn], spend: &[f64]) -> Vec<RuleRow> {
     let mut rows: BTreeMap<(u8, usize), RuleRow> = BTreeMap::new();
     fn row<'r>(rows: &'r mut BTreeMap<(u8, usize), RuleRow>, e: &Entry) -> Option<&'r mut RuleRow> {
-        let (k, name) = match e.rule? {
+        let (k, name) = match e.routing.rule? {
             Chosen::Rule(n) => ((0u8, n), format!("rule {n}")),
             Chosen::Default => ((1u8, 0), "default".to_string()),
         };
         let r = rows.entry(k).or_insert_with(|| RuleRow { rule: name, ..RuleRow::default() });
         r.tier = rule_tier(e).or(r.tier);
-        if let (Some(label), Some(tier)) = (e.label_tier, rule_tier(e)) {
+        if let (Some(label), Some(tier)) = (e.labelling.label_tier, rule_tier(e)) {
             r.labelled += 1;
             r.agreeing += u64::from(label == tier);
         }
@@ -203,7 +203,7 @@ fn rule_rows(entries: &[Entry], spawns: &[Spawn], spend: &[f64]) -> Vec<RuleRow>
     for e in entries.iter().filter(|e| e.source == Some(Source::Prompt)) {
         if let Some(r) = row(&mut rows, e) {
             r.prompts += 1;
-            r.hinted += u64::from(e.hinted == Some(true));
+            r.hinted += u64::from(e.decided.hinted == Some(true));
         }
     }
     for (s, usd) in spawns.iter().zip(spend) {
@@ -218,7 +218,7 @@ fn rule_rows(entries: &[Entry], spawns: &[Spawn], spend: &[f64]) -> Vec<RuleRow>
 
 /// The tier an agent entry's rule gave.
 fn rule_tier(e: &Entry) -> Option<Tier> {
-    e.rule_tier.or_else(|| e.decision.as_deref().and_then(Tier::named))
+    e.routing.rule_tier.or_else(|| e.decided.decision.as_deref().and_then(Tier::named))
 }
 
 /// Which way a rewrite went.
@@ -249,7 +249,7 @@ struct Spawn<'a> {
 impl Spawn<'_> {
     fn took_effect(&self) -> Option<bool> {
         let set = self.logged.set_tier()?;
-        self.logged.ran.and_then(|r| r.took_effect).or_else(|| self.ran.map(|t| t == set))
+        self.logged.ran.and_then(|r| r.ran.took_effect).or_else(|| self.ran.map(|t| t == set))
     }
 }
 
@@ -272,7 +272,7 @@ impl GroupTally {
                 std::cmp::Ordering::Less => g.below_rule_tier += 1,
             }
         }
-        match s.logged.agent.outcome {
+        match s.logged.agent.judged.outcome {
             Some(Outcome::Succeeded) => g.succeeded += 1,
             Some(Outcome::Failed) => g.failed += 1,
             None => {}
@@ -311,10 +311,10 @@ pub(super) fn section(
     let spawns: Vec<Spawn> = spawn_log::join(&log.entries)
         .into_iter()
         .map(|logged| {
-            let seen = logged.agent.tool_use_id.as_deref().and_then(|id| agg.spawns.get(id));
+            let seen = logged.agent.call.tool_use_id.as_deref().and_then(|id| agg.spawns.get(id));
             let agent = seen
                 .and_then(|s| figures::spawn_agent(agg, &by_tool_use, s))
-                .or_else(|| logged.agent.tool_use_id.as_deref().and_then(|id| by_tool_use.get(id).copied()));
+                .or_else(|| logged.agent.call.tool_use_id.as_deref().and_then(|id| by_tool_use.get(id).copied()));
             let from_transcripts = seen.and_then(|s| figures::spawn_tier(agg, s, agent));
             Spawn { ran: logged.ran_tier().or(from_transcripts), logged, agent }
         })
@@ -326,19 +326,19 @@ pub(super) fn section(
     let mut saved = EnforcedSavings::default();
     let mut subagent_model_env = 0;
     for s in &spawns {
-        let mode = s.logged.agent.enforce.unwrap_or(Enforce::Off);
+        let mode = s.logged.agent.enforcement.enforce.unwrap_or(Enforce::Off);
         if mode == Enforce::Off {
             record_only.add(s);
             continue;
         }
         enforced.add(s);
-        if s.logged.agent.kept == Some(Kept::SubagentModel) {
+        if s.logged.agent.enforcement.kept == Some(Kept::SubagentModel) {
             subagent_model_env += 1;
         }
         let Some(set) = s.logged.set_tier() else { continue };
         rewritten.add(s);
         rw.made += 1;
-        let before = s.logged.agent.tier_before;
+        let before = s.logged.agent.enforcement.tier_before;
         let way = way(before, set);
         match way {
             Way::Filled => rw.filled += 1,

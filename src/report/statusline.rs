@@ -531,8 +531,8 @@ impl Cache {
         let scope = Scope { since: chrono::DateTime::from_timestamp(since, 0), ..Scope::default() };
         let mut log = SpawnLog::read(&self.routing_log, &scope);
         let today: HashSet<String> =
-            log.entries.iter().filter(|e| e.is_agent()).filter_map(|e| e.tool_use_id.clone()).collect();
-        log.entries.retain(|e| e.is_agent() || e.tool_use_id.as_ref().is_some_and(|t| today.contains(t)));
+            log.entries.iter().filter(|e| e.is_agent()).filter_map(|e| e.call.tool_use_id.clone()).collect();
+        log.entries.retain(|e| e.is_agent() || e.call.tool_use_id.as_ref().is_some_and(|t| today.contains(t)));
         for e in &mut log.entries {
             e.prompt = None;
         }

@@ -447,8 +447,9 @@ fn outcomes(spawns: &Spawns<'_>, log: &SpawnLog, tiers: &[Tier]) -> Vec<TierOutc
     let ran: HashMap<&str, Option<Tier>> = spawns.all.iter().map(|j| (j.spawn.tool_use_id.as_str(), j.tier)).collect();
     let mut counts: BTreeMap<Tier, (u64, u64)> = BTreeMap::new();
     for e in log.entries.iter().filter(|e| e.is_agent()) {
-        let Some(outcome) = e.outcome else { continue };
-        let tier = e.tool_use_id.as_deref().and_then(|id| ran.get(id).copied().flatten()).or(e.outcome_tier);
+        let Some(outcome) = e.judged.outcome else { continue };
+        let tier =
+            e.call.tool_use_id.as_deref().and_then(|id| ran.get(id).copied().flatten()).or(e.judged.outcome_tier);
         let Some(tier) = tier else { continue };
         let c = counts.entry(tier).or_default();
         match outcome {

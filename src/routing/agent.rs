@@ -18,7 +18,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::enforce::{self, Left, Model};
-use super::entry::{Entry, Source};
+use super::entry::{Call, Enforcement, Entry, Ran, Source};
 use super::gate::{self, Gate};
 use super::{Input, Routed, Until, cwd_of, log, meet, route, routed_entry, settled};
 use crate::claude_code::SubagentModel;
@@ -191,14 +191,18 @@ pub fn entry(spawn: &Spawn, run: &AgentRun) -> Option<Entry> {
     let base = super::base_entry(Source::Agent, &spawn.input(), dir, &spawn.brief);
     let enforcing = run.mode != Enforce::Off;
     Some(Entry {
-        chosen: spawn.chosen.clone(),
-        subagent_type: spawn.subagent_type.clone(),
-        tool_use_id: spawn.tool_use_id.clone(),
-        description: spawn.description.clone(),
-        enforce: Some(run.mode),
-        tier_before: spawn.model.tier(),
-        tier_after: run.updated_input.as_ref().and(action.as_ref().ok().copied()),
-        kept: action.as_ref().err().filter(|_| enforcing).and_then(Left::kept),
+        call: Call {
+            chosen: spawn.chosen.clone(),
+            subagent_type: spawn.subagent_type.clone(),
+            tool_use_id: spawn.tool_use_id.clone(),
+            description: spawn.description.clone(),
+        },
+        enforcement: Enforcement {
+            enforce: Some(run.mode),
+            tier_before: spawn.model.tier(),
+            tier_after: run.updated_input.as_ref().and(action.as_ref().ok().copied()),
+            kept: action.as_ref().err().filter(|_| enforcing).and_then(Left::kept),
+        },
         ..routed_entry(base, routed, false)
     })
 }
@@ -218,7 +222,7 @@ pub fn spawned(loaded: &Loaded, payload: &Value) -> Option<Entry> {
     let session_id = text(payload.get("session_id"));
     let agent = log::find_agent(tool_use_id, session_id.as_deref())?;
     let ran_tier = Tier::of(resolved);
-    let took_effect = agent.tier_after.zip(ran_tier).map(|(set, ran)| set == ran);
+    let took_effect = agent.enforcement.tier_after.zip(ran_tier).map(|(set, ran)| set == ran);
     Some(Entry {
         id: Some(log::new_id()),
         time: Some(crate::text::now()),
@@ -226,10 +230,8 @@ pub fn spawned(loaded: &Loaded, payload: &Value) -> Option<Entry> {
         session_id,
         repo: agent.repo,
         cwd: agent.cwd,
-        tool_use_id: Some(tool_use_id.to_string()),
-        resolved_model: Some(resolved.to_string()),
-        ran_tier,
-        took_effect,
+        call: Call { tool_use_id: Some(tool_use_id.to_string()), ..Call::default() },
+        ran: Ran { resolved_model: Some(resolved.to_string()), ran_tier, took_effect },
         ..Entry::default()
     })
 }

@@ -22,6 +22,11 @@ use crate::config::Enforce;
 use crate::feature::Feature;
 use crate::tier::Tier;
 
+/// One record of the routing log. Which groups a record fills depends on its [`Source`]: a prompt
+/// record has [`Routing`] and [`Decided`]; an agent record those, [`Call`] and [`Enforcement`]; a
+/// skill record [`Decided`] and [`SkillPick`]; a spawn record [`Ran`] and `tool_use_id`. Labels ([`Labelling`])
+/// go on prompt and agent records, outcomes ([`Judged`]) on agent records. On disk the groups are
+/// flattened: one object, keys in the order of the groups and their fields.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Entry {
@@ -43,7 +48,32 @@ pub struct Entry {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
 
-    // What routing gave (prompt and agent entries).
+    #[serde(flatten)]
+    pub routing: Routing,
+    #[serde(flatten)]
+    pub decided: Decided,
+    #[serde(flatten)]
+    pub skill_pick: SkillPick,
+    #[serde(flatten)]
+    pub call: Call,
+    #[serde(flatten)]
+    pub enforcement: Enforcement,
+    #[serde(flatten)]
+    pub ran: Ran,
+    #[serde(flatten)]
+    pub labelling: Labelling,
+    #[serde(flatten)]
+    pub judged: Judged,
+    /// Every key this version does not know, as it was. Last: the groups before it take their keys
+    /// first, and this keeps what is left.
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// What routing gave (prompt and agent records).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Routing {
     /// The engine's answer per feature, calibrated.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub features: Option<PerFeature<LoggedAnswer>>,
@@ -51,7 +81,13 @@ pub struct Entry {
     pub rule_tier: Option<Tier>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<Chosen>,
-    /// The rule's tier for prompt and agent entries; the skill picked for skill entries.
+}
+
+/// What was decided and by which engine (prompt, agent and skill records).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Decided {
+    /// The rule's tier for prompt and agent records; the skill picked for skill records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
     /// Whether the hint reached Claude.
@@ -63,16 +99,24 @@ pub struct Entry {
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<f64>,
+}
 
-    // The skill picker (skill entries).
+/// The skill picker (skill records).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SkillPick {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub candidates: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skill: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skill_confidence: Option<f64>,
+}
 
-    // The spawn (agent entries).
+/// The Agent tool call a subagent was spawned by (agent records; spawn records share `tool_use_id`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Call {
     /// The `model` the orchestrator gave the Agent tool.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub chosen: Option<String>,
@@ -82,8 +126,12 @@ pub struct Entry {
     pub tool_use_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+}
 
-    // Enforcement (agent entries): what the agent hook did with the spawn's `model`.
+/// Enforcement (agent records): what the agent hook did with the spawn's `model`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Enforcement {
     /// The `[routing] enforce` mode the hook ran in (`off`: record only; absent in older entries,
     /// which were all record-only).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -97,9 +145,13 @@ pub struct Entry {
     /// Why an enforcing hook left the call as it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kept: Option<Kept>,
+}
 
-    // What the spawn ran on (spawn entries, written by the PostToolUse hook; `tool_use_id` names
-    // the agent entry they complete).
+/// What the spawn ran on (spawn records, written by the PostToolUse hook; `tool_use_id` names the
+/// agent record they complete).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ran {
     /// The tool response's `resolvedModel`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub resolved_model: Option<String>,
@@ -109,8 +161,12 @@ pub struct Entry {
     /// or the tier that ran is unknown.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub took_effect: Option<bool>,
+}
 
-    // Labels (`calibrate label`).
+/// Labels (`calibrate label`), on prompt and agent records.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Labelling {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<PerFeature<bool>>,
     /// The tier the task needed, by the labeller.
@@ -118,8 +174,12 @@ pub struct Entry {
     pub label_tier: Option<Tier>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub labelled_by: Option<Labeller>,
+}
 
-    // Outcomes of agent entries (`system1 outcomes --apply`, or a labeller).
+/// Outcomes of agent records (`system1 outcomes --apply`, or a labeller).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Judged {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<Outcome>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -132,10 +192,6 @@ pub struct Entry {
     /// Why an automatic outcome wants a person's look.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome_doubtful: Option<String>,
-
-    /// Every key this version does not know, as it was.
-    #[serde(flatten)]
-    pub other: Map<String, Value>,
 }
 
 /// Which hook wrote the entry. A source this version does not know is kept as it was.
@@ -353,7 +409,7 @@ impl Entry {
 
     /// The entry's feature labels (values it cannot read left out).
     pub fn feature_labels(&self) -> BTreeMap<Feature, bool> {
-        self.labels.as_ref().map(|l| l.iter().map(|(f, v)| (f, *v)).collect()).unwrap_or_default()
+        self.labelling.labels.as_ref().map(|l| l.iter().map(|(f, v)| (f, *v)).collect()).unwrap_or_default()
     }
 
     /// What the entry still lacks: every feature's label (and then the tier), and for a spawn its
@@ -362,11 +418,11 @@ impl Entry {
     pub fn needs(&self) -> Vec<Need> {
         Decisive {
             source: self.source.as_ref(),
-            labels: self.labels.as_ref(),
-            label_tier: self.label_tier,
-            outcome: self.outcome,
-            outcome_source: self.outcome_source,
-            doubtful: self.outcome_doubtful.is_some(),
+            labels: self.labelling.labels.as_ref(),
+            label_tier: self.labelling.label_tier,
+            outcome: self.judged.outcome,
+            outcome_source: self.judged.outcome_source,
+            doubtful: self.judged.outcome_doubtful.is_some(),
         }
         .needs()
     }
@@ -539,10 +595,10 @@ mod tests {
         let e = parse(TODAY_PROMPT);
         assert_eq!(e.source, Some(Source::Prompt));
         assert_eq!(
-            (e.rule_tier, e.rule, e.decision.as_deref()),
+            (e.routing.rule_tier, e.routing.rule, e.decided.decision.as_deref()),
             (Some(Tier::Haiku), Some(Chosen::Rule(3)), Some("haiku"))
         );
-        let f = e.features.as_ref().unwrap();
+        let f = e.routing.features.as_ref().unwrap();
         assert_eq!(f.get(Feature::ReadOnly).map(|a| (a.answer, a.confidence)), Some((Some(true), 0.82)));
         assert_eq!(f.get(Feature::Review).map(|a| a.answer), Some(None), "an abstention");
         assert_eq!(e.session_id, None);
@@ -550,11 +606,17 @@ mod tests {
         let agent = parse(
             r#"{"id":"a","source":"agent","rule":"default","chosen":null,"subagent_type":"Explore","tool_use_id":"toolu_1","description":"look","outcome":"failed","outcome_source":"auto","outcome_doubtful":"same-role re-spawn","outcome_tier":"sonnet","labels":{"read_only":true},"label_tier":"opus","labelled_by":"claude"}"#,
         );
-        assert_eq!((agent.rule, agent.chosen), (Some(Chosen::Default), None));
-        assert_eq!((agent.outcome, agent.outcome_source), (Some(Outcome::Failed), Some(OutcomeSource::Auto)));
-        assert_eq!((agent.label_tier, agent.labelled_by), (Some(Tier::Opus), Some(Labeller::Claude)));
+        assert_eq!((agent.routing.rule, agent.call.chosen), (Some(Chosen::Default), None));
+        assert_eq!(
+            (agent.judged.outcome, agent.judged.outcome_source),
+            (Some(Outcome::Failed), Some(OutcomeSource::Auto))
+        );
+        assert_eq!(
+            (agent.labelling.label_tier, agent.labelling.labelled_by),
+            (Some(Tier::Opus), Some(Labeller::Claude))
+        );
         let skill = parse(r#"{"source":"skill","decision":"pdf","candidates":3,"skill":"pdf","skill_confidence":0.9}"#);
-        assert_eq!((skill.candidates, skill.skill.as_deref()), (Some(3), Some("pdf")));
+        assert_eq!((skill.skill_pick.candidates, skill.skill_pick.skill.as_deref()), (Some(3), Some("pdf")));
     }
 
     #[test]
@@ -562,15 +624,15 @@ mod tests {
         let agent = r#"{"id":"a","source":"agent","chosen":"opus","tool_use_id":"toolu_1","enforce":"set","tier_before":"opus","tier_after":"sonnet"}"#;
         let e = parse(agent);
         assert_eq!(
-            (e.enforce, e.tier_before, e.tier_after),
+            (e.enforcement.enforce, e.enforcement.tier_before, e.enforcement.tier_after),
             (Some(Enforce::Set), Some(Tier::Opus), Some(Tier::Sonnet))
         );
         assert_eq!(serde_json::to_string(&e).unwrap(), agent);
         let kept = parse(r#"{"source":"agent","enforce":"fill","kept":"model_given"}"#);
-        assert_eq!(kept.kept, Some(Kept::ModelGiven));
+        assert_eq!(kept.enforcement.kept, Some(Kept::ModelGiven));
         let newer = r#"{"source":"agent","enforce":"raise","kept":"budget_spent"}"#;
         let e = parse(newer);
-        assert_eq!(e.kept, Some(Kept::Other("budget_spent".into())), "a reason this version does not know");
+        assert_eq!(e.enforcement.kept, Some(Kept::Other("budget_spent".into())), "a reason this version does not know");
         assert_eq!(serde_json::to_string(&e).unwrap(), newer);
         for (k, name) in Kept::NAMES {
             assert_eq!(serde_json::to_string(&k).unwrap(), format!("\"{name}\""));
@@ -578,7 +640,7 @@ mod tests {
         let spawn = r#"{"id":"s","source":"spawn","session_id":"x","tool_use_id":"toolu_1","resolved_model":"claude-sonnet-5","ran_tier":"sonnet","took_effect":true}"#;
         let e = parse(spawn);
         assert_eq!(
-            (e.source.clone(), e.ran_tier, e.took_effect),
+            (e.source.clone(), e.ran.ran_tier, e.ran.took_effect),
             (Some(Source::Spawn), Some(Tier::Sonnet), Some(true))
         );
         assert!(!e.needs_labels(), "a spawn record takes no labels");
@@ -606,7 +668,7 @@ mod tests {
         assert_eq!(after, before, "read and written back, nothing changes");
 
         // A label written over the unreadable one replaces it; everything else stays.
-        e.labels.get_or_insert_default().insert(Feature::Design, false);
+        e.labelling.labels.get_or_insert_default().insert(Feature::Design, false);
         let mut want = before.clone();
         want["labels"]["design"] = json!(false);
         assert_eq!(serde_json::to_value(&e).unwrap(), want);
@@ -643,8 +705,7 @@ mod tests {
     fn what_an_entry_needs() {
         let prompt = |labels: Option<PerFeature<bool>>, tier: Option<Tier>| Entry {
             source: Some(Source::Prompt),
-            labels,
-            label_tier: tier,
+            labelling: Labelling { labels, label_tier: tier, ..Labelling::default() },
             ..Entry::default()
         };
         assert_eq!(prompt(None, None).needs(), [Need::Labels, Need::Tier]);
@@ -659,10 +720,13 @@ mod tests {
 
         let agent = |outcome: Option<Outcome>, source: Option<OutcomeSource>, doubtful: Option<&str>| Entry {
             source: Some(Source::Agent),
-            labels: Some(labels_all(true)),
-            outcome,
-            outcome_source: source,
-            outcome_doubtful: doubtful.map(String::from),
+            labelling: Labelling { labels: Some(labels_all(true)), ..Labelling::default() },
+            judged: Judged {
+                outcome,
+                outcome_source: source,
+                outcome_doubtful: doubtful.map(String::from),
+                ..Judged::default()
+            },
             ..Entry::default()
         };
         assert_eq!(agent(None, None, None).needs(), [Need::Outcome]);

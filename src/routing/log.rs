@@ -224,7 +224,7 @@ pub fn find_agent_at(log: &Path, tool_use_id: &str, session_id: Option<&str>) ->
         .filter_map(|line| serde_json::from_slice::<Entry>(line).ok())
         .find(|e| {
             e.is_agent()
-                && e.tool_use_id.as_deref() == Some(tool_use_id)
+                && e.call.tool_use_id.as_deref() == Some(tool_use_id)
                 && (session_id.is_none() || e.session_id.as_deref() == session_id)
         })
 }
@@ -395,7 +395,7 @@ mod tests {
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         std::fs::write(&log, "{\"id\":\"1\",\"x\":[1]}\nnot json  \n{\"id\":\"2\"}\n{\"id\":3}\n").unwrap();
         let n = rewrite_at(&log, |entries| {
-            entries[1].label_tier = Some(crate::tier::Tier::Opus);
+            entries[1].labelling.label_tier = Some(crate::tier::Tier::Opus);
             entries.len()
         })
         .unwrap();

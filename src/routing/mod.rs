@@ -271,18 +271,35 @@ fn base_entry(source: Source, input: &Input, log_dir: &Path, prompt: &str) -> En
     }
 }
 
+/// What a record says was decided, and by which engine.
+fn decided(
+    decision: Option<String>,
+    hinted: bool,
+    provider: &Option<String>,
+    model: &Option<String>,
+    latency_ms: f64,
+) -> entry::Decided {
+    entry::Decided {
+        decision,
+        hinted: Some(hinted),
+        provider: provider.clone(),
+        model: model.clone(),
+        latency_ms: Some(latency_ms),
+    }
+}
+
 /// An entry with the routing fields: features, rule, tier, engine.
 fn routed_entry(base: Entry, routed: &Routed, hinted: bool) -> Entry {
     let tier = routed.tier.map(|(t, _)| t);
     Entry {
-        features: routed.asked.logged(),
-        rule_tier: tier,
-        rule: routed.tier.map(|(_, c)| c),
-        decision: tier.map(|t| t.name().to_string()),
-        hinted: Some(hinted),
-        provider: routed.asked.provider.clone(),
-        model: routed.asked.model.clone(),
-        latency_ms: Some(routed.asked.latency_ms),
+        routing: entry::Routing { features: routed.asked.logged(), rule_tier: tier, rule: routed.tier.map(|(_, c)| c) },
+        decided: decided(
+            tier.map(|t| t.name().to_string()),
+            hinted,
+            &routed.asked.provider,
+            &routed.asked.model,
+            routed.asked.latency_ms,
+        ),
         ..base
     }
 }
@@ -305,14 +322,12 @@ pub fn entries(input: &Input, run: &Run) -> Vec<Entry> {
         && let skills::Pick::Picked { skill, confidence } = &p.pick
     {
         out.push(Entry {
-            decision: Some(skill.clone()),
-            hinted: Some(hints.skill_hint.is_ok()),
-            provider: p.provider.clone(),
-            model: p.model.clone(),
-            latency_ms: Some(p.latency_ms),
-            candidates: Some(p.candidates.len()),
-            skill: Some(skill.clone()),
-            skill_confidence: Some(*confidence),
+            decided: decided(Some(skill.clone()), hints.skill_hint.is_ok(), &p.provider, &p.model, p.latency_ms),
+            skill_pick: entry::SkillPick {
+                candidates: Some(p.candidates.len()),
+                skill: Some(skill.clone()),
+                skill_confidence: Some(*confidence),
+            },
             ..base_entry(Source::Skill, input, dir, input.prompt)
         });
     }

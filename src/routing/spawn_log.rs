@@ -18,25 +18,25 @@ pub struct Logged<'a> {
 impl Logged<'_> {
     /// The tier the hook set, when it rewrote the call.
     pub fn set_tier(&self) -> Option<Tier> {
-        self.agent.tier_after
+        self.agent.enforcement.tier_after
     }
 
     /// The tier the spawn ran on: its `resolvedModel`, else the outcome rules' reading of the
     /// transcript (`system1 outcomes`).
     pub fn ran_tier(&self) -> Option<Tier> {
-        self.ran.and_then(|r| r.ran_tier).or(self.agent.outcome_tier)
+        self.ran.and_then(|r| r.ran.ran_tier).or(self.agent.judged.outcome_tier)
     }
 
     /// Whether a rewrite took effect; `None` when nothing was set or nothing says what ran.
     pub fn took_effect(&self) -> Option<bool> {
         let set = self.set_tier()?;
-        self.ran.and_then(|r| r.took_effect).or_else(|| self.ran_tier().map(|t| t == set))
+        self.ran.and_then(|r| r.ran.took_effect).or_else(|| self.ran_tier().map(|t| t == set))
     }
 }
 
 /// Every agent entry of `entries`, in log order, with its spawn entry.
 pub fn join(entries: &[Entry]) -> Vec<Logged<'_>> {
-    let key = |e: &Entry| Some((e.session_id.clone(), e.tool_use_id.clone()?));
+    let key = |e: &Entry| Some((e.session_id.clone(), e.call.tool_use_id.clone()?));
     let ran: HashMap<(Option<String>, String), &Entry> =
         entries.iter().filter(|e| e.source == Some(Source::Spawn)).filter_map(|e| Some((key(e)?, e))).collect();
     entries
@@ -104,7 +104,7 @@ mod tests {
         ]);
         let spawns = join(&log);
         assert_eq!(spawns.len(), 6, "agent entries only");
-        assert_eq!(spawns[0].ran.and_then(|r| r.ran_tier), Some(Tier::Sonnet));
+        assert_eq!(spawns[0].ran.and_then(|r| r.ran.ran_tier), Some(Tier::Sonnet));
         assert!(spawns[5].ran.is_none(), "another session's spawn");
         let took: Vec<Option<bool>> = spawns.iter().map(Logged::took_effect).collect();
         assert_eq!(took, [Some(true), Some(false), None, Some(true), None, None]);

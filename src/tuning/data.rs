@@ -45,7 +45,7 @@ pub fn log_items(entries: &[Entry]) -> Vec<RoutingItem> {
             (!labels.is_empty()).then(|| RoutingItem {
                 text: text.to_string(),
                 labels,
-                tier: e.label_tier,
+                tier: e.labelling.label_tier,
                 origin: Origin::Log,
             })
         })

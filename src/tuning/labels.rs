@@ -61,18 +61,18 @@ fn view(e: &Entry, needs: Vec<Need>) -> View<'_> {
         source: e.source.as_ref(),
         repo: e.repo.as_deref(),
         prompt: e.prompt.as_deref(),
-        description: e.description.as_deref(),
-        subagent_type: e.subagent_type.as_deref(),
-        features: e.features.as_ref(),
-        rule_tier: e.rule_tier,
-        chosen: e.chosen.as_deref(),
-        labels: e.labels.as_ref(),
-        label_tier: e.label_tier,
-        outcome: e.outcome,
-        outcome_reason: e.outcome_reason.as_deref(),
-        outcome_tier: e.outcome_tier,
-        outcome_source: e.outcome_source,
-        outcome_doubtful: e.outcome_doubtful.as_deref(),
+        description: e.call.description.as_deref(),
+        subagent_type: e.call.subagent_type.as_deref(),
+        features: e.routing.features.as_ref(),
+        rule_tier: e.routing.rule_tier,
+        chosen: e.call.chosen.as_deref(),
+        labels: e.labelling.labels.as_ref(),
+        label_tier: e.labelling.label_tier,
+        outcome: e.judged.outcome,
+        outcome_reason: e.judged.outcome_reason.as_deref(),
+        outcome_tier: e.judged.outcome_tier,
+        outcome_source: e.judged.outcome_source,
+        outcome_doubtful: e.judged.outcome_doubtful.as_deref(),
         needs,
     }
 }
@@ -94,8 +94,8 @@ pub fn pending(entries: &[Entry], limit: usize) -> (Vec<View<'_>>, Tally) {
     for e in entries.iter().filter(|e| e.is_routing()) {
         t.entries += 1;
         t.with_feature_labels += usize::from(!e.feature_labels().is_empty());
-        t.with_outcome += usize::from(e.outcome.is_some());
-        t.failed += usize::from(e.outcome == Some(Outcome::Failed));
+        t.with_outcome += usize::from(e.judged.outcome.is_some());
+        t.failed += usize::from(e.judged.outcome == Some(Outcome::Failed));
         if e.needs_labels() {
             t.pending += 1;
             if out.len() < limit {
@@ -157,22 +157,22 @@ pub fn label(entries: &mut [Entry], id: &str, l: &Labels) -> Result<(), String> 
         return Err(format!("entry {id} is a prompt, not a subagent spawn: it has no outcome"));
     }
     if !l.features.is_empty() {
-        let labels = e.labels.get_or_insert_default();
+        let labels = e.labelling.labels.get_or_insert_default();
         for (f, v) in &l.features {
             labels.insert(*f, *v);
         }
     }
     if let Some(t) = l.tier {
-        e.label_tier = Some(t);
+        e.labelling.label_tier = Some(t);
     }
     if !l.features.is_empty() || l.tier.is_some() {
-        e.labelled_by = Some(l.by);
+        e.labelling.labelled_by = Some(l.by);
     }
     if let Some(o) = l.outcome {
-        e.outcome = Some(o);
-        e.outcome_reason = Some(format!("labelled by {}", l.by));
-        e.outcome_source = Some(l.by.into());
-        e.outcome_doubtful = None;
+        e.judged.outcome = Some(o);
+        e.judged.outcome_reason = Some(format!("labelled by {}", l.by));
+        e.judged.outcome_source = Some(l.by.into());
+        e.judged.outcome_doubtful = None;
     }
     Ok(())
 }

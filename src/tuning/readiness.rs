@@ -35,10 +35,13 @@ pub struct Options {
 fn row_of(e: &Entry) -> Option<(String, Row)> {
     let text = e.prompt.clone()?;
     let labels = e.feature_labels();
-    if labels.is_empty() && e.outcome.is_none() {
+    if labels.is_empty() && e.judged.outcome.is_none() {
         return None;
     }
-    Some((text, Row { labels, engine: BTreeMap::new(), outcome: e.outcome, outcome_tier: e.outcome_tier }))
+    Some((
+        text,
+        Row { labels, engine: BTreeMap::new(), outcome: e.judged.outcome, outcome_tier: e.judged.outcome_tier },
+    ))
 }
 
 /// `system1 evaluate`: asks `opts.provider` the features of every labelled entry, measures, and
