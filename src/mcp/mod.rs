@@ -3,7 +3,8 @@
 //! The main thread reads stdin line by line and answers everything but `tools/call` inline; each
 //! tool call runs on its own thread (a 2025-03-26 batch holding one runs on its own thread too,
 //! its members side by side), so a decision waiting on a slow engine holds up neither `ping`, nor
-//! health, nor another decision. Replies are written whole, one line each, under one
+//! health, nor another decision. Calls in flight are bounded in number and in the bytes of their
+//! messages ([`MAX_CALLS`], [`MAX_CALL_BYTES`]); one past either is refused at once with [`BUSY`]. Replies are written whole, one line each, under one
 //! lock; stdout carries nothing else. End of input ends the process once every call still running
 //! is answered (each within its time budget), at once when none is.
 //!
@@ -42,6 +43,40 @@ use rpc::{
 /// to be written (the timeouts are the engine's; the gateway's own work comes on top).
 const REPLY_MARGIN: Duration = Duration::from_millis(250);
 
+/// At most this many tool calls run at once (a batch counts one per tool call it runs at once, up
+/// to [`BATCH_RUNNERS`]); a call past it is refused at once with [`BUSY`]. Each call holds its
+/// message and the engine's working memory (the local engine's forward pass, an HTTP engine's
+/// request body) until it is answered: without a bound, 1,000 concurrent local decides took 3.9 GB.
+pub const MAX_CALLS: usize = 32;
+
+/// At most this many bytes of messages (each line as read) may belong to tool calls still running;
+/// a call that would go past it is refused with [`BUSY`]. A call holds several times its message's
+/// size while it runs (the parsed arguments, the request the gateway checks, the text the engine
+/// reads, an HTTP engine's body: about 7 times, measured on 4 MB contexts), so this bounds what
+/// large contexts cost: 100 calls of 15 MB took 5.9 GB. It is the longest message allowed
+/// ([`rpc::MAX_LINE`]), which therefore always runs when nothing else does.
+pub const MAX_CALL_BYTES: usize = rpc::MAX_LINE;
+
+/// The JSON-RPC error of a tool call refused because [`MAX_CALLS`] or [`MAX_CALL_BYTES`] would be
+/// passed (an implementation-defined server error, in the range JSON-RPC leaves to servers).
+pub const BUSY: i64 = -32001;
+
+/// What one admitted call (or batch) holds of the bounds, given back when it is over.
+#[derive(Clone, Copy)]
+struct Weight {
+    calls: usize,
+    bytes: usize,
+}
+
+/// Tool calls still running, by id, and what they hold of the bounds together. One map under one
+/// lock, so a cancellation can never outlive its call, and admission sees every call.
+#[derive(Default)]
+struct Flights {
+    by_key: HashMap<String, InFlight>,
+    calls: usize,
+    bytes: usize,
+}
+
 /// A tool call (or a batch holding one) still running.
 struct InFlight {
     /// The client cancelled it: its reply is dropped.
@@ -56,9 +91,7 @@ struct Server {
     out: Mutex<std::io::Stdout>,
     /// The negotiated protocol version (the newest until `initialize` says otherwise).
     version: Mutex<Option<String>>,
-    /// Tool calls still running, by id. One map under one lock, so a cancellation can never
-    /// outlive its call.
-    in_flight: Mutex<HashMap<String, InFlight>>,
+    in_flight: Mutex<Flights>,
 }
 
 impl Server {
@@ -67,18 +100,32 @@ impl Server {
     }
 
     /// Registers a call (or a batch) as running, with its deadline: `rounds` turns of the whole
-    /// provider chain, each provider within the timeout.
-    fn start(&self, key: &str, rounds: u32) {
+    /// provider chain, each provider within the timeout. Refused (with the message of the busy
+    /// error) when `weight` would take the calls in flight past [`MAX_CALLS`] or [`MAX_CALL_BYTES`].
+    fn start(&self, key: &str, rounds: u32, weight: Weight) -> Result<(), String> {
         let chain = self.gateway.chain().len().max(1) as u32;
         let deadline = Instant::now() + self.gateway.timeout * chain * rounds.max(1) + REPLY_MARGIN;
-        if let Ok(mut f) = self.in_flight.lock() {
-            f.insert(key.to_string(), InFlight { cancelled: false, deadline });
+        let mut f = self.in_flight.lock().map_err(|_| "the server is shutting down".to_string())?;
+        // The first call always fits: a single message is at most rpc::MAX_LINE bytes.
+        let idle = f.calls == 0;
+        if !idle && (f.calls + weight.calls > MAX_CALLS || f.bytes + weight.bytes > MAX_CALL_BYTES) {
+            return Err(format!(
+                "busy: {} tool calls holding {} bytes of requests are running, and this one ({} bytes) would \
+                 pass the server's bound ({MAX_CALLS} calls, {MAX_CALL_BYTES} bytes); retry when one is answered",
+                f.calls, f.bytes, weight.bytes
+            ));
         }
+        f.calls += weight.calls;
+        f.bytes += weight.bytes;
+        f.by_key.insert(key.to_string(), InFlight { cancelled: false, deadline });
+        Ok(())
     }
 
-    fn finish(&self, key: &str) {
+    fn finish(&self, key: &str, weight: Weight) {
         if let Ok(mut f) = self.in_flight.lock() {
-            f.remove(key);
+            f.by_key.remove(key);
+            f.calls -= weight.calls.min(f.calls);
+            f.bytes -= weight.bytes.min(f.bytes);
         }
     }
 
@@ -102,7 +149,7 @@ pub fn serve(gateway: Gateway) -> i32 {
         gateway: Arc::new(gateway),
         out: Mutex::new(std::io::stdout()),
         version: Mutex::new(None),
-        in_flight: Mutex::new(HashMap::new()),
+        in_flight: Mutex::new(Flights::default()),
     });
     for e in &server.gateway.config_errors {
         logging::warn("startup", &format!("config error: {e}"));
@@ -142,7 +189,7 @@ pub fn serve(gateway: Gateway) -> i32 {
 fn wait_for_replies(server: &Server) {
     let waiting = || {
         let now = Instant::now();
-        server.in_flight.lock().map(|f| f.values().any(|c| c.deadline > now)).unwrap_or(false)
+        server.in_flight.lock().map(|f| f.by_key.values().any(|c| c.deadline > now)).unwrap_or(false)
     };
     while waiting() {
         std::thread::sleep(Duration::from_millis(1));
@@ -165,11 +212,11 @@ fn handle_line(server: &Arc<Server>, line: &[u8]) {
     };
     match msg {
         Value::Object(obj) => {
-            if let Some(reply) = handle_message(server, obj, false) {
+            if let Some(reply) = handle_message(server, obj, Run::Thread(line.len())) {
                 server.send(&reply);
             }
         }
-        Value::Array(items) => handle_batch(server, items),
+        Value::Array(items) => handle_batch(server, items, line.len()),
         _ => server.send(&error(Value::Null, INVALID_REQUEST, "a message must be a JSON object")),
     }
 }
@@ -178,7 +225,7 @@ fn handle_line(server: &Arc<Server>, line: &[u8]) {
 /// is one array, sent when its last member is answered; the members run side by side on threads
 /// of the batch's own (registered in `in_flight` like a tool call, so end of input waits for it),
 /// so neither the reading thread nor one slow member holds up the rest.
-fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
+fn handle_batch(server: &Arc<Server>, items: Vec<Value>, bytes: usize) {
     let version = server.version();
     if version != "2025-03-26" {
         server.send(&error(Value::Null, INVALID_REQUEST, format!("batches are not supported in protocol {version}")));
@@ -188,10 +235,10 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
         server.send(&error(Value::Null, INVALID_REQUEST, "empty batch"));
         return;
     }
-    let calls_a_tool = items.iter().any(|i| i.get("method").and_then(Value::as_str) == Some("tools/call"));
-    if !calls_a_tool {
+    let tool_calls = items.iter().filter(|i| i.get("method").and_then(Value::as_str) == Some("tools/call")).count();
+    if tool_calls == 0 {
         // Nothing in it waits on an engine: answered here, as a single message would be.
-        if let Some(reply) = batch_replies(server, items) {
+        if let Some(reply) = batch_replies(server, items, Run::Inline) {
             server.send(&reply);
         }
         return;
@@ -200,17 +247,25 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
     // Not the text of any JSON id, so never taken for one by a cancellation.
     let key = format!("batch#{}", BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     // Up to BATCH_RUNNERS members run at once; the others wait for a runner.
-    server.start(&key, items.len().div_ceil(BATCH_RUNNERS) as u32);
+    let weight = Weight { calls: tool_calls.min(BATCH_RUNNERS), bytes };
+    if let Err(why) = server.start(&key, items.len().div_ceil(BATCH_RUNNERS) as u32, weight) {
+        // Past the bound: every tool call in it is refused at once, the rest answered as usual.
+        logging::info("rpc", &format!("batch refused: {why}"));
+        if let Some(reply) = batch_replies(server, items, Run::Busy(why)) {
+            server.send(&reply);
+        }
+        return;
+    }
     let worker = Arc::clone(server);
     let worker_key = key.clone();
     let spawned = std::thread::Builder::new().name("batch".into()).spawn(move || {
-        if let Some(reply) = batch_replies(&worker, items) {
+        if let Some(reply) = batch_replies(&worker, items, Run::Inline) {
             worker.send(&reply);
         }
-        worker.finish(&worker_key);
+        worker.finish(&worker_key, weight);
     });
     if let Err(e) = spawned {
-        server.finish(&key);
+        server.finish(&key, weight);
         logging::error("rpc", &format!("cannot start a thread for a batch: {e}"));
         server.send(&error(Value::Null, INTERNAL_ERROR, format!("the server is overloaded: {e}")));
     }
@@ -220,10 +275,11 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>) {
 const BATCH_RUNNERS: usize = 16;
 
 /// Every member's reply, in the batch's order, as the one array to send (`None` when the batch
-/// held only notifications). Members run on up to [`BATCH_RUNNERS`] threads.
-fn batch_replies(server: &Arc<Server>, items: Vec<Value>) -> Option<Value> {
+/// held only notifications). Members run on up to [`BATCH_RUNNERS`] threads; `run` says how
+/// their tool calls run (inline, or refused as busy).
+fn batch_replies(server: &Arc<Server>, items: Vec<Value>, run: Run) -> Option<Value> {
     let answer = |item: Value| match item {
-        Value::Object(obj) => handle_message(server, obj, true),
+        Value::Object(obj) => handle_message(server, obj, run.clone()),
         _ => Some(error(Value::Null, INVALID_REQUEST, "a message must be a JSON object")),
     };
     let replies: Vec<Option<Value>> = if items.len() == 1 {
@@ -268,9 +324,20 @@ fn stateless_version(request: &Request) -> Result<Option<String>, Value> {
     }
 }
 
+/// How a tool call runs.
+#[derive(Clone)]
+enum Run {
+    /// On its own thread, which sends the reply; the message was this many bytes.
+    Thread(usize),
+    /// Here, as a member of a batch that was admitted whole.
+    Inline,
+    /// Not at all: a member of a batch refused as busy, for this reason.
+    Busy(String),
+}
+
 /// Handles one message; returns the reply to send now, if any. Tool calls outside a batch reply
 /// later from their own thread.
-fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool) -> Option<Value> {
+fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, run: Run) -> Option<Value> {
     let request = match read_envelope(obj) {
         Message::Request(r) => r,
         Message::Notification { method, params } => {
@@ -299,7 +366,7 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, in_batch: bool)
             }
             tools::list(modern.as_deref().unwrap_or(&server.version()), tools::Offer::of(&server.gateway))
         }
-        "tools/call" => return call_tool(server, request, modern, in_batch),
+        "tools/call" => return call_tool(server, request, modern, run),
         other => return Some(error(request.id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
     };
     let value = if modern.is_some() { tools::modern_result(value, request.method == "tools/list") } else { value };
@@ -353,8 +420,9 @@ fn discover(server: &Server, request: &Request) -> Value {
 }
 
 /// `tools/call`: inside a batch the tool runs inline; otherwise on its own thread, which sends the
-/// reply itself (unless the client cancelled the call meanwhile).
-fn call_tool(server: &Arc<Server>, request: Request, modern: Option<String>, in_batch: bool) -> Option<Value> {
+/// reply itself (unless the client cancelled the call meanwhile), or is refused as busy at once
+/// when the server's bound on calls in flight would be passed.
+fn call_tool(server: &Arc<Server>, request: Request, modern: Option<String>, how: Run) -> Option<Value> {
     let Request { id, mut params, rid, .. } = request;
     let Some(Value::String(name)) = params.remove("name") else {
         return Some(error(id, INVALID_PARAMS, "params.name must be the tool's name"));
@@ -371,7 +439,7 @@ fn call_tool(server: &Arc<Server>, request: Request, modern: Option<String>, in_
     let key = id.to_string();
     let busy_id = id.clone();
     // Every request gets its answer, even if the tool has a bug: a panic becomes -32603.
-    let run = move |gateway: &Gateway| {
+    let call = move |gateway: &Gateway| {
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tools::call(gateway, &name, &arguments, &version)
         }));
@@ -380,49 +448,73 @@ fn call_tool(server: &Arc<Server>, request: Request, modern: Option<String>, in_
             Err(_) => Some(error(id, INTERNAL_ERROR, format!("internal error in {name}"))),
         }
     };
-    if in_batch {
-        return run(&server.gateway);
+    let bytes = match how {
+        Run::Inline => return call(&server.gateway),
+        Run::Busy(why) => return Some(busy(busy_id, why)),
+        Run::Thread(bytes) => bytes,
+    };
+    match spawn_call(server, key, &rid, Weight { calls: 1, bytes }, call) {
+        Ok(()) => None,
+        Err(Refused::Busy(why)) => {
+            logging::info(&rid, &format!("refused: {why}"));
+            Some(busy(busy_id, why))
+        }
+        Err(Refused::NoThread(e)) => {
+            // Out of threads: say so now rather than leave the request unanswered.
+            logging::error(&rid, &format!("cannot start a thread for the call: {e}"));
+            Some(error(busy_id, INTERNAL_ERROR, format!("the server is overloaded: {e}")))
+        }
     }
-    spawn_call(server, key, &rid, run).err().map(|e| {
-        // Out of threads: say so now rather than leave the request unanswered.
-        logging::error(&rid, &format!("cannot start a thread for the call: {e}"));
-        error(busy_id, INTERNAL_ERROR, format!("the server is overloaded: {e}"))
-    })
+}
+
+/// The busy error: the bounds, and how many calls and bytes are in flight, in `data` too.
+fn busy(id: Value, why: String) -> Value {
+    let mut reply = error(id, BUSY, why);
+    reply["error"]["data"] = json!({"max_calls": MAX_CALLS, "max_call_bytes": MAX_CALL_BYTES});
+    reply
+}
+
+/// Why a call was not started.
+enum Refused {
+    Busy(String),
+    NoThread(std::io::Error),
 }
 
 /// Runs a tool call on its own thread, registered in `in_flight` until its reply is written (or
-/// dropped, when the client cancelled it).
+/// dropped, when the client cancelled it); refused when it would pass the bounds.
 fn spawn_call(
     server: &Arc<Server>,
     key: String,
     rid: &str,
+    weight: Weight,
     run: impl FnOnce(&Gateway) -> Option<Value> + Send + 'static,
-) -> std::io::Result<()> {
-    server.start(&key, 1);
+) -> Result<(), Refused> {
+    server.start(&key, 1, weight).map_err(Refused::Busy)?;
     let worker = Arc::clone(server);
     let (worker_key, rid) = (key.clone(), rid.to_string());
     let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
         let (server, key) = (worker, worker_key);
         let reply = run(&server.gateway);
-        let cancelled = server.in_flight.lock().map(|f| f.get(&key).is_some_and(|c| c.cancelled)).unwrap_or(false);
+        let cancelled =
+            server.in_flight.lock().map(|f| f.by_key.get(&key).is_some_and(|c| c.cancelled)).unwrap_or(false);
         match reply {
             Some(r) if !cancelled => server.send(&r),
             _ => logging::info(&rid, "reply dropped: the request was cancelled"),
         }
         // Only now is the call over: end of input waits for this, so the reply is never cut off.
-        server.finish(&key);
+        server.finish(&key, weight);
     });
     if spawned.is_err() {
-        server.finish(&key);
+        server.finish(&key, weight);
     }
-    spawned.map(|_| ())
+    spawned.map(|_| ()).map_err(Refused::NoThread)
 }
 
 fn handle_notification(server: &Server, method: &str, params: &Value) {
     if method == "notifications/cancelled"
         && let Some(id) = params.get("requestId").filter(|v| valid_id(v))
         && let Ok(mut f) = server.in_flight.lock()
-        && let Some(call) = f.get_mut(&id.to_string())
+        && let Some(call) = f.by_key.get_mut(&id.to_string())
     {
         call.cancelled = true;
     }

@@ -38,6 +38,7 @@ mod local_engine;
 mod local_teach;
 mod local_untrusted;
 mod mcp_bad_input;
+mod mcp_bounds;
 mod mcp_clients;
 mod mcp_config;
 mod mcp_decide;
