@@ -74,7 +74,9 @@ enum Action {
         #[arg(long, hide = true)]
         platform: Option<String>,
     },
-    /// Report OS, CPU, RAM, GPU and VRAM, and the Python and Ollama on PATH.
+    /// Report OS, CPU, RAM, GPU and VRAM, the Python, Ollama and llama-server on PATH, and the
+    /// System One servers within reach (one answering at [providers.systemone] endpoint, an Ollama
+    /// or llama-server that can serve the API, the hosted one to ask about).
     Probe {
         #[arg(long)]
         json: bool,
@@ -128,7 +130,20 @@ pub fn run(args: Args) -> Result<i32> {
             Ok(exit::OK)
         }
         Action::Probe { json } => {
-            let p = probe::probe();
+            // The configured System One server (llama-server's address by default): does one answer?
+            let loaded = crate::config::load();
+            let settings = loaded.provider_settings("systemone");
+            let server = providers::build("systemone", &settings);
+            let endpoint = loaded
+                .config
+                .providers
+                .get("systemone")
+                .and_then(|p| p.table.get("endpoint"))
+                .and_then(|v| v.as_str())
+                .map(text::without_userinfo)
+                .unwrap_or_else(|| providers::systemone::DEFAULT_ENDPOINT.to_string());
+            let health = server.map(|s| s.health(Duration::from_secs(1)));
+            let p = probe::probe(health.as_ref().map(|h| (endpoint.as_str(), h)));
             if json {
                 outln!("{}", serde_json::to_string_pretty(&p).unwrap_or_default())?;
             } else {

@@ -46,7 +46,7 @@ impl Gateway {
             let pending: Vec<usize> = (0..n).filter(|i| answers[*i].is_none()).collect();
             let Some(timeout) = self.attempt_timeout(provider.as_ref(), deadline) else {
                 let detail = "the engine time budget was used up".to_string();
-                attempts.push(not_asked(name, Cause::Timeout, &detail));
+                attempts.push(not_asked(name, Outcome::Timeout, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
                 break;
             };
@@ -62,13 +62,14 @@ impl Gateway {
                 .iter()
                 .map(|&i| cal_keys.get(i).cloned().unwrap_or_else(|| request.questions[i].key.clone()))
                 .collect();
+            // Past its option limit with the rounds off, the engine cannot answer the question at
+            // all: it passes it on, as an engine that does not answer a question does.
             let refused =
                 if self.loaded.config.gateway.tournament { None } else { over_limit(provider.as_ref(), &asked) };
             if let Some(detail) = refused {
                 logging::info(rid, &format!("{name}: {detail}"));
-                attempts.push(not_asked(name.clone(), Cause::OverLimit, &detail));
+                attempts.push(not_asked(name.clone(), Outcome::Passed, &detail));
                 pending.iter().for_each(|&i| passes[i].push(crate::providers::named(&name, &detail)));
-                failure = Some(ErrorInfo { code: ErrorCode::ProviderError, message: detail });
                 continue;
             }
             let (result, latency_ms) = self.attempt(provider.as_ref(), &asked, &keys, timeout);
@@ -174,15 +175,13 @@ fn over_limit(provider: &dyn Provider, request: &EngineRequest) -> Option<String
     ))
 }
 
-/// The attempt of a provider that was not asked.
-fn not_asked(provider: String, cause: Cause, detail: &str) -> Attempt {
-    Attempt {
-        provider,
-        outcome: outcome_of(cause),
-        latency_ms: 0.0,
-        detail: Some(detail.to_string()),
-        cause: Some(cause),
-    }
+/// The attempt of a provider that was not asked: the time was up, or it passed the question on.
+fn not_asked(provider: String, outcome: Outcome, detail: &str) -> Attempt {
+    let cause = match outcome {
+        Outcome::Timeout => Some(Cause::Timeout),
+        _ => Some(Cause::OverLimit),
+    };
+    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()), cause }
 }
 
 /// The attempt outcome of a failure: a timeout and a malformed answer have their own, every other
@@ -320,7 +319,7 @@ mod tests {
     }
 
     #[test]
-    fn with_elimination_rounds_off_a_providers_option_limit_is_an_error_that_falls_back_without_asking_it() {
+    fn with_elimination_rounds_off_a_providers_option_limit_passes_the_question_on_without_asking_it() {
         let small = Scripted::limited("small", 20, Ok(vec![]));
         let big = Scripted::new("big", Ok(vec![decided("o0", 0.7)]));
         let options: Vec<String> = (0..21).map(|i| format!("o{i}")).collect();
@@ -330,12 +329,20 @@ mod tests {
         let g = gateway_of(chain, &[("SYSTEM1_TOURNAMENT", "false")], Calibration::default());
         let out = g.run_chain(&request, &["k".into()], None, "t");
         assert_eq!(small.calls(), 0, "the limit is checked before the provider is asked");
-        assert_eq!(out.attempts[0].outcome, Outcome::Error);
+        assert_eq!(out.attempts[0].outcome, Outcome::Passed);
         assert_eq!(
             out.attempts[0].detail.as_deref(),
             Some("21 options exceed small's limit of 20 (elimination rounds are off: [gateway] tournament = false)")
         );
         assert_eq!(out.provider.as_deref(), Some("big"));
+        // With no engine after it, the question ends passed (an abstention saying why), not an error.
+        let alone = gateway_of(vec![small.clone()], &[("SYSTEM1_TOURNAMENT", "false")], Calibration::default());
+        let out = alone.run_chain(&request, &["k".into()], None, "t");
+        assert!(out.failure.is_none(), "{out:?}");
+        assert!(
+            matches!(out.answers.as_deref(), Some([Answer::Passed { reason }]) if reason.starts_with("small: 21 options exceed")),
+            "{out:?}"
+        );
         // With the rounds on (the default), the same provider is asked.
         let small = Scripted::per_question("small", 20, |o| shown_at(o, 0, 0.6));
         let _ =

@@ -180,7 +180,7 @@ pub fn capabilities() -> Value {
             "timeout_s": {"type": "number"},
             "min_confidence": {"type": "number"},
             "tournament": {"type": "boolean",
-                "description": "A choice with more options than a provider's max_options is narrowed in elimination rounds; false: such a provider is not asked (provider_error), so a fallback can take over."},
+                "description": "A choice with more options than a provider's max_options is narrowed in elimination rounds; false: such a provider is not asked and passes the question on (attempt outcome passed), so a fallback can take over."},
             "stability": {"enum": ["off", "fast", "full"],
                 "description": "The decision is asked again with the options reversed (fast), and also shuffled (full), in the same engine request; see the response's stability fields."},
             "min_stability": {"type": "number", "minimum": 0, "maximum": 1,

@@ -1,12 +1,14 @@
 //! `system1 engine probe`: what this machine can run. OS, CPU, RAM, GPU and VRAM where the system
 //! says (Linux `/proc`, macOS `sysctl`, Windows CIM through PowerShell, `nvidia-smi` anywhere),
-//! plus the Python and Ollama found on PATH. Anything not detectable is reported as unknown,
-//! never guessed.
+//! plus the Python, Ollama and llama-server found on PATH, and the System One servers within reach
+//! (docs/engines.md#system-one-servers). Anything not detectable is reported as unknown, never
+//! guessed.
 
 use std::process::Command;
 
 use serde_json::{Value, json};
 
+use crate::providers::Probe;
 use crate::text;
 
 /// Runs a command briefly and returns its trimmed stdout when it succeeds.
@@ -92,11 +94,98 @@ fn gb(bytes: u64) -> f64 {
     crate::text::round(bytes as f64 / 1_073_741_824.0, 1)
 }
 
-/// Everything the probe finds, as JSON.
-pub fn probe() -> Value {
+/// Runs a command briefly and returns what it printed, stdout and stderr (some programs print
+/// their version on stderr), whether or not it succeeded; `None` when it does not run.
+fn printed(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program).args(args).output().ok()?;
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = text.trim().to_string();
+    if text.is_empty() { None } else { Some(text) }
+}
+
+/// The first `major.minor[.patch]` in `text`, as numbers.
+fn version_in(text: &str) -> Option<(u64, u64)> {
+    text.split(|c: char| c.is_whitespace() || c == 'v').find_map(|w| {
+        let mut parts = w.trim_matches(|c: char| !c.is_ascii_digit()).split('.');
+        let major = parts.next()?.parse().ok()?;
+        let minor = parts.next()?.parse().ok()?;
+        Some((major, minor))
+    })
+}
+
+/// llama.cpp's build number in `llama-server --version` ("version: 11400 (abc1234)").
+fn llama_build(text: &str) -> Option<u64> {
+    let rest = text.split("version:").nth(1)?;
+    rest.split_whitespace().next()?.trim_start_matches('b').parse().ok()
+}
+
+/// The first Ollama release that serves the System One API (with a decision model).
+const OLLAMA_SYSTEMONE: (u64, u64) = (0, 35);
+/// llama.cpp's last release without the System One API in `llama-server`.
+const LLAMA_WITHOUT_SYSTEMONE: u64 = 11349;
+
+/// The System One servers this machine has or could reach, each with whether it fits and how to
+/// use it: one answering at the configured endpoint (`answering`: its health probe), an Ollama new
+/// enough to serve decision models, a `llama-server` on PATH, and TypeSafe's hosted Jev, which only
+/// the user can choose (prompts and contexts leave the machine).
+pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&str, &Probe)>) -> Vec<Value> {
+    let mut offers = Vec::new();
+    let fallback = "as a fallback after the local engine it answers the free yes/no questions local passes on";
+    if let Some((endpoint, probe)) = answering {
+        match probe {
+            Probe::Up(detail) => offers.push(json!({"server": "running", "fits": true, "how": format!(
+                "a System One server answers at {endpoint} ({}): add \"systemone\" to [gateway] fallback; {fallback}",
+                detail.as_deref().unwrap_or("up")
+            )})),
+            Probe::Down(_) => {}
+        }
+    }
+    if let Some(v) = ollama {
+        let fits = version_in(v).is_some_and(|got| got >= OLLAMA_SYSTEMONE);
+        let how = if fits {
+            format!(
+                "Ollama ({v}) serves the System One API with a decision model: `ollama pull d1-omni:600m`, then \
+                 [providers.systemone] endpoint = \"http://127.0.0.1:11434\" and model = \"d1-omni:600m\"; {fallback}"
+            )
+        } else {
+            format!(
+                "Ollama ({v}) is older than 0.35, the first to serve the System One API: upgrade it to use a decision model"
+            )
+        };
+        offers.push(json!({"server": "ollama", "fits": fits, "how": how}));
+    }
+    if let Some(v) = llama {
+        let build = llama_build(v);
+        let fits = build.is_some_and(|b| b > LLAMA_WITHOUT_SYSTEMONE);
+        let how = if fits {
+            format!(
+                "llama-server (build {}) serves the System One API with a decision-model GGUF (Kev-4B, say) at \
+                 http://127.0.0.1:8080, [providers.systemone]'s default endpoint; {fallback}",
+                build.unwrap_or_default()
+            )
+        } else {
+            format!(
+                "llama-server is here, but not a build after b{LLAMA_WITHOUT_SYSTEMONE}, which added the System One API: \
+                 build llama.cpp from source until a release has it"
+            )
+        };
+        offers.push(json!({"server": "llama-server", "fits": fits, "how": how}));
+    }
+    offers.push(json!({"server": "hosted", "fits": true, "how":
+        "TypeSafe's hosted Jev, only if you agree: every prompt and context it decides on leaves this machine, and it \
+         is a paid service billed by TypeSafe (each answer reports its tokens in `usage`; check TypeSafe's prices \
+         first). A team's vLLM (0.32 or later) is the same kind of server on your own network"}));
+    offers
+}
+
+/// Everything the probe finds, as JSON. `answering` is the configured System One server's
+/// endpoint and health probe, when one is configured or listens at the default address.
+pub fn probe(answering: Option<(&str, &Probe)>) -> Value {
     let threads = std::thread::available_parallelism().map(|n| n.get()).ok();
     let python = output("python3", &["--version"]).or_else(|| output("python", &["--version"]));
     let ollama = output("ollama", &["--version"]);
+    let llama = printed("llama-server", &["--version"]);
+    let offers = systemone(ollama.as_deref(), llama.as_deref(), answering);
     json!({
         "os": os_name(),
         "cpu": {"model": cpu_model(), "threads": threads},
@@ -104,6 +193,8 @@ pub fn probe() -> Value {
         "gpus": gpus(),
         "python": python,
         "ollama": ollama,
+        "llama_server": llama.as_deref().and_then(llama_build),
+        "systemone": offers,
     })
     .as_object()
     .map(|o| {
@@ -168,12 +259,47 @@ pub fn describe(p: &Value) -> Vec<String> {
     if let Some(engine) = s(&p["recommended"]["engine"]) {
         lines.push(format!("Engine: {engine} ({})", s(&p["recommended"]["why"]).unwrap_or_default()));
     }
+    for offer in p["systemone"].as_array().into_iter().flatten() {
+        let mark = if offer["fits"].as_bool() == Some(true) { "" } else { "(not yet) " };
+        lines.push(format!("System One server: {mark}{}", s(&offer["how"]).unwrap_or_default()));
+    }
     lines
 }
 
 #[cfg(test)]
 mod recommend_tests {
     use super::*;
+
+    #[test]
+    fn system_one_servers_are_offered_where_they_fit() {
+        let servers = |o: Option<&str>, l: Option<&str>| -> Vec<(String, bool)> {
+            systemone(o, l, None)
+                .iter()
+                .map(|v| (v["server"].as_str().unwrap_or("").to_string(), v["fits"].as_bool().unwrap_or(false)))
+                .collect()
+        };
+        let names = |v: &[(&str, bool)]| v.iter().map(|(s, f)| (s.to_string(), *f)).collect::<Vec<_>>();
+        assert_eq!(servers(None, None), names(&[("hosted", true)]), "the hosted one is always named, to ask about");
+        assert_eq!(
+            servers(Some("ollama version is 0.35.0"), Some("version: 11350 (abc1234)\nbuilt with cc")),
+            names(&[("ollama", true), ("llama-server", true), ("hosted", true)])
+        );
+        assert_eq!(
+            servers(Some("ollama version is 0.12.11"), Some("version: 11349 (abc1234)")),
+            names(&[("ollama", false), ("llama-server", false), ("hosted", true)])
+        );
+        assert_eq!(version_in("ollama version is 0.36.2"), Some((0, 36)));
+        assert_eq!(llama_build("version: b11400 (x)"), Some(11400));
+        let up = Probe::up("systemone at http://127.0.0.1:8080 is up and offers jev-latest");
+        let offered = systemone(None, None, Some(("http://127.0.0.1:8080", &up)));
+        assert_eq!(offered[0]["server"], "running");
+        let down = Probe::Down(crate::providers::Failure::new(crate::providers::Cause::Refused, "refused"));
+        assert_eq!(systemone(None, None, Some(("http://127.0.0.1:8080", &down))).len(), 1);
+        let hosted = offered.last().and_then(|v| v["how"].as_str()).unwrap_or("");
+        assert!(
+            hosted.contains("only if you agree") && hosted.contains("leaves this machine") && hosted.contains("paid")
+        );
+    }
 
     #[test]
     fn local_without_a_gpu_or_python_laya_with_both() {

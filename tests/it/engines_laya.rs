@@ -167,14 +167,16 @@ fn mcp_decides_reports_health_and_the_option_limit() {
     assert_eq!(sent[1].json()["state"], "Which?", "the question once, however many groups ask it");
     mcp.close();
 
-    // With the rounds off, nothing is sent: a provider_error, so a fallback could take over.
+    // With the rounds off, nothing is sent: Laya passes the question on (a fallback could take
+    // it); with none, the decision abstains and says why.
     let mut env = env_for(&server.url());
     env.set_env("SYSTEM1_TOURNAMENT", "false");
     let mut mcp = env.mcp();
     mcp.initialize("2025-06-18");
     let r = mcp.call("system1_decide", json!({"question": "Which?", "options": many}));
-    assert_eq!(r["status"], "error");
-    assert_eq!(r["error"]["code"], "provider_error", "{r}");
+    assert_eq!((&r["status"], &r["error"]), (&json!("abstained"), &json!(null)), "{r}");
+    assert_eq!(r["attempts"][0]["outcome"], "passed", "{r}");
+    assert!(r["rationale"].as_str().is_some_and(|w| w.contains("21 options exceed")), "{r}");
     assert_eq!(server.requests_to("/v1/systemone").len(), 3, "nothing sent for 21 options");
     mcp.close();
 }

@@ -433,3 +433,96 @@ fn unanswered_questions_pass_on_to_the_next_engine() {
         "{shown}"
     );
 }
+
+/// `engine probe` offers the System One servers within reach: the configured one answering (the
+/// mock), an Ollama new enough for decision models, a llama-server build that has the API, and
+/// the hosted one to ask about; an older Ollama is named as one to upgrade.
+#[test]
+fn probe_offers_the_system_one_servers_within_reach() {
+    let Some(mock) = Mock::start(&[]) else { return };
+    let mut env = TestEnv::new();
+    env.write_config(&format!("[providers.systemone]\nendpoint = \"{}\"\n", mock.url()));
+    let bin = env.root.join("bin");
+    support::write_executable(&bin.join("ollama"), "#!/bin/sh\necho 'ollama version is 0.35.1'\n");
+    support::write_executable(&bin.join("llama-server"), "#!/bin/sh\necho 'version: 11402 (5e1a2b3)' >&2\nexit 0\n");
+    env.set_env("PATH", &format!("{}:/usr/bin:/bin", bin.display()));
+    let out = env.run(&["engine", "probe", "--json"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let p: Value = serde_json::from_str(&stdout(&out)).expect("probe JSON");
+    let offers: Vec<(&str, bool)> = p["systemone"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["server"].as_str().unwrap(), o["fits"].as_bool().unwrap()))
+        .collect();
+    assert_eq!(offers, [("running", true), ("ollama", true), ("llama-server", true), ("hosted", true)], "{p}");
+    assert_eq!(p["llama_server"], 11402);
+    let text = stdout(&env.run(&["engine", "probe"], ""));
+    assert!(
+        text.contains(&format!("System One server: a System One server answers at {}", mock.url()))
+            && text.contains("is up and offers jev-latest")
+            && text.contains("`ollama pull d1-omni:600m`")
+            && text.contains(
+                "TypeSafe's hosted Jev, only if you agree: every prompt and context it decides on leaves this machine"
+            ),
+        "{text}"
+    );
+
+    // An Ollama too old, and no server answering: only what to upgrade, and the hosted one.
+    support::write_executable(&bin.join("ollama"), "#!/bin/sh\necho 'ollama version is 0.12.11'\n");
+    std::fs::remove_file(bin.join("llama-server")).unwrap();
+    drop(mock);
+    let text = stdout(&env.run(&["engine", "probe"], ""));
+    assert!(!text.contains("answers at"), "{text}");
+    assert!(
+        text.contains("System One server: (not yet) Ollama (ollama version is 0.12.11) is older than 0.35"),
+        "{text}"
+    );
+}
+
+/// doctor checks a configured System One server: that it answers, that its `/v1/models` lists the
+/// configured model (naming what it offers when not), and where each kind of question goes.
+#[test]
+fn doctor_checks_the_server_its_model_and_where_questions_go() {
+    let Some(dir) = crate::local_engine::model_dir() else { return };
+    let Some(mock) = Mock::start(&[]) else { return };
+    let mut env = local_env(&dir, Some(&mock));
+    let report = stdout(&env.run(&["doctor"], ""));
+    let line = |start: &str| report.lines().find(|l| l.starts_with(start)).map(String::from);
+    let server = line("ok    systemone engine (fallback)").unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        server.contains(&format!("at {}", mock.url())) && server.contains("is up and offers jev-latest"),
+        "{server}"
+    );
+    let routes = line("ok    questions go: ").unwrap_or_else(|| panic!("{report}"));
+    assert!(
+        routes.contains("read_only; design; review; specified")
+            && routes.contains("→ local; free yes/no → systemone; choices → local")
+            && routes.ends_with("options per question: local 256, systemone 255"),
+        "{routes}"
+    );
+
+    // A model the server does not list: named, with what it offers, and the fix.
+    env.set_env("SYSTEM1_SYSTEMONE_MODEL", "kev-4b");
+    let report = stdout(&env.run(&["doctor"], ""));
+    let at = report.find("systemone engine (fallback)").unwrap_or_else(|| panic!("{report}"));
+    let finding = &report[at..];
+    assert!(
+        finding.contains("does not offer the model \"kev-4b\"; it offers: jev-latest, mock")
+            && finding.contains("fix: set [providers.systemone] model to one the server lists"),
+        "{report}"
+    );
+
+    // A server that answers /v1/models without the configured model, and with no default name.
+    let fake = crate::support::fake_http::FakeServer::start(|r| {
+        if r.path == "/v1/models" {
+            crate::support::fake_http::Reply::json(200, &serde_json::json!({"models": [{"name": "d1-omni:600m"}]}))
+        } else {
+            crate::support::fake_http::Reply::json(404, &serde_json::json!({"detail": "not found"}))
+        }
+    });
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &fake.url());
+    let report = stdout(&env.run(&["doctor"], ""));
+    assert!(report.contains("does not offer the model \"kev-4b\"; it offers: d1-omni:600m"), "{report}");
+    assert!(report.contains(&format!("systemone at {} is up, but", fake.url())), "{report}");
+}

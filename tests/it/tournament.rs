@@ -129,7 +129,7 @@ fn forty_options_from_the_command_line_and_a_fallback_when_rounds_are_off() {
     let (v, code) = off.decide_json(&args);
     assert_eq!(code, 0, "{v}");
     assert_eq!(v["provider"], "mock");
-    assert_eq!(v["attempts"][0]["outcome"], "error");
+    assert_eq!(v["attempts"][0]["outcome"], "passed");
     assert_eq!(
         v["attempts"][0]["detail"],
         "40 options exceed laya's limit of 20 (elimination rounds are off: [gateway] tournament = false)"
