@@ -12,8 +12,9 @@
 //!
 //! Answers are held to the API's rules (jevcompat's MUST requirements, [`wire::strict_choice`]);
 //! an answer that breaks one is malformed and names the rule, so a wrong answer is never passed
-//! on. An answer the server leaves out is passed on to the next engine in the chain; an answer
-//! nobody asked for is ignored, with a note.
+//! on. An answer the server leaves out is passed on to the next engine in the chain, and so is a
+//! question a 422 refuses by name (a type the server does not serve; the rest are asked again); an
+//! answer nobody asked for is ignored, with a note.
 //!
 //! Several servers can sit side by side: `[providers.<name>]` with `kind = "systemone"` is one
 //! more provider of this kind under its own name (its key in `SYSTEM1_<NAME>_API_KEY`).
@@ -208,9 +209,87 @@ impl Provider for SystemOne {
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
-        let name = &self.name;
-        answers::check_option_limit(name, request, self.max_options, " (the System One API takes at most 255)")?;
+        answers::check_option_limit(&self.name, request, self.max_options, " (the System One API takes at most 255)")?;
         let deadline = Instant::now() + timeout;
+        let n = request.questions.len();
+        let mut out: Vec<Option<EngineAnswer>> = vec![None; n];
+        // A server that refuses some questions of the request (a 422 whose every complaint is
+        // about one of them: a question type it does not serve, say) is asked the others again;
+        // the ones it refused pass on to the next engine. Each round settles at least one question.
+        loop {
+            let left: Vec<usize> = (0..n).filter(|i| out[*i].is_none()).collect();
+            if left.is_empty() {
+                break;
+            }
+            let asked = if left.len() == n {
+                request.clone()
+            } else {
+                EngineRequest {
+                    context: request.context.clone(),
+                    questions: left.iter().map(|&i| request.questions[i].clone()).collect(),
+                }
+            };
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(transport(&self.name, Failure::timeout(timeout)));
+            }
+            match self.ask(&asked, remaining, deadline)? {
+                Asked::Answered(got) => left.iter().zip(got).for_each(|(&i, a)| out[i] = Some(a)),
+                Asked::Refused(refused) => {
+                    for (j, why) in refused {
+                        out[left[j]] = Some(EngineAnswer::Passed { reason: why });
+                    }
+                }
+            }
+        }
+        Ok(out.into_iter().flatten().collect())
+    }
+
+    fn health(&self, timeout: Duration) -> Probe {
+        self.probe(timeout)
+    }
+
+    fn fix(&self, failure: &Failure) -> Fix {
+        self.fix_for(failure)
+    }
+}
+
+/// What one request to the server gave: an answer to every question (answered or passed on), or
+/// the questions it refused as invalid, by index, each with why.
+enum Asked {
+    Answered(Vec<EngineAnswer>),
+    Refused(Vec<(usize, String)>),
+}
+
+/// The questions a 422 refuses, when each of its complaints is about one question of the request
+/// (`loc` `["body", "questions", <id>, ...]`): index and the server's words. `None` when any
+/// complaint is about something else, which makes the whole request invalid.
+fn refused_questions(name: &str, reply: &Reply, ids: &[String]) -> Option<Vec<(usize, String)>> {
+    let complaints = reply.json.get("detail")?.as_array().filter(|c| !c.is_empty())?;
+    let mut refused: Vec<(usize, String)> = Vec::new();
+    for c in complaints {
+        let loc = c.get("loc")?.as_array()?;
+        let (Some("body"), Some("questions"), Some(id)) = (
+            loc.first().and_then(Value::as_str),
+            loc.get(1).and_then(Value::as_str),
+            loc.get(2).and_then(Value::as_str),
+        ) else {
+            return None;
+        };
+        let at = ids.iter().position(|i| i == id)?;
+        let msg = c.get("msg").and_then(Value::as_str).unwrap_or("invalid");
+        if !refused.iter().any(|(j, _)| *j == at) {
+            let msg = crate::text::printable(msg, 300);
+            refused.push((at, format!("{name} refuses this question (HTTP 422: {msg})")));
+        }
+    }
+    Some(refused)
+}
+
+impl SystemOne {
+    /// One request for every question of `request`.
+    fn ask(&self, request: &EngineRequest, timeout: Duration, deadline: Instant) -> Result<Asked, Failure> {
+        let name = &self.name;
         let ids = answers::question_ids(request);
         let asks: Vec<Ask> = request
             .questions
@@ -226,6 +305,11 @@ impl Provider for SystemOne {
             .endpoint()?
             .post("/v1/systemone", &body, timeout, self.api_key.as_deref())
             .map_err(|f| transport(name, f))?;
+        if reply.status == 422
+            && let Some(refused) = refused_questions(name, &reply, &ids)
+        {
+            return Ok(Asked::Refused(refused));
+        }
         if reply.status != 200 {
             return Err(self.refused(&reply, deadline));
         }
@@ -259,10 +343,10 @@ impl Provider for SystemOne {
             }
             out.push(answer);
         }
-        Ok(out)
+        Ok(Asked::Answered(out))
     }
 
-    fn health(&self, timeout: Duration) -> Probe {
+    fn probe(&self, timeout: Duration) -> Probe {
         let base = self.base();
         let what = format!("{} at {base}", self.name);
         let endpoint = match self.endpoint() {
@@ -308,7 +392,7 @@ impl Provider for SystemOne {
 
     /// The fixes for what goes wrong with a System One server, each its own: what the person
     /// changes in this provider's table, or checks on the server.
-    fn fix(&self, failure: &Failure) -> Fix {
+    fn fix_for(&self, failure: &Failure) -> Fix {
         let name = &self.name;
         match failure.cause {
             Cause::Unauthorised => Fix::new(format!(

@@ -526,3 +526,51 @@ fn doctor_checks_the_server_its_model_and_where_questions_go() {
     assert!(report.contains("does not offer the model \"kev-4b\"; it offers: d1-omni:600m"), "{report}");
     assert!(report.contains(&format!("systemone at {} is up, but", fake.url())), "{report}");
 }
+
+/// A server that refuses a question type with a 422 naming the question passes that question on;
+/// the next engine of the chain (the mock) answers it.
+#[test]
+fn a_question_type_a_server_refuses_passes_on_to_the_next_engine() {
+    use crate::support::fake_http::{FakeServer, Reply};
+    let Some(mock) = Mock::start(&[]) else { return };
+    let choices_only = FakeServer::start(|r| {
+        let body = r.json();
+        let questions = body["questions"].as_object().cloned().unwrap_or_default();
+        let detail: Vec<Value> = questions
+            .iter()
+            .filter(|(_, q)| q["type"] == "noul")
+            .map(|(id, _)| serde_json::json!({"loc": ["body", "questions", id], "msg": "Input tag 'noul' found using 'type' does not match any of the expected tags: 'choice'", "type": "union_tag_invalid"}))
+            .collect();
+        if !detail.is_empty() {
+            return Reply::json(422, &serde_json::json!({"detail": detail}));
+        }
+        let answers: serde_json::Map<String, Value> = questions
+            .iter()
+            .map(|(id, q)| {
+                let options: Vec<String> =
+                    q["criteria"].as_object().map(|c| c.keys().cloned().collect()).unwrap_or_default();
+                let p = 1.0 / options.len() as f64;
+                let probs: serde_json::Map<String, Value> =
+                    options.iter().map(|o| (o.clone(), Value::from(p))).collect();
+                (id.clone(), serde_json::json!({"type": "choice", "choice": options[0], "probabilities": probs}))
+            })
+            .collect();
+        Reply::json(200, &serde_json::json!({"model": "choices-only", "answers": answers}))
+    });
+    let mut env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"systemone\"\nfallback = [\"second\"]\ntimeout_s = 30\n\
+         [providers.second]\nkind = \"systemone\"\nendpoint = \"{}\"\n",
+        mock.url()
+    ));
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &choices_only.url());
+    let (v, code) = decide(&env, YES_NO);
+    assert_eq!((code, &v["status"], &v["provider"]), (0, &Value::from("decided"), &Value::from("second")), "{v}");
+    assert_eq!((&v["attempts"][0]["provider"], &v["attempts"][0]["outcome"]), (&"systemone".into(), &"passed".into()));
+    let detail = v["attempts"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("refuses this question (HTTP 422: Input tag 'noul'"), "{detail}");
+    // Its choices it answers itself.
+    let (v, code) = decide(&env, CHOICE);
+    assert_eq!((code, &v["provider"]), (0, &Value::from("systemone")), "{v}");
+    assert_eq!(mock.decisions(), 1, "only the yes/no reached the mock");
+}

@@ -102,6 +102,56 @@ fn all_questions_go_in_one_request_as_the_api_defines_them() {
     );
 }
 
+/// A server that serves no `noul` questions: a 422 naming each, as a validating server words it.
+fn no_nouls(r: &Request) -> Reply {
+    let body = r.json();
+    let questions = body["questions"].as_object().cloned().unwrap_or_default();
+    let nouls: Vec<&String> = questions.iter().filter(|(_, q)| q["type"] == "noul").map(|(id, _)| id).collect();
+    if !nouls.is_empty() {
+        let detail: Vec<Value> = nouls
+            .iter()
+            .map(|id| json!({"loc": ["body", "questions", id], "msg": "Input tag 'noul' found using 'type' does not match any of the expected tags: 'choice'", "type": "union_tag_invalid"}))
+            .collect();
+        return Reply::json(422, &json!({"detail": detail}));
+    }
+    let answers: serde_json::Map<String, Value> = questions
+        .keys()
+        .map(|id| {
+            (id.clone(), json!({"type": "choice", "choice": "infra", "probabilities": {"infra": 0.7, "app": 0.3}}))
+        })
+        .collect();
+    Reply::json(200, &json!({"model": "m", "answers": answers}))
+}
+
+#[test]
+fn questions_a_422_refuses_pass_on_and_the_rest_are_asked_again() {
+    let server = FakeServer::start(no_nouls);
+    let (p, _) = built("providers.systemone", &format!("endpoint = \"{}\"\n", server.url()));
+    let team = Question { key: "team".into(), text: "Which team?".into(), options: vec!["infra".into(), "app".into()] };
+    let request = EngineRequest { context: None, questions: vec![yes_no("oom", "Out of memory?"), team.clone()] };
+    let out = p.decide(&request, T).expect("answers");
+    assert!(
+        matches!(&out[0], EngineAnswer::Passed { reason } if reason.starts_with("systemone refuses this question (HTTP 422: Input tag 'noul'")),
+        "{out:?}"
+    );
+    assert_eq!(out[1].decision(), Some("infra"));
+    let seen = server.requests_to("/v1/systemone");
+    assert_eq!(seen.len(), 2, "the choice asked again alone");
+    assert_eq!(seen[1].json()["questions"].as_object().map(|q| q.len()), Some(1));
+    // Every question refused: all passed on, one request.
+    server.clear();
+    let out = p.decide(&EngineRequest { context: None, questions: vec![yes_no("a", "A?"), yes_no("b", "B?")] }, T);
+    assert!(out.as_ref().is_ok_and(|o| o.iter().all(|a| matches!(a, EngineAnswer::Passed { .. }))), "{out:?}");
+    assert_eq!(server.requests_to("/v1/systemone").len(), 1);
+    // A 422 about anything but the questions is the request's failure, as before.
+    let other = FakeServer::start(|_: &Request| {
+        Reply::json(422, &json!({"detail": [{"loc": ["body", "state"], "msg": "Field required", "type": "missing"}]}))
+    });
+    let (p, _) = built("providers.systemone", &format!("endpoint = \"{}\"\n", other.url()));
+    let err = p.decide(&EngineRequest { context: None, questions: vec![team] }, T).unwrap_err();
+    assert_eq!(err.cause, Cause::HttpStatus(422), "{err:?}");
+}
+
 #[test]
 fn each_http_failure_says_what_it_is() {
     let answer = |status: u16, body: Value| {
