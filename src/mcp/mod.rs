@@ -101,19 +101,24 @@ impl Server {
 
     /// Registers a call (or a batch) as running, with its deadline: `rounds` turns of the whole
     /// provider chain, each provider within the timeout. Refused (with the message of the busy
-    /// error) when `weight` would take the calls in flight past [`MAX_CALLS`] or [`MAX_CALL_BYTES`].
-    fn start(&self, key: &str, rounds: u32, weight: Weight) -> Result<(), String> {
+    /// error) when `weight` would take the calls in flight past [`MAX_CALLS`] or [`MAX_CALL_BYTES`],
+    /// and when a call with this key is running already: a second call under one id would take the
+    /// first's place, and whichever finished first would end the wait for both at end of input.
+    fn start(&self, key: &str, rounds: u32, weight: Weight) -> Result<(), Refused> {
         let chain = self.gateway.chain().len().max(1) as u32;
         let deadline = Instant::now() + self.gateway.timeout * chain * rounds.max(1) + REPLY_MARGIN;
-        let mut f = self.in_flight.lock().map_err(|_| "the server is shutting down".to_string())?;
+        let mut f = self.in_flight.lock().map_err(|_| Refused::Busy("the server is shutting down".to_string()))?;
+        if f.by_key.contains_key(key) {
+            return Err(Refused::IdInUse);
+        }
         // The first call always fits: a single message is at most rpc::MAX_LINE bytes.
         let idle = f.calls == 0;
         if !idle && (f.calls + weight.calls > MAX_CALLS || f.bytes + weight.bytes > MAX_CALL_BYTES) {
-            return Err(format!(
+            return Err(Refused::Busy(format!(
                 "busy: {} tool calls holding {} bytes of requests are running, and this one ({} bytes) would \
                  pass the server's bound ({MAX_CALLS} calls, {MAX_CALL_BYTES} bytes); retry when one is answered",
                 f.calls, f.bytes, weight.bytes
-            ));
+            )));
         }
         f.calls += weight.calls;
         f.bytes += weight.bytes;
@@ -248,7 +253,8 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>, bytes: usize) {
     let key = format!("batch#{}", BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     // Up to BATCH_RUNNERS members run at once; the others wait for a runner.
     let weight = Weight { calls: tool_calls.min(BATCH_RUNNERS), bytes };
-    if let Err(why) = server.start(&key, items.len().div_ceil(BATCH_RUNNERS) as u32, weight) {
+    // The batch's key is new, so only the bound can refuse it.
+    if let Err(Refused::Busy(why)) = server.start(&key, items.len().div_ceil(BATCH_RUNNERS) as u32, weight) {
         // Past the bound: every tool call in it is refused at once, the rest answered as usual.
         logging::info("rpc", &format!("batch refused: {why}"));
         if let Some(reply) = batch_replies(server, items, Run::Busy(why)) {
@@ -459,6 +465,12 @@ fn call_tool(server: &Arc<Server>, request: Request, modern: Option<String>, how
             logging::info(&rid, &format!("refused: {why}"));
             Some(busy(busy_id, why))
         }
+        // Refused at once, so that the client hears of it and the call running keeps its reply.
+        Err(Refused::IdInUse) => {
+            logging::info(&rid, "refused: a call with this id is still running");
+            let why = format!("request id {busy_id} is already in use by a call still running; use a new id");
+            Some(error(busy_id, INVALID_REQUEST, why))
+        }
         Err(Refused::NoThread(e)) => {
             // Out of threads: say so now rather than leave the request unanswered.
             logging::error(&rid, &format!("cannot start a thread for the call: {e}"));
@@ -477,6 +489,8 @@ fn busy(id: Value, why: String) -> Value {
 /// Why a call was not started.
 enum Refused {
     Busy(String),
+    /// A call with the same id is still running.
+    IdInUse,
     NoThread(std::io::Error),
 }
 
@@ -489,7 +503,7 @@ fn spawn_call(
     weight: Weight,
     run: impl FnOnce(&Gateway) -> Option<Value> + Send + 'static,
 ) -> Result<(), Refused> {
-    server.start(&key, 1, weight).map_err(Refused::Busy)?;
+    server.start(&key, 1, weight)?;
     let worker = Arc::clone(server);
     let (worker_key, rid) = (key.clone(), rid.to_string());
     let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {

@@ -210,11 +210,7 @@ pub fn find_agent(tool_use_id: &str, session_id: Option<&str>) -> Option<Entry> 
 }
 
 pub fn find_agent_at(log: &Path, tool_use_id: &str, session_id: Option<&str>) -> Option<Entry> {
-    // The log's own writers make it a regular file in place: a FIFO or a link planted there (to
-    // `/dev/zero`, say) is refused, not waited on or read without end.
-    let (mut file, len) = fsutil::open_read(log, u64::MAX, fsutil::Links::Refuse).ok()?;
-    let mut bytes = Vec::with_capacity(usize::try_from(len).ok()?);
-    file.read_to_end(&mut bytes).ok()?;
+    let bytes = read_tail(log, AGENT_TAIL_BYTES)?;
     let needle = format!("\"tool_use_id\":{}", serde_json::to_string(tool_use_id).ok()?);
     let finder = memchr::memmem::Finder::new(needle.as_bytes());
     bytes
@@ -227,6 +223,30 @@ pub fn find_agent_at(log: &Path, tool_use_id: &str, session_id: Option<&str>) ->
                 && e.call.tool_use_id.as_deref() == Some(tool_use_id)
                 && (session_id.is_none() || e.session_id.as_deref() == session_id)
         })
+}
+
+/// How far back from the log's end the PostToolUse hook looks for a spawn's entry: it was written
+/// when the spawn began, and a subagent's run adds a few entries at most, so the last 8 MiB (some
+/// thousands of entries) hold it; a bigger log costs no more than that to search.
+const AGENT_TAIL_BYTES: u64 = 8 << 20;
+
+/// The last `cap` bytes of the log, from the first line that starts in them (a line cut by the
+/// cap is left out); `None` when it cannot be read.
+fn read_tail(log: &Path, cap: u64) -> Option<Vec<u8>> {
+    // The log's own writers make it a regular file in place: a FIFO or a link planted there (to
+    // `/dev/zero`, say) is refused, not waited on or read without end.
+    let (mut file, len) = fsutil::open_read(log, u64::MAX, fsutil::Links::Refuse).ok()?;
+    // One byte before the tail too: whether it ends a line says if the tail starts with a whole one.
+    let from = len.saturating_sub(cap).saturating_sub(1);
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len - from).ok()?);
+    // Only as far as the length seen at open: a writer appending meanwhile adds nothing to read.
+    file.take(len - from).read_to_end(&mut bytes).ok()?;
+    if from > 0 {
+        let cut = memchr::memchr(b'\n', &bytes).map_or(bytes.len(), |i| i + 1);
+        bytes.drain(..cut);
+    }
+    Some(bytes)
 }
 
 /// How many entries of `paths::routing_log()` wait for labels ([`Entry::needs_labels`]). A log that

@@ -505,8 +505,13 @@ impl TimeRange {
 }
 
 /// A reader thread's buffer: lines are split in place and handed to the visitor from it, so a
-/// small file costs one read and no copy. It grows to hold the longest line.
+/// small file costs one read and no copy. It grows to hold the longest line, up to [`MAX_LINE`].
 const CHUNK: usize = 256 * 1024;
+
+/// The longest line read (a power-of-two multiple of [`CHUNK`], what the buffer grows to). A longer
+/// one is passed over to its newline without being held, and counted as malformed: a 2 GB line
+/// with no newline would otherwise cost twice its size in memory.
+const MAX_LINE: usize = 64 << 20;
 
 /// Streams one file from byte `from` (the end of a line an earlier read stopped at) through
 /// `visitor`, on this thread, with no time range: for a caller that keeps what it read of a file
@@ -554,16 +559,31 @@ fn read_file_from<V: FileVisitor>(
     let (mut start, mut end, mut scanned) = (0, 0, 0);
     let mut listed = info.size;
     let mut eof = false;
+    // While passing over a line longer than MAX_LINE: how many of its bytes are behind.
+    let mut skipping: Option<u64> = None;
     loop {
         if let Some(k) = memchr::memchr(b'\n', &buf[scanned..end]) {
             let stop = scanned + k;
             stats.bytes += (stop + 1 - start) as u64;
-            one_line(&buf[start..stop], true, visitor, range, stats);
+            if skipping.take().is_some() {
+                stats.lines += 1;
+                stats.malformed_lines += 1;
+            } else {
+                one_line(&buf[start..stop], true, visitor, range, stats);
+            }
             start = stop + 1;
             scanned = start;
             continue;
         }
         scanned = end;
+        if eof && let Some(behind) = skipping {
+            // The file ends inside the over-long line: cut off, like any last line without its end.
+            stats.bytes += (end - start) as u64;
+            stats.lines += 1;
+            stats.malformed_lines += 1;
+            stats.truncated_files = 1;
+            return stats.bytes - behind - (end - start) as u64;
+        }
         if eof {
             if start < end {
                 let torn = stats.truncated_files;
@@ -574,6 +594,15 @@ fn read_file_from<V: FileVisitor>(
                 }
             }
             break;
+        }
+        if skipping.is_some() || end - start >= MAX_LINE {
+            // No newline in MAX_LINE bytes: what is held of the line is let go, and the rest of
+            // it read only to find its end.
+            let held = (end - start) as u64;
+            stats.bytes += held;
+            skipping = Some(skipping.unwrap_or(0) + held);
+            start = end;
+            scanned = end;
         }
         // Keep the partial line at the front and read more after it.
         if start > 0 {
@@ -586,7 +615,7 @@ fn read_file_from<V: FileVisitor>(
         let mut want = buf.len() - end;
         if listed > 0 {
             want = want.min(usize::try_from(listed).unwrap_or(usize::MAX));
-        } else if start == end {
+        } else if start == end && skipping.is_none() {
             // The listed size is read and ends on a line's end.
             eof = true;
             continue;

@@ -14,6 +14,7 @@
 
 mod support;
 
+mod bounded_inputs;
 mod calibrate;
 mod ci_workflows;
 mod cli_core;

@@ -168,6 +168,27 @@ fn calls_in_flight_at_end_of_input_are_answered_within_their_timeout() {
     }
 }
 
+/// Two calls in flight under one id: the second is refused at once with an error naming the id,
+/// and the first is still answered at end of input (the server used to let the second take the
+/// first's place in its wait list, so the first to finish ended the wait and one reply was lost).
+#[test]
+fn a_second_call_under_an_id_still_running_is_refused_and_the_first_answered() {
+    let env = TestEnv::with_mock("timeout_s = 10\n[providers.mock]\ndelay_ms = 1500\n");
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                      "params": {"name": "system1_decide", "arguments": {"question": "same id?"}}});
+    let (replies, log) = session(&env, &[call.clone(), call]);
+    assert_eq!(replies.len(), 2, "both calls get a reply: {replies:?}");
+    assert!(replies.iter().all(|r| r["id"] == 7), "{replies:?}");
+    let refused: Vec<&serde_json::Value> = replies.iter().filter(|r| r.get("error").is_some()).collect();
+    assert_eq!(refused.len(), 1, "{replies:?}");
+    assert_eq!(refused[0]["error"]["code"], -32600, "{replies:?}");
+    assert!(refused[0]["error"]["message"].as_str().unwrap().contains("already in use"), "{replies:?}");
+    let answered: Vec<&serde_json::Value> = replies.iter().filter(|r| r.get("result").is_some()).collect();
+    assert_eq!(answered.len(), 1, "{replies:?}");
+    assert_eq!(answered[0]["result"]["structuredContent"]["status"], "decided", "{replies:?}");
+    assert!(log.contains("refused: a call with this id is still running"), "{log}");
+}
+
 /// The replies to `messages` piped into one server session (stdin then closed), and its stderr.
 fn session(env: &TestEnv, messages: &[serde_json::Value]) -> (Vec<serde_json::Value>, String) {
     let input: String = messages.iter().map(|m| format!("{m}\n")).collect();

@@ -5,7 +5,9 @@
 //! files go to a scratch folder beside the target, and only a complete, verified set is renamed
 //! into place (a model already there is kept until then). A mismatch, a truncated body, a server
 //! that stops sending for `SYSTEM1_DOWNLOAD_STALL_SECS` (default 30) seconds, or Ctrl-C installs
-//! nothing. `HF_ENDPOINT` replaces `https://huggingface.co` (a mirror, or a test's loopback
+//! nothing, and so does a download that is not done within `SYSTEM1_DOWNLOAD_DEADLINE_SECS`
+//! (default 1,800) seconds in all (a mirror sending a byte now and then never stalls). Redirects
+//! are followed only to `http://` and `https://` addresses. `HF_ENDPOINT` replaces `https://huggingface.co` (a mirror, or a test's loopback
 //! server), as it does for the hub's own tools.
 
 use std::io::{IsTerminal, Read, Write};
@@ -90,8 +92,35 @@ fn endpoint() -> String {
 }
 
 fn stall_limit() -> Duration {
-    let secs = std::env::var("SYSTEM1_DOWNLOAD_STALL_SECS").ok().and_then(|s| s.trim().parse::<f64>().ok());
-    Duration::from_secs_f64(secs.filter(|s| *s > 0.0).unwrap_or(30.0))
+    seconds_from_env("SYSTEM1_DOWNLOAD_STALL_SECS", 30.0)
+}
+
+/// The whole download's time limit: 91 MB in 30 minutes is 50 KB/s, slower than any link the
+/// model could be fetched over in earnest.
+fn deadline() -> Duration {
+    seconds_from_env("SYSTEM1_DOWNLOAD_DEADLINE_SECS", 1800.0)
+}
+
+fn seconds_from_env(var: &str, default: f64) -> Duration {
+    let secs = std::env::var(var).ok().and_then(|s| s.trim().parse::<f64>().ok());
+    Duration::from_secs_f64(secs.filter(|s| s.is_finite() && *s > 0.0 && *s < 1e9).unwrap_or(default))
+}
+
+/// The limits a download runs under.
+#[derive(Clone, Copy)]
+pub struct Limits {
+    /// How long the server may send nothing.
+    pub stall: Duration,
+    /// By when every file must be in.
+    pub deadline: Instant,
+    /// What `deadline` was set from, for the message.
+    pub total: Duration,
+}
+
+impl Limits {
+    pub fn new(stall: Duration, total: Duration) -> Limits {
+        Limits { stall, deadline: Instant::now() + total, total }
+    }
 }
 
 /// SHA-256 of a file, as lowercase hex.
@@ -134,11 +163,11 @@ pub fn verify(model: &Pinned, dir: &Path) -> Vec<String> {
 
 /// Downloads and installs `model` into its folder under the install dir. Returns what was done.
 pub fn install(model: &Pinned) -> Result<Vec<String>> {
-    install_into(model, &default_dir(model.name), &endpoint(), stall_limit())
+    install_into(model, &default_dir(model.name), &endpoint(), Limits::new(stall_limit(), deadline()))
 }
 
-/// Downloads `model` from `endpoint` into `target`, giving up on a server silent for `stall`.
-pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, stall: Duration) -> Result<Vec<String>> {
+/// Downloads `model` from `endpoint` into `target` within `limits`.
+pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, limits: Limits) -> Result<Vec<String>> {
     let target = target.to_path_buf();
     if target.is_dir() && verify(model, &target).is_empty() {
         return Ok(vec![format!("{} is already installed in {} (checksums verified)", model.name, target.display())]);
@@ -149,7 +178,7 @@ pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, stall: Durati
     let scratch = parent.join(format!(".{}.partial-{}", model.name, std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     crate::paths::create_dirs(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
-    let result = download_all(model, &scratch, endpoint, stall).and_then(|()| put_in_place(model, &scratch, &target));
+    let result = download_all(model, &scratch, endpoint, limits).and_then(|()| put_in_place(model, &scratch, &target));
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&scratch);
     }
@@ -177,13 +206,13 @@ fn remove_stale_scratch(parent: &Path, name: &str) {
     }
 }
 
-fn download_all(model: &Pinned, scratch: &Path, base: &str, stall: Duration) -> Result<()> {
+fn download_all(model: &Pinned, scratch: &Path, base: &str, limits: Limits) -> Result<()> {
     let total = model.download_size();
     let progress = Progress::new(total);
     for f in model.files {
         let url = format!("{base}/{}/resolve/{}/{}", model.repo, model.revision, f.path);
         let dest = scratch.join(f.path);
-        let got = fetch(&url, &dest, f.size, stall, &progress)
+        let got = fetch(&url, &dest, f.size, limits, &progress)
             .map_err(|e| Error::failure(format!("downloading {}: {e}; nothing was installed", f.path)))?;
         if got != f.sha256 {
             return Err(Error::failure(format!(
@@ -285,14 +314,15 @@ fn put_in_place(model: &Pinned, scratch: &Path, target: &Path) -> Result<()> {
 }
 
 /// Streams `url` into `dest` while hashing it. Fails on an HTTP error, a body of the wrong size,
-/// or a body that stalls; returns the SHA-256.
+/// a body that stalls, or the download's deadline; returns the SHA-256.
 fn fetch(
     url: &str,
     dest: &Path,
     size: u64,
-    stall: Duration,
+    limits: Limits,
     progress: &Progress,
 ) -> std::result::Result<String, String> {
+    let stall = limits.stall;
     if let Some(dir) = dest.parent() {
         std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
@@ -328,6 +358,13 @@ fn fetch(
                 stall.as_secs_f64()
             ));
         }
+        if Instant::now() >= limits.deadline && !done.load(Ordering::SeqCst) {
+            return Err(format!(
+                "the download did not finish within {:.0} s (SYSTEM1_DOWNLOAD_DEADLINE_SECS); {now} of {size} bytes \
+                 of this file had come, too slowly",
+                limits.total.as_secs_f64()
+            ));
+        }
     }
 }
 
@@ -342,9 +379,12 @@ fn transfer(
         .http_status_as_error(false)
         .timeout_connect(Some(stall))
         .timeout_recv_response(Some(stall))
+        // Followed here, so that where a redirect points is checked and named.
+        .max_redirects(0)
         .build()
         .into();
-    let resp = agent.get(url).call().map_err(|e| format!("{url}: {e}"))?;
+    let (resp, url) = get_following_redirects(&agent, url)?;
+    let url = url.as_str();
     let status = resp.status().as_u16();
     if status != 200 {
         return Err(format!("{url} answered HTTP {status}"));
@@ -374,6 +414,65 @@ fn transfer(
     }
     out.sync_all().map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
     Ok(hex(ctx.finish().as_ref()))
+}
+
+/// At most this many redirects are followed (the hub sends one, to its file store).
+const MAX_REDIRECTS: usize = 10;
+
+/// `GET url`, following redirects to `http://` and `https://` addresses only: a redirect elsewhere
+/// (`file://`, say) is refused, naming where it pointed. The response and the address it came from.
+fn get_following_redirects(
+    agent: &ureq::Agent,
+    url: &str,
+) -> std::result::Result<(ureq::http::Response<ureq::Body>, String), String> {
+    let mut current = url.to_string();
+    for _ in 0..=MAX_REDIRECTS {
+        let resp = agent.get(&current).call().map_err(|e| format!("{current}: {e}"))?;
+        if !resp.status().is_redirection() {
+            return Ok((resp, current));
+        }
+        let status = resp.status().as_u16();
+        let Some(location) = resp.headers().get("location").and_then(|v| v.to_str().ok()) else {
+            return Err(format!("{current} answered HTTP {status} without saying where to go (no Location)"));
+        };
+        let next = resolve_location(&current, location.trim());
+        let lower = next.to_ascii_lowercase();
+        if !(lower.starts_with("http://") || lower.starts_with("https://")) {
+            return Err(format!(
+                "{current} redirected to {}, which is not an http:// or https:// address; a mirror \
+                 (HF_ENDPOINT) must serve the files over HTTP",
+                crate::text::printable(location, 200)
+            ));
+        }
+        current = next;
+    }
+    Err(format!("{url}: more than {MAX_REDIRECTS} redirects"))
+}
+
+/// A `Location` value made absolute against the address it came from.
+fn resolve_location(base: &str, location: &str) -> String {
+    // A scheme is letters (and + - .) before a colon that comes before any / ? #.
+    let scheme_end = location.find(':');
+    let first_sep = location.find(['/', '?', '#']);
+    if let Some(c) = scheme_end
+        && first_sep.is_none_or(|s| c < s)
+        && c > 0
+        && location[..c].chars().all(|ch| ch.is_ascii_alphanumeric() || "+-.".contains(ch))
+    {
+        return location.to_string();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    if let Some(authority_relative) = location.strip_prefix("//") {
+        return format!("{scheme}://{authority_relative}");
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    if location.starts_with('/') {
+        return format!("{scheme}://{authority}{location}");
+    }
+    let path = &rest[authority.len()..];
+    let path = path.split(['?', '#']).next().unwrap_or("");
+    let dir = path.rfind('/').map_or("/", |i| &path[..=i]);
+    format!("{scheme}://{authority}{dir}{location}")
 }
 
 /// A progress line on stderr, redrawn in place, only when stderr is a terminal.
@@ -601,7 +700,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&root);
         let target = root.join("tiny");
         let model = |repo: &'static str| Pinned { name: "tiny", repo, revision: "0123456789abcdef", files };
-        let quick = Duration::from_millis(600);
+        let quick = Limits::new(Duration::from_millis(600), Duration::from_secs(120));
         let leftovers = || std::fs::read_dir(&root).map(|d| d.flatten().count()).unwrap_or(0);
 
         // A wrong checksum, a truncated body and a stalled server each install nothing and leave no scratch.
@@ -649,5 +748,26 @@ mod tests {
         assert!(m.files.iter().all(|f| f.sha256.len() == 64));
         let e = pinned("gpt-17").err().expect("no pin for it");
         assert!(e.hint.unwrap_or_default().contains("model_dir"));
+    }
+}
+
+#[cfg(test)]
+mod redirect_tests {
+    use super::resolve_location;
+
+    #[test]
+    fn a_location_is_made_absolute_against_where_it_came_from() {
+        let base = "https://hub.example/org/m/resolve/abc/config.json?x=1";
+        for (location, want) in [
+            ("https://cdn.example/f", "https://cdn.example/f"),
+            ("file:///etc/passwd", "file:///etc/passwd"),
+            ("//cdn.example/f", "https://cdn.example/f"),
+            ("/api/f?y=2", "https://hub.example/api/f?y=2"),
+            ("other.json", "https://hub.example/org/m/resolve/abc/other.json"),
+            ("a:b/c", "a:b/c"),
+            ("./x:y", "https://hub.example/org/m/resolve/abc/./x:y"),
+        ] {
+            assert_eq!(resolve_location(base, location), want, "{location}");
+        }
     }
 }
