@@ -1,13 +1,16 @@
 //! Writing what `calibrate fit --apply` chose: the local calibration file (merged with the fits it
-//! already holds) and `[routing] min_confidence` in the user's config.
+//! already holds), and `[routing] min_confidence` and the rule (`rules`, `default_tier`) in the
+//! user's config.
 //!
 //! The config is the user's file, with their comments and layout, so it is edited as text: only the
-//! one key's line changes (or is added under `[routing]`, or a `[routing]` table is appended), and
+//! keys' lines change (or are added under `[routing]`, or a `[routing]` table is appended), and
 //! the result is parsed back to check that it says what was meant before it replaces the file.
 //! Both files are written to a temp file beside them and renamed over, so a crash leaves the old
 //! file or the new one, never half of one.
 
 use crate::calibration::{File, Fit};
+use crate::config::{Rule, parse_rules};
+use crate::tier::Tier;
 
 fn same_slot(a: &Fit, b: &Fit) -> bool {
     a.provider == b.provider && a.model == b.model && a.question == b.question && a.options == b.options
@@ -97,6 +100,128 @@ pub fn set_routing_min_confidence(text: &str, value: f64) -> Result<String, Stri
     Ok(result)
 }
 
+/// Whether `line` opens a table (`[x]`, not an array of tables).
+fn is_header(l: &str) -> bool {
+    let t = l.trim();
+    t.starts_with('[') && !t.starts_with("[[")
+}
+
+fn is_routing_header(l: &str) -> bool {
+    let t = l.split('#').next().unwrap_or("").trim();
+    t.strip_prefix('[').and_then(|r| r.strip_suffix(']')).is_some_and(|r| r.trim() == "routing")
+}
+
+/// The key a `key = value` line sets, if it is one.
+fn key_of(l: &str) -> Option<&str> {
+    let t = l.trim_start();
+    if t.starts_with('#') || !t.contains('=') {
+        return None;
+    }
+    Some(t.split('=').next().unwrap_or("").trim())
+}
+
+/// How far the brackets of `l` (before a comment) open (+) or close (-): enough to find where a
+/// `rules = [` value written over several lines ends.
+fn bracket_depth(l: &str) -> i64 {
+    let code = l.split('#').next().unwrap_or("");
+    code.chars().map(|c| i64::from(c == '[') - i64::from(c == ']')).sum()
+}
+
+/// How the comment above a learned rule starts: an earlier one is replaced with the rule.
+const LEARNED: &str = "# Learned by `system1 calibrate fit`";
+
+/// The rule as `[routing]` lines: `default_tier`, then `rules`, one rule a line, under a comment
+/// saying it was learned, and `note`.
+pub fn rule_lines(rules: &[Rule], default_tier: Tier, note: &str) -> Vec<String> {
+    let note: String = note.chars().filter(|c| !c.is_control()).collect();
+    let mut out = vec![format!("{LEARNED}: {note}")];
+    out.push(format!("default_tier = \"{default_tier}\""));
+    if rules.is_empty() {
+        out.push("rules = []".into());
+        return out;
+    }
+    out.push("rules = [".into());
+    for r in rules {
+        let when: Vec<String> = r.when.iter().map(|(f, v)| format!("{f} = {v}")).collect();
+        out.push(format!("  {{ when = {{ {} }}, tier = \"{}\" }},", when.join(", "), r.tier));
+    }
+    out.push("]".into());
+    out
+}
+
+/// Sets `[routing] rules` and `default_tier` in the TOML `text` to `rules` and `default_tier`: the
+/// old keys' lines (a `rules` list over several lines included, and the comment an earlier learned
+/// rule had) are replaced by the new ones where the first of them stood (else right after the
+/// `[routing]` header, else in a new `[routing]` table at the end), with `note` in their comment.
+/// Nothing else changes.
+pub fn set_routing_rule(text: &str, rules: &[Rule], default_tier: Tier, note: &str) -> Result<String, String> {
+    let new_lines = rule_lines(rules, default_tier, note);
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len() + new_lines.len() + 2);
+    let mut done = false;
+    let mut i = 0;
+    while i < lines.len() {
+        out.push(lines[i].to_string());
+        if done || !is_routing_header(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let mut section: Vec<String> = Vec::new();
+        let mut at: Option<usize> = None;
+        let mut j = i + 1;
+        while j < lines.len() && !is_header(lines[j]) {
+            if lines[j].trim_start().starts_with(LEARNED) {
+                at.get_or_insert(section.len());
+                j += 1;
+                continue;
+            }
+            match key_of(lines[j]) {
+                Some("default_tier") => {
+                    at.get_or_insert(section.len());
+                    j += 1;
+                }
+                Some("rules") => {
+                    at.get_or_insert(section.len());
+                    let mut depth = bracket_depth(lines[j]);
+                    j += 1;
+                    while depth > 0 && j < lines.len() {
+                        depth += bracket_depth(lines[j]);
+                        j += 1;
+                    }
+                }
+                _ => {
+                    section.push(lines[j].to_string());
+                    j += 1;
+                }
+            }
+        }
+        let at = at.unwrap_or(0);
+        out.extend(section[..at].iter().cloned());
+        out.extend(new_lines.iter().cloned());
+        out.extend(section[at..].iter().cloned());
+        i = j;
+        done = true;
+    }
+    if !done {
+        if out.last().is_some_and(|l| !l.trim().is_empty()) {
+            out.push(String::new());
+        }
+        out.push("[routing]".into());
+        out.extend(new_lines.iter().cloned());
+    }
+    let mut result = out.join("\n");
+    result.push('\n');
+    // Check the edit says what was meant (a dotted `routing.rules` elsewhere, say, would not).
+    let parsed: toml::Table = result.parse().map_err(|e| format!("the edited config would not parse: {e}"))?;
+    let routing = parsed.get("routing");
+    let got_rules = routing.and_then(|r| r.get("rules")).map(parse_rules);
+    let got_default = routing.and_then(|r| r.get("default_tier")).and_then(|v| v.as_str());
+    if got_rules != Some(Ok(rules.to_vec())) || got_default != Some(default_tier.name()) {
+        return Err("could not set [routing] rules and default_tier by editing the file; set them by hand".into());
+    }
+    Ok(result)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +250,49 @@ mod tests {
         // An inline table cannot be edited line-wise: say so rather than write a broken file.
         let err = set_routing_min_confidence("routing = { enabled = true }\n", 0.7).unwrap_err();
         assert!(err.contains("would not parse") || err.contains("by hand"), "{err}");
+    }
+
+    fn fitted() -> Vec<Rule> {
+        use crate::feature::Feature;
+        vec![
+            Rule { when: [(Feature::Design, true)].into(), tier: Tier::Opus },
+            Rule { when: [(Feature::ReadOnly, false), (Feature::Specified, true)].into(), tier: Tier::Haiku },
+        ]
+    }
+
+    #[test]
+    fn the_rule_replaces_the_old_one_where_it_stood() {
+        let text = "[gateway]\nprovider = \"laya\"\n\n[routing]\nenabled = true  # on\ndefault_tier = \"opus\"\nrules = [\n  { when = { design = true }, tier = \"opus\" },  # mine\n  { when = { review = true }, tier = \"opus\" },\n]\nhint = false\n\n[skills]\nenabled = true\n";
+        let out = set_routing_rule(text, &fitted(), Tier::Sonnet, "fitted").unwrap();
+        assert_eq!(
+            out,
+            "[gateway]\nprovider = \"laya\"\n\n[routing]\nenabled = true  # on\n# Learned by `system1 calibrate fit`: fitted\ndefault_tier = \"sonnet\"\nrules = [\n  { when = { design = true }, tier = \"opus\" },\n  { when = { read_only = false, specified = true }, tier = \"haiku\" },\n]\nhint = false\n\n[skills]\nenabled = true\n"
+        );
+        // One line each, or none: the same result where they stood, or under the header.
+        let one_line = "[routing]\nhint = true\nrules = [{ when = { design = true }, tier = \"opus\" }]\n";
+        let out = set_routing_rule(one_line, &[], Tier::Haiku, "c").unwrap();
+        assert_eq!(
+            out,
+            "[routing]\nhint = true\n# Learned by `system1 calibrate fit`: c\ndefault_tier = \"haiku\"\nrules = []\n"
+        );
+        // Learned again: the earlier rule goes with its comment.
+        let again = set_routing_rule(&out, &[], Tier::Sonnet, "d").unwrap();
+        assert_eq!(
+            again,
+            "[routing]\nhint = true\n# Learned by `system1 calibrate fit`: d\ndefault_tier = \"sonnet\"\nrules = []\n"
+        );
+        let out = set_routing_rule("[routing]\nhint = true\n", &fitted()[..1], Tier::Sonnet, "c").unwrap();
+        assert_eq!(
+            out,
+            "[routing]\n# Learned by `system1 calibrate fit`: c\ndefault_tier = \"sonnet\"\nrules = [\n  { when = { design = true }, tier = \"opus\" },\n]\nhint = true\n"
+        );
+        let out = set_routing_rule("[gateway]\nprovider = \"mock\"", &[], Tier::Sonnet, "c").unwrap();
+        assert_eq!(
+            out,
+            "[gateway]\nprovider = \"mock\"\n\n[routing]\n# Learned by `system1 calibrate fit`: c\ndefault_tier = \"sonnet\"\nrules = []\n"
+        );
+        // An inline routing table cannot be edited line-wise.
+        assert!(set_routing_rule("routing = { hint = true }\n", &[], Tier::Sonnet, "c").is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! What `system1 calibrate` does: `pending` lists what waits for labels (JSON, so that Claude can
 //! propose them), `label` records a person's labels on one log entry, `fit` fits the temperatures
-//! from the labelled log plus the seed sets and, with `apply`, writes them and the routing threshold.
+//! from the labelled log plus the seed sets, learns a routing rule from their labelled tiers and,
+//! with `apply`, writes the fits, the routing threshold, and the rule where it beats the configured one.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -9,8 +10,8 @@ use serde_json::{Map, json};
 
 use super::data::{self, Labelled, Origin};
 use super::question_fit::{self, QuestionReport};
-use super::{apply, fit, labels, plot};
-use crate::calibration::{Calibration, Fit};
+use super::{apply, fit, labels, plot, rule_fit};
+use crate::calibration::{Calibration, Fit, rescale};
 use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
@@ -154,6 +155,8 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         )?,
     }
     outln!("\nThese figures are measured on the data the fit was made on, with small samples: treat them as rough.")?;
+    let examples = rule_examples(&items, &answers.routing, &reports);
+    let rule = learned_rule(&examples, chosen.unwrap_or(current))?;
 
     if let Some(path) = &a.plot {
         let title = format!(
@@ -169,10 +172,116 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         if let Some(t) = chosen {
             write_threshold(t)?;
         }
+        write_rule(rule.as_ref())?;
     } else {
-        outln!("\nNothing written. `{}` writes the fits and the threshold.", text::command("calibrate fit --apply"))?;
+        outln!(
+            "\nNothing written. `{}` writes the fits, the threshold and a learned rule that beats the configured one.",
+            text::command("calibrate fit --apply")
+        )?;
     }
     Ok(0)
+}
+
+/// The items of `items` with a labelled tier that the engine answered all four features of, with
+/// those answers calibrated by the temperatures just fitted (`reports`), as the hook would see them.
+fn rule_examples(
+    items: &[data::RoutingItem],
+    answered: &[data::Answered],
+    reports: &[QuestionReport],
+) -> Vec<rule_fit::Example> {
+    let temperature = |a: &data::Answered, f: Feature| {
+        reports
+            .iter()
+            .find(|r| r.provider == a.provider && r.model == a.model && r.question.as_deref() == Some(f.name()))
+            .map_or(1.0, |r| r.applied_t)
+    };
+    answered
+        .iter()
+        .filter_map(|a| {
+            let tier = items.get(a.item)?.tier?;
+            let answers = a
+                .answers
+                .iter()
+                .map(|(f, (yes, c))| (*f, (*yes, rescale(&[*c, 1.0 - *c], temperature(a, *f))[0])))
+                .collect();
+            Some(rule_fit::Example { answers, tier })
+        })
+        .collect()
+}
+
+/// The rule to write: what was learned, and the figures that let it replace the configured one.
+pub(super) struct ToWrite {
+    comparison: rule_fit::Comparison,
+}
+
+/// Learns a routing rule from `examples` and prints its cross-validated figures beside the
+/// configured rule's on the same folds (a hint at `threshold`). Returns the rule `--apply` should
+/// write: only one that beats the configured rule on held-out items, and differs from it.
+pub(super) fn learned_rule(examples: &[rule_fit::Example], threshold: f64) -> Result<Option<ToWrite>> {
+    let routing = config::load().config.routing;
+    let Some(c) = rule_fit::compare(examples, &routing.rules, routing.default_tier, threshold) else {
+        outln!(
+            "\nRouting rule: none learned: {} items have a labelled tier and four answers; the cross-validation needs {}.",
+            examples.len(),
+            rule_fit::FOLDS
+        )?;
+        return Ok(None);
+    };
+    outln!(
+        "\nRouting rule learned from {} labelled tiers, {}-fold cross-validated (the same folds for both; a hint at {threshold:.2}):",
+        c.items,
+        c.folds
+    )?;
+    outln!("  {:<34} {}", "the configured rule", c.hand.summary())?;
+    outln!("  {:<34} {}", "a rule learned from these labels", c.fitted.summary())?;
+    outln!("The learned rule, fitted on every item:")?;
+    for l in c.toml.lines() {
+        outln!("  {l}")?;
+    }
+    let same = c.rule.rules == routing.rules && c.rule.default_tier == routing.default_tier;
+    if same {
+        outln!("It is the configured rule.")?;
+        return Ok(None);
+    }
+    if !c.beats() {
+        outln!(
+            "It does not beat the configured rule on held-out items ({} against {}), so --apply leaves [routing] rules as they are.",
+            text::pct(c.fitted.agreement, 1),
+            text::pct(c.hand.agreement, 1)
+        )?;
+        return Ok(None);
+    }
+    Ok(Some(ToWrite { comparison: c }))
+}
+
+/// Writes the learned rule into `[routing]` of the config (rules and default tier, as data the
+/// user can read and edit), changing only those keys, and says so; nothing when there is none.
+pub(super) fn write_rule(rule: Option<&ToWrite>) -> Result<()> {
+    let Some(w) = rule else { return Ok(()) };
+    let c = &w.comparison;
+    let cfg_path = paths::config_file();
+    let old = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
+    };
+    let day = chrono::Utc::now().format("%Y-%m-%d");
+    let note = format!(
+        "{day}, from {} labelled tiers; {} agreement held out, against {} for the rule it replaced (the same {} folds)",
+        c.items,
+        text::pct(c.fitted.agreement, 1),
+        text::pct(c.hand.agreement, 1),
+        c.folds
+    );
+    let new = apply::set_routing_rule(&old, &c.rule.rules, c.rule.default_tier, &note).map_err(Error::failure)?;
+    fsutil::write_through(&cfg_path, new.as_bytes()).context(|| format!("cannot write {}", cfg_path.display()))?;
+    outln!(
+        "Wrote the learned rule to [routing] in {} ({} agreement held out, against {}).",
+        cfg_path.display(),
+        text::pct(c.fitted.agreement, 1),
+        text::pct(c.hand.agreement, 1)
+    )?;
+    Ok(())
 }
 
 /// Writes the reliability diagram of `reports` to `path` (atomically) and says where.

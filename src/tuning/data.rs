@@ -80,6 +80,19 @@ pub struct Answers {
     pub failed: Vec<String>,
     /// Single questions the engine abstained on.
     pub abstained: usize,
+    /// The routing items the engine answered all four features of, with those answers (raw
+    /// confidences): what a rule learned from the labelled tiers is fitted on.
+    pub routing: Vec<Answered>,
+}
+
+/// One routing item's four answers, by the engine that gave them.
+#[derive(Debug, Clone)]
+pub struct Answered {
+    /// Index into the items asked about.
+    pub item: usize,
+    pub provider: String,
+    pub model: String,
+    pub answers: BTreeMap<Feature, (bool, f64)>,
 }
 
 /// yes/no probabilities from a yes/no answer and its confidence.
@@ -104,6 +117,11 @@ pub fn ask_routing(gateway: &Gateway, items: &[RoutingItem], mut progress: impl 
         };
         let provider = asked.provider.unwrap_or_default();
         let model = asked.model.unwrap_or_default();
+        let all: Option<BTreeMap<Feature, (bool, f64)>> =
+            fs.iter().map(|f| f.answer.map(|a| (f.feature, (a, f.confidence)))).collect();
+        if let Some(answers) = all.filter(|a| a.len() == Feature::ALL.len()) {
+            out.routing.push(Answered { item: i, provider: provider.clone(), model: model.clone(), answers });
+        }
         for f in fs {
             let Some(label) = item.labels.get(&f.feature) else { continue };
             let Some(answer) = f.answer else {

@@ -11,11 +11,11 @@ use crate::routing::features;
 use crate::text;
 
 use super::calibrate::FitOptions;
-use super::crossval;
 use super::data::{self, RoutingItem};
 use super::fit::Sample;
 use super::question_fit::{self, QuestionReport};
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
+use super::{crossval, rule_fit};
 
 /// One question's labelled texts: the text the engine reads, and whether the answer is yes.
 pub struct Examples {
@@ -125,15 +125,17 @@ pub fn describe(fitted: &[Head]) -> Vec<String> {
         .collect()
 }
 
-/// Each set's head (as the engine will have it) and its cross-validated answers, measured as
-/// `calibrate fit` measures any engine's answers.
+/// Each set's head (as the engine will have it), its cross-validated answers measured as
+/// `calibrate fit` measures any engine's answers, and those answers (P(yes) per example, in the
+/// set's order).
 pub fn cross_validated(
     name: &str,
     sets: &[Examples],
     cache: &std::collections::HashMap<String, Vec<f32>>,
-) -> Result<(Vec<Head>, Vec<QuestionReport>), String> {
+) -> Result<(Vec<Head>, Vec<QuestionReport>, Vec<Vec<f64>>), String> {
     let mut fitted = Vec::new();
     let mut reports = Vec::new();
+    let mut answers = Vec::new();
     for s in sets {
         let (mut head, p) = crossval::held_out(name, &s.question, &embedded(s, cache), &s.yes)?;
         head.source = s.source.clone();
@@ -141,8 +143,34 @@ pub fn cross_validated(
         let samples: Vec<Sample> = p.iter().zip(&s.yes).map(|(p, y)| Sample::yes_no(*p, *y)).collect();
         let sources = format!("{} from {}", samples.len(), s.source);
         reports.push(question_fit::measure("local", name, Some(&s.question), &samples, sources, None));
+        answers.push(p);
     }
-    Ok((fitted, reports))
+    Ok((fitted, reports, answers))
+}
+
+/// The routing items of `items` with a labelled tier and all four feature labels, each with its
+/// four cross-validated answers (from `answers`, as [`cross_validated`] gave them for the sets
+/// [`examples`] made of `items`): what a rule learned from the tiers is fitted on.
+pub fn rule_examples(items: &[RoutingItem], answers: &[Vec<f64>]) -> Vec<rule_fit::Example> {
+    // The k-th item labelled for a feature is the k-th example of that feature's set.
+    let mut next = [0usize; 4];
+    let mut out = Vec::new();
+    for item in items {
+        let mut got = std::collections::BTreeMap::new();
+        for (q, f) in Feature::ALL.iter().enumerate() {
+            if item.labels.contains_key(f) {
+                if let Some(p) = answers.get(q).and_then(|a| a.get(next[q])) {
+                    // Yes on a tie, as the engine picks the first option.
+                    got.insert(*f, if *p >= 0.5 { (true, *p) } else { (false, 1.0 - *p) });
+                }
+                next[q] += 1;
+            }
+        }
+        if let Some(tier) = item.tier.filter(|_| got.len() == Feature::ALL.len()) {
+            out.push(rule_fit::Example { answers: got, tier });
+        }
+    }
+    out
 }
 
 /// Replaces the heads of the questions `fitted` answers in the local heads file (other questions'
@@ -180,7 +208,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
     let (name, model) = configured_model().map_err(Error::failure)?;
     let sets = examples(items, source).map_err(Error::failure)?;
     let cache = embed(&model, &sets, super::progress("texts"));
-    let (fitted, reports) = cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
+    let (fitted, reports, answers) = cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
     outln!(
         "Trained heads for the local engine ({name}), leave-one-out (approximate: one Newton step from the full fit):"
     )?;
@@ -205,6 +233,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
             100.0 * a.target_accuracy
         )?,
     }
+    let rule = super::calibrate::learned_rule(&rule_examples(items, &answers), chosen.unwrap_or(current))?;
     if let Some(path) = &a.plot {
         let title =
             format!("Reliability of the local engine's held-out answers, before and after calibration ({name})");
@@ -218,9 +247,10 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
         if let Some(t) = chosen {
             super::calibrate::write_threshold(t)?;
         }
+        super::calibrate::write_rule(rule.as_ref())?;
     } else {
         outln!(
-            "\nNothing written; add --apply to write the heads to {}, the fits and the threshold.",
+            "\nNothing written; add --apply to write the heads to {}, the fits, the threshold and a learned rule that beats the configured one.",
             crate::providers::local::local_heads_file().display()
         )?;
     }

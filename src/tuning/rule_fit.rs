@@ -58,6 +58,9 @@ impl Fitted {
 
     /// The list as `[routing]` takes it.
     pub fn toml(&self) -> String {
+        if self.rules.is_empty() {
+            return format!("default_tier = \"{}\"\nrules = []\n", self.default_tier);
+        }
         let mut s = format!("default_tier = \"{}\"\nrules = [\n", self.default_tier);
         for r in &self.rules {
             let when: Vec<String> = r.when.iter().map(|(f, v)| format!("{f} = {v}")).collect();
@@ -159,6 +162,19 @@ pub struct Held {
     pub hinted_agreement: Option<f64>,
 }
 
+impl Held {
+    /// `54.4%; hint on 75.1% of items, 55.5% agree`.
+    pub fn summary(&self) -> String {
+        use crate::text::pct;
+        format!(
+            "{}; hint on {} of items, {} agree",
+            pct(self.agreement, 1),
+            pct(self.hint_rate, 1),
+            self.hinted_agreement.map(|v| pct(v, 1)).unwrap_or_else(|| "n/a".into())
+        )
+    }
+}
+
 /// The learned rule against the hand-written one, both measured on the same held-out folds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Comparison {
@@ -171,6 +187,14 @@ pub struct Comparison {
     pub rule: Fitted,
     /// The same as `[routing]` lines.
     pub toml: String,
+}
+
+impl Comparison {
+    /// Whether the learned rule agrees with the labels more often than the configured one on the
+    /// held-out folds: the only case in which it should replace it.
+    pub fn beats(&self) -> bool {
+        self.fitted.agreement > self.hand.agreement + 1e-9
+    }
 }
 
 fn held(picks: &[(Tier, bool)], examples: &[Example]) -> Held {

@@ -128,7 +128,11 @@ fn fit_on_the_seed_sets_matches_temperatures_computed_here() {
     assert!(cal["fits"].as_array().unwrap().iter().any(|f| f["options"] == 2 && f.get("question").is_none()));
     // No threshold makes every feature 85% right with these answers: the config is not touched.
     assert!(text.contains("no threshold up to 0.90"), "{text}");
-    assert!(!std::fs::read_to_string(&env.config).unwrap().contains("min_confidence"));
+    let cfg = std::fs::read_to_string(&env.config).unwrap();
+    assert!(!cfg.contains("min_confidence"), "{cfg}");
+    // Its answers are the same for every prompt, so no rule tells them apart: the learned rule is
+    // the most common tier (sonnet, 43%), which beats the configured rule's haiku for all (28%).
+    assert!(cfg.contains("\ndefault_tier = \"sonnet\"\nrules = []\n"), "{cfg}");
     let doc = std::fs::read_to_string(&svg).unwrap();
     assert!(doc.starts_with("<svg") && doc.contains("design") && doc.contains("circle"));
 
@@ -187,6 +191,79 @@ fn fit_from_the_log_sets_the_threshold_and_keeps_the_config() {
     // The config still loads cleanly, with the new threshold.
     let out = env.run(&["config", "check"], "");
     assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+}
+
+/// 20 log entries labelled with `tier`, each with four feature labels.
+fn tiered_log(tier: &str) -> Vec<Value> {
+    (0..20)
+        .map(|i| {
+            json!({"id": format!("t{i}"), "source": "prompt", "prompt": format!("{PROMPT} number {i}"),
+                   "labels": labels(false, true, false, false), "label_tier": tier})
+        })
+        .collect()
+}
+
+const DESIGN_MOCK: &str = "[providers.mock]\nconfidence = 0.9\nanswers = { read_only = \"no\", design = \"yes\", review = \"no\", specified = \"no\" }\n";
+
+#[test]
+fn fit_applies_a_learned_rule_only_where_it_beats_the_configured_one() {
+    // The mock says design to every prompt, so the configured rule says opus for each.
+    let config = format!("[gateway]\nprovider = \"mock\"\n\n[routing]\nhint = false  # mine\n\n{DESIGN_MOCK}");
+
+    // Every prompt labelled opus: the configured rule is right on all 20, and the learned one
+    // (always opus) is only as good, so --apply leaves the rule alone.
+    let env = TestEnv::new();
+    env.write_config(&config);
+    write_log(&env, &tiered_log("opus"));
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("Routing rule learned from 20 labelled tiers, 10-fold cross-validated"), "{text}");
+    assert!(
+        text.contains("the configured rule                100.0%; hint on 100.0% of items, 100.0% agree"),
+        "{text}"
+    );
+    assert!(text.contains("  default_tier = \"opus\"\n  rules = []\n"), "{text}");
+    assert!(
+        text.contains("It does not beat the configured rule on held-out items (100.0% against 100.0%), so --apply leaves [routing] rules as they are."),
+        "{text}"
+    );
+    let cfg = std::fs::read_to_string(&env.config).unwrap();
+    assert!(!cfg.contains("rules") && !cfg.contains("default_tier"), "{cfg}");
+
+    // Every prompt labelled sonnet: the configured rule is never right, the learned one (no rule,
+    // sonnet) always, so --apply writes it into [routing] as data, and the hook's rule follows it.
+    let env = TestEnv::new();
+    env.write_config(&config);
+    write_log(&env, &tiered_log("sonnet"));
+    let out = env.run(&["calibrate", "fit", "--no-seeds"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("the configured rule                0.0%; hint on 100.0% of items, 0.0% agree"), "{text}");
+    assert!(
+        text.contains("a rule learned from these labels   100.0%; hint on 100.0% of items, 100.0% agree"),
+        "{text}"
+    );
+    assert!(!std::fs::read_to_string(&env.config).unwrap().contains("rules"), "nothing written without --apply");
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Wrote the learned rule to [routing] in "), "{}", stdout(&out));
+    let cfg = std::fs::read_to_string(&env.config).unwrap();
+    // Under the header (the threshold, also written, went there too), the user's line kept.
+    assert!(cfg.contains("[routing]\n# Learned by `system1 calibrate fit`: "), "{cfg}");
+    assert!(cfg.contains("\nmin_confidence = 0.5\nhint = false  # mine\n"), "{cfg}");
+    assert!(
+        cfg.contains("from 20 labelled tiers; 100.0% agreement held out, against 0.0% for the rule it replaced"),
+        "{cfg}"
+    );
+    assert!(cfg.contains("\ndefault_tier = \"sonnet\"\nrules = []\n"), "{cfg}");
+    let out = env.run(&["config", "check"], "");
+    assert!(out.status.success(), "{}{}", stdout(&out), stderr(&out));
+    let out = env.run(&["route", "--prompt", PROMPT], "");
+    assert!(stdout(&out).contains("tier: sonnet (default"), "{}", stdout(&out));
+    // Fitted again, the rule in force is the learned one: nothing more to write.
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    assert!(stdout(&out).contains("It is the configured rule."), "{}", stdout(&out));
 }
 
 const EVAL_MOCK: &str = "[providers.mock]\nconfidence = 0.9\nanswers = { read_only = \"no\", design = \"yes\", review = \"no\", specified = \"no\" }\n";

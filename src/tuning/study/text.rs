@@ -203,14 +203,7 @@ fn tier_block(t: &TierFigures) -> String {
         s.push_str(&format!("    {:<36} {:>7}\n", format!("best constant tier ({})", c.tier), pct(c.agreement, 1)));
     }
     if let Some(l) = &t.learned {
-        let line = |h: &crate::tuning::rule_fit::Held| {
-            format!(
-                "{}; hint on {} of items, {} agree",
-                pct(h.agreement, 1),
-                pct(h.hint_rate, 1),
-                share(h.hinted_agreement)
-            )
-        };
+        let line = |h: &crate::tuning::rule_fit::Held| h.summary();
         s.push_str(&format!(
             "  Cross-validated ({} folds, {} items, calibration on), the same folds for both:\n    {:<36} {}\n    {:<36} {}\n",
             l.folds,
