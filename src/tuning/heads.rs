@@ -125,14 +125,22 @@ pub fn describe(fitted: &[Head]) -> Vec<String> {
         .collect()
 }
 
-/// Each set's head (as the engine will have it), its cross-validated answers measured as
-/// `calibrate fit` measures any engine's answers, and those answers (P(yes) per example, in the
-/// set's order).
+/// What [`cross_validated`] gives, one of each per set.
+pub struct CrossValidated {
+    /// The heads as the engine will have them.
+    pub heads: Vec<Head>,
+    /// Their cross-validated answers, measured as `calibrate fit` measures any engine's.
+    pub reports: Vec<QuestionReport>,
+    /// Those answers: P(yes) per example, in the set's order.
+    pub answers: Vec<Vec<f64>>,
+}
+
+/// Each set's head, and its cross-validated answers and their figures.
 pub fn cross_validated(
     name: &str,
     sets: &[Examples],
     cache: &std::collections::HashMap<String, Vec<f32>>,
-) -> Result<(Vec<Head>, Vec<QuestionReport>, Vec<Vec<f64>>), String> {
+) -> Result<CrossValidated, String> {
     let mut fitted = Vec::new();
     let mut reports = Vec::new();
     let mut answers = Vec::new();
@@ -145,7 +153,7 @@ pub fn cross_validated(
         reports.push(question_fit::measure("local", name, Some(&s.question), &samples, sources, None));
         answers.push(p);
     }
-    Ok((fitted, reports, answers))
+    Ok(CrossValidated { heads: fitted, reports, answers })
 }
 
 /// The routing items of `items` with a labelled tier and all four feature labels, each with its
@@ -208,7 +216,8 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
     let (name, model) = configured_model().map_err(Error::failure)?;
     let sets = examples(items, source).map_err(Error::failure)?;
     let cache = embed(&model, &sets, super::progress("texts"));
-    let (fitted, reports, answers) = cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
+    let CrossValidated { heads: fitted, reports, answers } =
+        cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
     outln!(
         "Trained heads for the local engine ({name}), leave-one-out (approximate: one Newton step from the full fit):"
     )?;
