@@ -48,28 +48,52 @@ pub struct TierAnswer {
 
 /// Held-out answers of a direct tier head for each example: one head per tier that the examples
 /// use (against all the others), each held out as [`held_out`] does, normalised across tiers.
+#[cfg(test)]
 pub fn tier_held_out(model: &str, xs: &[Vec<f32>], tiers: &[Tier]) -> Result<Vec<TierAnswer>, String> {
-    let used: Vec<Tier> = Tier::ALL.into_iter().filter(|t| tiers.contains(t)).collect();
+    let every: Vec<Option<usize>> = (0..xs.len()).map(Some).collect();
+    tier_answers(model, xs, tiers, xs, &every)
+}
+
+/// The tier whose head is likeliest, of `used` (P(this tier) per head, in the same order), and its
+/// share of their probabilities.
+fn pick(used: &[Tier], ps: impl Iterator<Item = f64>) -> TierAnswer {
+    let ps: Vec<f64> = ps.collect();
+    let total: f64 = ps.iter().sum();
+    // The first tier on a tie: the cheaper one, as the rule's order would have it.
+    let (k, best) =
+        ps.iter().enumerate().fold((0, f64::NEG_INFINITY), |acc, (k, p)| if *p > acc.1 { (k, *p) } else { acc });
+    TierAnswer { tier: used[k], confidence: if total > 0.0 { best / total } else { 0.0 } }
+}
+
+/// A direct tier head fitted on labelled examples (`train_xs`, `train_tiers`: the seed set and
+/// the labelled log, as the engine's own heads are), answering the items `xs`: an item that is
+/// training example `i` (`in_train[k] == Some(i)`) gets that example's held-out answer, as
+/// a head fitted on the examples alone would have it, and any other the answer of the heads fitted on every example.
+/// Fitting on the studied items alone instead would measure a head trained on a few dozen
+/// prompts, not the one the seed set gives.
+pub fn tier_answers(
+    model: &str,
+    train_xs: &[Vec<f32>],
+    train_tiers: &[Tier],
+    xs: &[Vec<f32>],
+    in_train: &[Option<usize>],
+) -> Result<Vec<TierAnswer>, String> {
+    let used: Vec<Tier> = Tier::ALL.into_iter().filter(|t| train_tiers.contains(t)).collect();
     if used.len() < 2 {
         return Err(format!("a tier head needs examples of two tiers or more; these have {}", used.len()));
     }
-    let mut per_tier = Vec::new();
+    let mut per_tier: Vec<Vec<f64>> = Vec::new();
     for t in &used {
-        let ys: Vec<bool> = tiers.iter().map(|x| x == t).collect();
-        per_tier.push(held_out(model, &format!("tier is {t}"), xs, &ys)?.1);
+        let ys: Vec<bool> = train_tiers.iter().map(|x| x == t).collect();
+        let (head, held) = held_out(model, &format!("tier is {t}"), train_xs, &ys)?;
+        per_tier.push(
+            xs.iter()
+                .zip(in_train)
+                .map(|(x, i)| i.and_then(|i| held.get(i).copied()).unwrap_or_else(|| head.p_yes(x)))
+                .collect(),
+        );
     }
-    Ok((0..xs.len())
-        .map(|i| {
-            let total: f64 = per_tier.iter().map(|p| p[i]).sum();
-            // The first tier on a tie: the cheaper one, as the rule's order would have it.
-            let (k, best) = per_tier
-                .iter()
-                .map(|p| p[i])
-                .enumerate()
-                .fold((0, f64::NEG_INFINITY), |acc, (k, p)| if p > acc.1 { (k, p) } else { acc });
-            TierAnswer { tier: used[k], confidence: if total > 0.0 { best / total } else { 0.0 } }
-        })
-        .collect())
+    Ok((0..xs.len()).map(|k| pick(&used, per_tier.iter().map(|p| p[k]))).collect())
 }
 
 #[cfg(test)]
@@ -123,5 +147,26 @@ mod tests {
             }
         }
         assert!(tier_held_out("m", &xs, &[Tier::Opus; 60]).unwrap_err().contains("two tiers"));
+    }
+
+    #[test]
+    fn a_tier_head_answers_new_items_with_the_heads_fitted_on_every_example() {
+        let xs: Vec<Vec<f32>> = (0..60).map(|i| vec![(i % 3) as f32 - 1.0 + 0.01 * (i / 3) as f32, 0.1, 0.2]).collect();
+        let tiers: Vec<Tier> = (0..60).map(|i| [Tier::Haiku, Tier::Sonnet, Tier::Opus][i % 3]).collect();
+        let held = tier_held_out("m", &xs, &tiers).unwrap();
+        // Two training examples (as held out) and two new items far out on either side.
+        let ask = vec![xs[4].clone(), vec![-3.0, 0.1, 0.2], xs[9].clone(), vec![3.0, 0.1, 0.2]];
+        let got = tier_answers("m", &xs, &tiers, &ask, &[Some(4), None, Some(9), None]).unwrap();
+        assert_eq!((got[0], got[2]), (held[4], held[9]), "a training example keeps its held-out answer");
+        assert_eq!((got[1].tier, got[3].tier), (Tier::Haiku, Tier::Opus));
+        // The new items' answers are the full fit's: the heads fitted on every example, by hand.
+        let full: Vec<f64> = [Tier::Haiku, Tier::Sonnet, Tier::Opus]
+            .iter()
+            .map(|t| {
+                let ys: Vec<bool> = tiers.iter().map(|x| x == t).collect();
+                held_out("m", &format!("tier is {t}"), &xs, &ys).unwrap().0.p_yes(&ask[3])
+            })
+            .collect();
+        assert!((got[3].confidence - full[2] / full.iter().sum::<f64>()).abs() < 1e-12, "{:?} {full:?}", got[3]);
     }
 }

@@ -7,8 +7,9 @@
 //!
 //! The local engine's heads were fitted on the seed sets (and, once `calibrate fit --apply` ran,
 //! on the labelled log): on a set that holds those items, its answers are replaced by held-out
-//! ones (`crossval`), and the output says so. Its embedding also gives a direct tier head, held out
-//! the same way, shown beside the rule.
+//! ones (`crossval`), and the output says so. Its embedding also gives a direct tier head, fitted on
+//! the seed set and the labelled log as the heads are (held out the same way on those items),
+//! shown beside the rule.
 
 pub mod figures;
 pub mod sets;
@@ -16,7 +17,7 @@ pub mod sets;
 pub mod shipped;
 mod text;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -33,6 +34,7 @@ use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::local::{self, model::Model};
 use crate::routing::{features, log};
+use crate::tier::Tier;
 use crate::{fsutil, paths};
 
 /// What `system1 study` was asked.
@@ -106,10 +108,11 @@ pub fn run(opts: Options) -> Result<i32> {
     let (engines, mut left_out) = pick_engines(opts.providers.as_deref())?;
     let local_heads = local::local_heads_file().exists();
     let known = sets::head_training_texts(local_heads, &log_items).map_err(Error::failure)?;
+    let tier_train = tier_training(&log_items).map_err(Error::failure)?;
     let calibration = Calibration::load(&paths::local_calibration());
     let mut reports = Vec::new();
     for (name, gateway) in engines {
-        match study_engine(&name, gateway, &chosen, &calibration, &known) {
+        match study_engine(&name, gateway, &chosen, &calibration, &known, &tier_train) {
             Ok(r) => reports.push(r),
             Err(why) => left_out.push(LeftOut { provider: name, why }),
         }
@@ -268,9 +271,21 @@ fn engine_texts(set: &Set) -> Vec<String> {
 struct Embedder {
     name: String,
     model: Model,
+    /// The tier head's training texts embedded so far: every routing set fits on them.
+    known: std::cell::RefCell<HashMap<String, Vec<f32>>>,
 }
 
 impl Embedder {
+    /// `text` embedded, once per study.
+    fn embed_once(&self, text: &str) -> Vec<f32> {
+        if let Some(x) = self.known.borrow().get(text) {
+            return x.clone();
+        }
+        let x = self.model.embed(text);
+        self.known.borrow_mut().insert(text.to_string(), x.clone());
+        x
+    }
+
     fn embed_all(&self, texts: &[String], what: String) -> Vec<Vec<f32>> {
         let mut tick = super::progress(what);
         texts
@@ -316,6 +331,7 @@ fn study_engine(
     chosen: &[Set],
     calibration: &Calibration,
     known: &HashSet<String>,
+    tier_train: &[(String, Tier)],
 ) -> std::result::Result<EngineReport, String> {
     let provider = gateway.primary().map(|p| p.name().to_string()).unwrap_or_else(|| name.to_string());
     let model = gateway.primary().map(|p| p.model()).unwrap_or_default();
@@ -338,7 +354,7 @@ fn study_engine(
         if has_heads {
             if embedder.is_none() {
                 let (name, model) = super::heads::configured_model()?;
-                embedder = Some(Embedder { name, model });
+                embedder = Some(Embedder { name, model, known: Default::default() });
             }
             if let Some(emb) = &embedder {
                 xs = emb.embed_all(&engine_texts(set), format!("{name}: embedding {} for held-out answers", set.name));
@@ -373,7 +389,7 @@ fn study_engine(
         let tiers = match &set.items {
             Items::Routing(items) if items.iter().any(|i| i.tier.is_some()) => {
                 let head = match &embedder {
-                    Some(emb) => tier_head(emb, &xs, items),
+                    Some(emb) => tier_head(emb, &xs, items, tier_train),
                     None => vec![None; items.len()],
                 };
                 let fits = Feature::ALL.iter().map(|f| (*f, in_force(f.name()).map(|x| x.temperature))).collect();
@@ -417,14 +433,46 @@ fn study_engine(
     Ok(EngineReport { provider, model, sets: set_reports, overall: figures::overall(&pooled, &all_latency) })
 }
 
-/// The held-out direct tier head's answer for each item with a labelled tier (None for the others).
-fn tier_head(emb: &Embedder, xs: &[Vec<f32>], items: &[data::RoutingItem]) -> Vec<Option<TierAnswer>> {
+/// The labelled tiers a direct tier head learns from, each prompt as the engine reads it: the seed
+/// set's, and those of the labelled log.
+fn tier_training(log_items: &[data::RoutingItem]) -> std::result::Result<Vec<(String, Tier)>, String> {
+    let seeds = data::seed_items()?;
+    Ok(seeds
+        .iter()
+        .chain(log_items)
+        .filter_map(|i| Some((local::state_text(&features::request(&i.text)), i.tier?)))
+        .collect())
+}
+
+/// The direct tier head's answer for each item with a labelled tier (None for the others): the
+/// head is fitted on `train` (see [`tier_training`]), and an item that is one of its examples gets
+/// its held-out answer.
+fn tier_head(
+    emb: &Embedder,
+    xs: &[Vec<f32>],
+    items: &[data::RoutingItem],
+    train: &[(String, Tier)],
+) -> Vec<Option<TierAnswer>> {
     let idx: Vec<usize> = (0..items.len()).filter(|&i| items[i].tier.is_some()).collect();
-    let ex: Vec<Vec<f32>> = idx.iter().map(|&i| xs[i].clone()).collect();
-    let tiers: Vec<_> = idx.iter().filter_map(|&i| items[i].tier).collect();
+    let texts: Vec<String> = idx.iter().map(|&i| local::state_text(&features::request(&items[i].text))).collect();
+    let in_set: HashMap<&str, usize> = texts.iter().enumerate().map(|(k, t)| (t.as_str(), idx[k])).collect();
+    let mut train_xs = Vec::with_capacity(train.len());
+    let mut position: HashMap<&str, usize> = HashMap::new();
+    let mut tick = super::progress(format!("{}: embedding the tier head's examples", emb.name));
+    for (n, (text, _)) in train.iter().enumerate() {
+        tick(n, train.len());
+        position.insert(text.as_str(), n);
+        train_xs.push(match in_set.get(text.as_str()) {
+            Some(&i) => xs[i].clone(),
+            None => emb.embed_once(text),
+        });
+    }
+    let train_tiers: Vec<Tier> = train.iter().map(|(_, t)| *t).collect();
+    let ask: Vec<Vec<f32>> = idx.iter().map(|&i| xs[i].clone()).collect();
+    let in_train: Vec<Option<usize>> = texts.iter().map(|t| position.get(t.as_str()).copied()).collect();
     let mut out = vec![None; items.len()];
     // Fewer than two tiers labelled: no head to fit, so none to show.
-    let Ok(answers) = crossval::tier_held_out(&emb.name, &ex, &tiers) else { return out };
+    let Ok(answers) = crossval::tier_answers(&emb.name, &train_xs, &train_tiers, &ask, &in_train) else { return out };
     for (k, &i) in idx.iter().enumerate() {
         out[i] = Some(answers[k]);
     }
