@@ -110,6 +110,10 @@ pub struct Bert {
     token_type: usize,
     embed_norm: (usize, usize),
     layers: Vec<Layer>,
+    /// Whether short inputs take [`super::dense`]'s path. Off in unoptimised builds, where that
+    /// path is compiled without optimisation while sgemm's crate is built optimised (Cargo.toml):
+    /// the tests' binaries would take seconds per text. The unit tests turn it on to check it.
+    pub dense: bool,
 }
 
 /// Looks a tensor up by name and expected shape, giving its index.
@@ -229,7 +233,8 @@ impl Bert {
                 out_norm: pair(&mut take, &format!("{p}.output.LayerNorm"), h, None)?,
             });
         }
-        Ok(Bert { config, map, tensors, word, position, token_type, embed_norm, layers })
+        let dense = !cfg!(debug_assertions);
+        Ok(Bert { config, map, tensors, word, position, token_type, embed_norm, layers, dense })
     }
 
     fn t(&self, i: usize) -> &[f32] {
@@ -329,6 +334,10 @@ impl Bert {
             out.extend_from_slice(b);
         }
         debug_assert!(x.len() >= m * k && w.len() == n * k);
+        // A short input: the weights are read where they lie rather than copied (see dense).
+        if self.dense && m <= super::dense::SHORT && super::dense::add_xwt(x, w, (m, k, n), out) {
+            return;
+        }
         // x is m×k row-major, W is n×k row-major (read as its k×n transpose), out is m×n.
         sgemm((m, k, n), 1.0, (x, k, 1), (w, 1, k), 1.0, (out, n, 1));
     }

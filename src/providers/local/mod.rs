@@ -22,6 +22,7 @@
 
 pub mod bert;
 pub mod cache;
+pub mod dense;
 pub mod download;
 pub mod heads;
 pub mod model;

@@ -1,0 +1,158 @@
+//! The forward pass's dense layers for short inputs: `x · Wᵀ` with the weights read where they lie.
+//!
+//! A general matrix product (matrixmultiply's sgemm) first copies both operands into panels in the
+//! order its kernel reads them. For a prompt of a dozen tokens the weight matrix is the big
+//! operand: every pass copied all of the model's layer weights (42 MB for MiniLM; 31% of a
+//! decision's instructions in a profile) to multiply them by a few rows. Here each output is the
+//! dot product of a row of `x` with a row of `W`, both contiguous as the model file lays them out,
+//! so nothing is copied: the weights are streamed once per pass, straight from the mapped file,
+//! while the few rows of `x` stay in the first-level cache. Long inputs, where sgemm's copies are
+//! paid back over many rows, still go to sgemm (see [`SHORT`]).
+//!
+//! Only x86-64 CPUs with AVX2 and FMA take this path (chosen at run time: the baseline target has
+//! only SSE2); elsewhere [`add_xwt`] declines and the caller uses sgemm, whose NEON and AVX-512
+//! kernels this does not try to beat where it was not measured.
+
+/// Inputs of at most this many rows (tokens) take this module's path; longer ones take sgemm's,
+/// whose copy of the weights is then shared by enough rows to pay for itself.
+pub const SHORT: usize = 32;
+
+const LANES: usize = 8;
+type Chunk = [f32; LANES];
+
+/// out[i][j] += Σ_p x[i][p] · w[j][p] for an m×k `x`, an n×k `w` and an m×n `out`, all
+/// row-major; `false` (and `out` untouched) where this CPU has no fast path. Panics when a slice
+/// is shorter than its shape (the caller's shapes come from a checked model).
+pub fn add_xwt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), out: &mut [f32]) -> bool {
+    assert!(
+        m.checked_mul(k).is_some_and(|l| x.len() >= l)
+            && n.checked_mul(k).is_some_and(|l| w.len() >= l)
+            && m.checked_mul(n).is_some_and(|l| out.len() >= l),
+        "add_xwt: a slice is shorter than its shape"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        // SAFETY: the function reads and writes only through the bounds-checked slices it is
+        // given; it is `unsafe` to call only because it is compiled for AVX2 and FMA, which the
+        // CPU was just found to have.
+        #[allow(unsafe_code)]
+        unsafe {
+            fma::add_xwt(x, w, (m, k, n), out)
+        };
+        return true;
+    }
+    false
+}
+
+#[cfg(target_arch = "x86_64")]
+mod fma {
+    use std::arch::x86_64::{__m256, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_setzero_ps, _mm256_storeu_ps};
+
+    use super::{Chunk, LANES};
+
+    /// Blocks of 4 rows of `w` against pairs of rows of `x`: each step of 8 lanes loads 6 vectors
+    /// for 8 fused multiply-adds, into 8 accumulators that stay in registers.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn add_xwt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), out: &mut [f32]) {
+        let row = |s, r| row(s, r, k);
+        let mut j = 0;
+        while j < n {
+            let c = (n - j).min(4);
+            // Fewer rows left than a block takes: the last one is repeated, its results unused.
+            let ws: [(&[Chunk], &[f32]); 4] = std::array::from_fn(|t| row(w, j + t.min(c - 1)));
+            let mut i = 0;
+            while i < m {
+                let r = (m - i).min(2);
+                let xs = [row(x, i), row(x, i + r - 1)];
+                let mut acc = [[_mm256_setzero_ps(); 4]; 2];
+                let steps = xs[0].0.iter().zip(xs[1].0).zip(ws[0].0).zip(ws[1].0).zip(ws[2].0).zip(ws[3].0);
+                for (((((x0, x1), w0), w1), w2), w3) in steps {
+                    let (x0, x1) = (load(x0), load(x1));
+                    for (b, wv) in [load(w0), load(w1), load(w2), load(w3)].into_iter().enumerate() {
+                        acc[0][b] = _mm256_fmadd_ps(x0, wv, acc[0][b]);
+                        acc[1][b] = _mm256_fmadd_ps(x1, wv, acc[1][b]);
+                    }
+                }
+                for a in 0..r {
+                    let o = (i + a) * n + j;
+                    for (b, slot) in out[o..o + c].iter_mut().enumerate() {
+                        let v = lanes(acc[a][b]);
+                        // Lanes summed pairwise, then the last few products one by one.
+                        let s = ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
+                        *slot += xs[a].1.iter().zip(ws[b].1).fold(s, |s, (p, q)| p.mul_add(*q, s));
+                    }
+                }
+                i += r;
+            }
+            j += c;
+        }
+    }
+
+    /// Row `r` of a matrix of `k` columns: its whole chunks of 8, and the rest.
+    fn row(s: &[f32], r: usize, k: usize) -> (&[Chunk], &[f32]) {
+        let row = &s[r * k..(r + 1) * k];
+        let (chunks, rest) = row.as_chunks::<LANES>();
+        (chunks, rest)
+    }
+
+    #[target_feature(enable = "avx")]
+    fn load(c: &Chunk) -> __m256 {
+        // SAFETY: `c` is 8 f32 values, exactly what an unaligned 256-bit load reads.
+        #[allow(unsafe_code)]
+        unsafe {
+            _mm256_loadu_ps(c.as_ptr())
+        }
+    }
+
+    #[target_feature(enable = "avx")]
+    fn lanes(v: __m256) -> Chunk {
+        let mut out = [0f32; LANES];
+        // SAFETY: `out` is 8 f32 values, exactly what an unaligned 256-bit store writes.
+        #[allow(unsafe_code)]
+        unsafe {
+            _mm256_storeu_ps(out.as_mut_ptr(), v)
+        };
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against the plain triple loop, on every shape around the blocking's edges.
+    #[test]
+    fn matches_the_plain_product() {
+        let value = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 250.0;
+        for m in [1, 2, 3, 5] {
+            for n in [1, 3, 4, 5, 9] {
+                for k in [1, 7, 8, 9, 24, 33] {
+                    let x: Vec<f32> = (0..m * k).map(value).collect();
+                    let w: Vec<f32> = (0..n * k).map(|i| value(i + 13)).collect();
+                    let mut out: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
+                    if !add_xwt(&x, &w, (m, k, n), &mut out) {
+                        eprintln!("no fast path on this CPU: nothing to check");
+                        return;
+                    }
+                    for i in 0..m {
+                        for j in 0..n {
+                            let want: f64 = (0..k).map(|p| x[i * k + p] as f64 * w[j * k + p] as f64).sum::<f64>()
+                                + (i * n + j) as f64;
+                            let got = out[i * n + j] as f64;
+                            assert!(
+                                (got - want).abs() < 1e-4 * (1.0 + want.abs()),
+                                "{m}x{k}x{n} at {i},{j}: {got} vs {want}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn short_slices_are_refused() {
+        let r = std::panic::catch_unwind(|| add_xwt(&[1.0; 3], &[1.0; 4], (2, 2, 2), &mut [0.0; 4]));
+        assert!(r.is_err());
+    }
+}
