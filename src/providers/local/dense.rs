@@ -17,7 +17,9 @@
 /// whose copy of the weights is then shared by enough rows to pay for itself.
 pub const SHORT: usize = 32;
 
+#[cfg(target_arch = "x86_64")]
 const LANES: usize = 8;
+#[cfg(target_arch = "x86_64")]
 type Chunk = [f32; LANES];
 
 /// out[i][j] += Σ_p x[i][p] · w[j][p] for an m×k `x`, an n×k `w` and an m×n `out`, all
