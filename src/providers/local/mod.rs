@@ -27,6 +27,7 @@ pub mod download;
 pub mod heads;
 pub mod model;
 pub mod tokenizer;
+pub mod wheel;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};

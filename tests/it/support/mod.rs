@@ -84,7 +84,10 @@ impl TestEnv {
             .env("SYSTEM1_CONFIG", &self.config)
             .env("CLAUDE_CONFIG_DIR", &self.claude_dir)
             // Days and dates are counted in UTC unless a test says otherwise.
-            .env("TZ", "UTC");
+            .env("TZ", "UTC")
+            // No test downloads a model from the real hub or package index: both refuse here.
+            .env("HF_ENDPOINT", "http://127.0.0.1:9")
+            .env("SYSTEM1_PYPI_ENDPOINT", "http://127.0.0.1:9");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
