@@ -9,7 +9,9 @@
 # With cargo on PATH it builds this checkout (`cargo build --release --locked`) into
 # <install dir>/build, not into the checkout: Claude Code copies a plugin installed from a local
 # folder whole, so a target/ in the clone would land in its plugin cache. CARGO_TARGET_DIR
-# overrides where the build goes. Without cargo, it
+# overrides where the build goes. `--build-only` (README's "Try it") stops after the build and
+# links the binary at <build dir>/system1; a later run builds the same way into the same place, so
+# cargo finds it up to date and the first hour has one build, not two. Without cargo, it
 # downloads the release binary for this OS and CPU, pinned to the plugin's version, and checks
 # its SHA-256 against the release's SHA256SUMS before running anything: a mismatch installs nothing.
 #
@@ -48,6 +50,12 @@ install_and_check() {
   esac
 }
 
+build_only=
+if [ "${1:-}" = --build-only ]; then
+  build_only=1
+  shift
+fi
+
 method=${SYSTEM1_INSTALL_METHOD:-}
 if [ -z "$method" ]; then
   if command -v cargo >/dev/null 2>&1; then method=build; else method=download; fi
@@ -83,15 +91,22 @@ if [ "$method" = build ]; then
       *) (cd "$root" && CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS="-C target-feature=+crt-static" \
         cargo build --release --locked --target "$target") ;;
     esac
-    install_and_check "$target_dir/$target/release/system1" "$@"
+    built=$target_dir/$target/release/system1
   else
     echo "building system1 from $root into $CARGO_TARGET_DIR (cargo build --release --locked)"
     (cd "$root" && cargo build --release --locked)
-    install_and_check "$target_dir/release/system1" "$@"
+    built=$target_dir/release/system1
   fi
+  if [ -n "$build_only" ]; then
+    ln -sf "$built" "$target_dir/system1"
+    echo "built $target_dir/system1 (-> $built); 'sh scripts/install.sh' installs this build without building again"
+    exit 0
+  fi
+  install_and_check "$built" "$@"
   exit 0
 fi
 [ "$method" = download ] || die "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'"
+[ -z "$build_only" ] || die "--build-only builds with cargo, which is not on PATH (https://rustup.rs); without it, 'sh scripts/install.sh' installs the release binary"
 
 # The plugin's version pins the release; Cargo.toml carries the same number.
 version=

@@ -334,6 +334,28 @@ pub fn installed_plugin_version(claude_dir: &Path, name: &str) -> Option<(String
     })
 }
 
+/// The folders the installed plugin `name` (any marketplace) was copied into, by Claude Code's
+/// records, each with the plugin's id; plus `CLAUDE_PLUGIN_ROOT` when a hook or command of it runs.
+pub fn installed_plugin_roots(claude_dir: &Path, name: &str) -> Vec<(String, PathBuf)> {
+    let mut roots: Vec<(String, PathBuf)> = Vec::new();
+    if let Ok(Some(records)) = InstalledPlugins::read(claude_dir) {
+        for p in records.plugins.iter().filter(|p| p.name() == name && p.id.contains('@')) {
+            for path in p.installs.iter().filter_map(|i| i.install_path.clone()) {
+                if !roots.iter().any(|(_, r)| *r == path) {
+                    roots.push((p.id.clone(), path));
+                }
+            }
+        }
+    }
+    if let Some(running) = std::env::var_os("CLAUDE_PLUGIN_ROOT").filter(|v| !v.is_empty()).map(PathBuf::from)
+        && !roots.iter().any(|(_, r)| *r == running)
+    {
+        let id = roots.first().map(|(id, _)| id.clone()).unwrap_or_else(|| format!("{name}@system1-gateway"));
+        roots.push((id, running));
+    }
+    roots
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -1,4 +1,5 @@
-//! `system1 doctor`: diagnoses the config, the binary against the plugin, the MCP registration,
+//! `system1 doctor`: diagnoses the config, the binary against the plugin, build output copied into
+//! the plugin's cache, the MCP registration,
 //! the engines, one test decision, a configured `system1 serve`, the recent decision tallies, the pause state and, with
 //! `[routing] enforce` on, whether the latest rewrites of a spawn's model took effect. Every finding
 //! is one line (`ok`, `warn` or `FAIL`) with a `fix:` line when there is something to do.
@@ -70,6 +71,7 @@ pub fn run(args: Args) -> Result<i32> {
 
     check_config(&gateway, &mut r);
     check_versions(&mut r);
+    check_plugin_copy(&mut r);
     check_registration(&mut r);
     if gateway.is_ok() {
         check_engines(&gateway, &mut r);
@@ -168,6 +170,81 @@ fn check_versions(r: &mut Report) {
         ),
         None => r.ok(format!("binary {version}; no system1 plugin found in Claude Code (fine for other MCP clients)")),
     }
+}
+
+/// What a plugin installed from a clone should not bring along: Claude Code copies the whole folder
+/// into its plugin cache (docs/install.md), build output and test dependencies included.
+const NOT_PLUGIN_FILES: [&str; 2] = ["target", ".test-deps"];
+/// Counting stops here: a .test-deps/ with Python venvs holds tens of thousands of files.
+const MAX_COUNTED: usize = 50_000;
+
+fn check_plugin_copy(r: &mut Report) {
+    let claude = paths::claude_dir();
+    // Only copies: a plugin loaded straight from a clone (`claude --plugin-dir`) may hold a build.
+    let cache = claude.join("plugins/cache");
+    let cache_real = std::fs::canonicalize(&cache).unwrap_or_else(|_| cache.clone());
+    let in_cache = |root: &Path| {
+        root.starts_with(&cache) || std::fs::canonicalize(root).is_ok_and(|real| real.starts_with(&cache_real))
+    };
+    for (id, root) in claude_code::installed_plugin_roots(&claude, claude_code::PLUGIN) {
+        if !in_cache(&root) {
+            continue;
+        }
+        let found: Vec<(std::path::PathBuf, u64, bool)> = NOT_PLUGIN_FILES
+            .iter()
+            .map(|name| root.join(name))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .map(|p| {
+                let (bytes, all) = size_of(&p);
+                (p, bytes, all)
+            })
+            .collect();
+        if found.is_empty() {
+            continue;
+        }
+        let list: Vec<String> = found
+            .iter()
+            .map(|(p, bytes, all)| {
+                let name = p.file_name().map(|n| n.to_string_lossy().to_string()).unwrap_or_default();
+                format!("{name}/ ({}{:.0} MB)", if *all { "" } else { "over " }, *bytes as f64 / 1e6)
+            })
+            .collect();
+        let paths: Vec<String> = found.iter().map(|(p, _, _)| p.display().to_string()).collect();
+        r.warn(
+            format!(
+                "the system1 plugin in Claude Code's cache ({}) holds {}, copied from the folder it was installed from",
+                root.display(),
+                list.join(" and ")
+            ),
+            format!(
+                "delete the copy (`rm -rf {}`); so that the next install does not bring it back, remove {} from \
+                 that clone (`sh scripts/install.sh` builds outside it, in ~/.system1-gateway/build/), then \
+                 reinstall in Claude Code: `/plugin uninstall {id}` and `/plugin install {id}`",
+                paths.join(" "),
+                found
+                    .iter()
+                    .filter_map(|(p, _, _)| p.file_name().map(|n| format!("{}/", n.to_string_lossy())))
+                    .collect::<Vec<_>>()
+                    .join(" and ")
+            ),
+        );
+    }
+}
+
+/// Bytes under `path` (links not followed), and whether every file was counted.
+fn size_of(path: &Path) -> (u64, bool) {
+    let mut bytes = 0u64;
+    for (n, e) in walkdir::WalkDir::new(path).into_iter().flatten().enumerate() {
+        if n >= MAX_COUNTED {
+            return (bytes, false);
+        }
+        if let Ok(m) = e.metadata()
+            && m.is_file()
+        {
+            bytes += m.len();
+        }
+    }
+    (bytes, true)
 }
 
 /// The installed binary's version: this one's when it is the same file, else from `--version`.

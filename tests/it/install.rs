@@ -649,6 +649,52 @@ fn install_says_how_to_run_the_binary_it_left_off_path() {
     assert!(!text.contains(".system1-gateway/bin/system1"), "bare `system1` once it is on PATH: {text}");
 }
 
+/// cargo as far as install.sh can tell: it builds where the target dir and --target say, and
+/// finds a binary already there up to date (real cargo also checks the sources; the checkout here
+/// does not change between the runs).
+const FAKE_CARGO_FRESH: &str = r#"#!/bin/sh
+target=${CARGO_TARGET_DIR:-target}
+out="$target/release"
+for a in "$@"; do case $prev in --target) out="$target/$a/release" ;; esac; prev=$a; done
+if [ -f "$out/system1" ]; then state=fresh; else state=built; mkdir -p "$out" && cp "$FAKE_SYSTEM1" "$out/system1"; fi
+printf '%s|%s|%s\n' "$state" "$*" "$CARGO_TARGET_DIR" >> "$FAKE_LOG_DIR/cargo.log"
+"#;
+
+/// README's "Try it" builds with `install.sh --build-only`; the install after it finds that build
+/// up to date where it looks, so the first hour has one build.
+#[test]
+fn install_sh_build_only_builds_where_the_install_then_finds_it_up_to_date() {
+    let readme = std::fs::read_to_string(Path::new(REPO).join("README.md")).unwrap();
+    let try_it = readme.split("## Try it").nth(1).and_then(|t| t.split("\n## ").next()).unwrap_or_default();
+    assert!(
+        try_it.contains("sh scripts/install.sh --build-only") && try_it.contains("~/.system1-gateway/build/system1"),
+        "README's Try it builds where install.sh looks: {try_it}"
+    );
+    let mut s = Scratch::new(true);
+    script(&s.fakes, "cargo", FAKE_CARGO_FRESH);
+    s.env.set_env("FAKE_SYSTEM1", BIN);
+    s.env.set_env("SYSTEM1_STATIC", "0");
+    let build = s.env.install_dir.join("build");
+    let out = s.run(Path::new("sh"), &[install_sh().to_str().unwrap(), "--build-only"]);
+    ok(&out);
+    let link = build.join("system1");
+    assert!(same_bytes(&link, &build.join("release/system1")), "{} is the build", link.display());
+    assert!(stdout(&out).contains(&format!("built {}", link.display())), "{}", stdout(&out));
+    assert!(!s.bin().exists() && !s.env.config.exists(), "--build-only installs nothing");
+    // The binary it links runs, as README's next lines run it.
+    let version = s.run(&link, &["--version"]);
+    assert!(stdout(&version).starts_with("system1 "), "{}", stdout(&version));
+
+    let out = s.run(Path::new("sh"), &[install_sh().to_str().unwrap()]);
+    ok(&out);
+    let dir = build.display();
+    assert_eq!(
+        log_lines(&s.logs, "cargo"),
+        vec![format!("built|build --release --locked|{dir}"), format!("fresh|build --release --locked|{dir}")]
+    );
+    assert!(same_bytes(&s.bin(), &build.join("release/system1")), "the one build installed");
+}
+
 #[test]
 fn install_sh_builds_outside_the_clone_and_succeeds_with_the_engine_stopped() {
     // A clone with no target/: where install.sh has cargo put the build is what Claude Code copies

@@ -472,6 +472,44 @@ fn doctor_reads_the_installed_plugin_record() {
     assert!(text.contains("differs from the plugin's version 0.0.9 (system1@system1-gateway"), "{text}");
 }
 
+/// A plugin installed from a clone that held build output and test dependencies: Claude Code
+/// copied them into its cache (first_hour's end-to-end test shows it does). Doctor says so, with
+/// the size, and how to reinstall without them; the same folders in a plugin loaded straight from
+/// a clone (CLAUDE_PLUGIN_ROOT outside the cache, as with `claude --plugin-dir`) are not a finding.
+#[test]
+fn doctor_notices_build_output_copied_into_the_plugin_cache() {
+    let mut env = healthy_env("");
+    env.env.retain(|(k, _)| k != "CLAUDE_PLUGIN_ROOT");
+    let clone = env.root.join("clone");
+    write(&clone.join("target/release/system1"), "build output\n");
+    env.set_env("CLAUDE_PLUGIN_ROOT", clone.to_str().unwrap());
+    let cache = env.claude_dir.join("plugins/cache/system1-gateway/system1/0.1.0");
+    write(&cache.join(".claude-plugin/plugin.json"), r#"{"name": "system1", "version": "0.1.0"}"#);
+    let records = json!({"version": 2, "plugins": {"system1@system1-gateway": [{"scope": "user", "installPath": cache, "version": "0.1.0"}]}});
+    write(&env.claude_dir.join("plugins/installed_plugins.json"), &records.to_string());
+    let (_, text) = doctor(&env);
+    assert!(!text.contains("copied from the folder"), "a clean cache, a build in a --plugin-dir clone: {text}");
+
+    write(&cache.join("target/release/deps/big"), &"x".repeat(3_000_000));
+    write(&cache.join(".test-deps/venv/bin/python"), "#!/bin/sh\n");
+    let (code, text) = doctor(&env);
+    assert_eq!(code, 0, "a warning, not a failure: {text}");
+    let what = format!(
+        "warn  the system1 plugin in Claude Code's cache ({}) holds target/ (3 MB) and .test-deps/ (0 MB), copied from the folder it was installed from",
+        cache.display()
+    );
+    assert!(text.contains(&what), "{what}: {text}");
+    let fix = format!(
+        "fix: delete the copy (`rm -rf {c}/target {c}/.test-deps`); so that the next install does not bring it back, remove target/ and .test-deps/ from that clone",
+        c = cache.display()
+    );
+    assert!(text.contains(&fix), "{fix}: {text}");
+    assert!(
+        text.contains("`/plugin uninstall system1@system1-gateway` and `/plugin install system1@system1-gateway`"),
+        "{text}"
+    );
+}
+
 #[test]
 fn doctor_reads_a_version_1_plugin_record() {
     // installed_plugins.json version 1 kept one object per plugin id, not a list of installs; the
