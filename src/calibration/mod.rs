@@ -149,8 +149,14 @@ impl Calibration {
     ) -> Option<(Origin, &Fit)> {
         let same_engine = |(_, f): &&(Origin, Fit)| f.provider == provider && f.model == model;
         let fits = || self.fits.iter().filter(same_engine);
+        // The question as the local engine's heads match it (case and white space aside), so that
+        // a wording a head answers gets that head's fit too; the exact wording first.
+        let key = crate::text::question_key(question);
         fits()
             .find(|(_, f)| f.question.as_deref() == Some(question))
+            .or_else(|| {
+                fits().find(|(_, f)| f.question.as_deref().is_some_and(|q| crate::text::question_key(q) == key))
+            })
             .or_else(|| fits().find(|(_, f)| f.question.is_none() && f.options == Some(n_options)))
             .map(|(o, f)| (*o, f))
     }
@@ -249,6 +255,20 @@ mod tests {
                 assert!(fit.extra.contains_key(key), "{key} in {fit:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_fit_matches_its_question_as_the_heads_do() {
+        let cal = Calibration::from_fits(vec![
+            (Origin::Local, fit(Some("Is this shell command destructive?"), None, "m", 0.7)),
+            (Origin::Local, fit(Some("Ship it?"), None, "m", 0.8)),
+            (Origin::Local, fit(Some("ship  IT?"), None, "m", 0.9)),
+        ]);
+        let t = |q: &str| cal.find("laya", "m", q, 2).map(|f| f.temperature);
+        assert_eq!(t("  is this SHELL command\tdestructive? "), Some(0.7));
+        assert_eq!(t("Is this shell command destructive"), None, "punctuation is part of the question");
+        assert_eq!(t("ship  IT?"), Some(0.9), "the exact wording first");
+        assert_eq!(t("SHIP IT?"), Some(0.8));
     }
 
     #[test]

@@ -118,8 +118,10 @@ fn title(o: &mut String, r: &Report) {
         "start",
         400,
         &format!(
-            "{period} · {} sessions · {} prompts · {} subagent spawns",
-            r.totals.sessions, r.reach.prompts, r.adherence.spawns
+            "{period} · {} · {} · {}",
+            crate::text::count(r.totals.sessions, "session"),
+            crate::text::count(r.reach.prompts, "prompt"),
+            crate::text::count(r.adherence.spawns, "subagent spawn")
         ),
     );
 }

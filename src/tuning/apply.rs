@@ -12,8 +12,11 @@ use crate::calibration::{File, Fit};
 use crate::config::{Rule, parse_rules};
 use crate::tier::Tier;
 
+/// The same engine and the same question as fits match it (case and white space aside), or the
+/// same option count.
 fn same_slot(a: &Fit, b: &Fit) -> bool {
-    a.provider == b.provider && a.model == b.model && a.question == b.question && a.options == b.options
+    let key = |f: &Fit| f.question.as_deref().map(crate::text::question_key);
+    a.provider == b.provider && a.model == b.model && key(a) == key(b) && a.options == b.options
 }
 
 /// The local file's fits with `new` replacing any fit for the same engine and question (or option
@@ -318,5 +321,13 @@ mod tests {
         let ts: Vec<(String, f64)> = merged.fits.iter().map(|f| (f.model.clone(), f.temperature)).collect();
         assert_eq!(ts, vec![("english".into(), 0.9), ("typed-decisions".into(), 0.5), ("typed-decisions".into(), 0.7)]);
         assert!(merge_local(Some("{broken"), vec![]).is_err());
+
+        // A refit of the same question in another case or spacing replaces it: both would match.
+        let old = File::new(vec![fit(Some("Is it done?"), None, "m", 0.3), fit(Some("Is it late?"), None, "m", 0.4)]);
+        let text = serde_json::to_string(&old).unwrap();
+        let merged = merge_local(Some(&text), vec![fit(Some(" is IT  done?"), None, "m", 0.6)]).unwrap();
+        let qs: Vec<(&str, f64)> =
+            merged.fits.iter().map(|f| (f.question.as_deref().unwrap_or(""), f.temperature)).collect();
+        assert_eq!(qs, vec![("Is it late?", 0.4), (" is IT  done?", 0.6)]);
     }
 }

@@ -346,6 +346,12 @@ fn project_and_time_filters_narrow_the_history() {
     let only_c = report_json(&env, &["--project", "other"]);
     assert_eq!(only_c["reach"]["prompts"], 1);
     assert_eq!(only_c["adherence"]["spawns"], 1);
+    // One of each is said in the singular on the chart ("1 spawns" before).
+    let svg = env.root.join("one.svg");
+    let out = env.run(&["report", "--project", "other", "--svg", svg.to_str().unwrap()], "");
+    assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
+    let svg = std::fs::read_to_string(svg).unwrap();
+    assert!(svg.contains(" · 1 session · 1 prompt · 1 subagent spawn<"), "{svg}");
     assert_eq!(only_c["read"]["files"], 2);
     // With no unhinted... tu5 is unhinted, so the baseline is still spawns, and nothing was followed.
     close(&only_c["savings"]["realised_usd"], 0.0);

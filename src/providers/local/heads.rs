@@ -61,9 +61,10 @@ pub struct Head {
     pub context: Vec<String>,
 }
 
-/// A question as heads match it: lower case, runs of white space as one space, trimmed.
+/// A question as heads match it (and calibration fits: the same key): lower case, runs of white
+/// space as one space, trimmed.
 pub fn normalize(question: &str) -> String {
-    question.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
+    crate::text::question_key(question)
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
