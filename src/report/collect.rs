@@ -273,10 +273,13 @@ impl Collector {
             let sidechain = self.subagent_file || line.sidechain();
             match key.and_then(|k| self.usage_index.get(&k).copied()) {
                 Some(i) => {
-                    // Another content block of the same reply: keep the fullest copy.
+                    // Another content block of the same reply: keep the fullest copy, and its time
+                    // (when the reply finished), as copies in other files are kept; a reply whose
+                    // blocks straddle midnight then counts on the day ccusage counts it.
                     let rec = &mut self.facts.usage[i];
                     if tokens.total() > rec.tokens.total() {
                         rec.tokens = tokens;
+                        rec.minute = minute_of_timestamp(line.timestamp.as_deref());
                     }
                 }
                 None => {

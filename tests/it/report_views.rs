@@ -452,3 +452,34 @@ fn by_day_and_by_session_agree_with_ccusage() {
     }
     close(&ours["total"]["cost_usd"], sessions["totals"]["totalCost"].as_f64().unwrap());
 }
+
+#[test]
+fn a_reply_whose_blocks_straddle_midnight_counts_on_the_day_it_finished_as_ccusage_counts_it() {
+    let env = TestEnv::new();
+    let dir = env.claude_dir.join("projects").join("-home-u-late");
+    // One reply written as two content blocks: the first copy, with a placeholder output count,
+    // at 23:59:50; the full one at 00:00:10 the next day. Then a reply of its own on the 11th.
+    let mut f = File::new("sL", "2026-11-10T23:59:50.000Z").in_dir("/home/u/late");
+    f.reply("a1a", "m1", "r1", OPUS, usage(100, 2, 0, 0, 0), text_block(), false);
+    f.at("2026-11-11T00:00:10.000Z");
+    f.reply("a1b", "m1", "r1", OPUS, usage(100, 700, 0, 0, 0), text_block(), false);
+    f.reply("a2", "m2", "r2", OPUS, usage(10, 20, 0, 0, 0), text_block(), false);
+    f.write(&dir.join("sL.jsonl"), true);
+    let ours = by(&env, "day", &["--timezone", "UTC"]);
+    let rows: Vec<(&str, u64, u64, u64)> = ours["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["key"].as_str().unwrap(),
+                r["requests"].as_u64().unwrap(),
+                r["input"].as_u64().unwrap(),
+                r["output"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(rows, [("2026-11-11", 2, 110, 720)], "the full copy's time decides the day");
+    let Some(daily) = ccusage(&env, "daily") else { return };
+    same_rows(&ours, daily["daily"].as_array().unwrap(), "date");
+}
