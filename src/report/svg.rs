@@ -134,9 +134,9 @@ fn cards(o: &mut String, r: &Report) {
             "reach",
             pct(r.reach.share),
             format!(
-                "{} of {} prompts · {} of long ones",
+                "{} of {} · {} of long ones",
                 r.reach.hinted_prompts,
-                r.reach.prompts,
+                crate::text::count(r.reach.prompts, "prompt"),
                 pct(r.reach.share_of_long)
             ),
             INK,

@@ -352,6 +352,7 @@ fn project_and_time_filters_narrow_the_history() {
     assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
     let svg = std::fs::read_to_string(svg).unwrap();
     assert!(svg.contains(" · 1 session · 1 prompt · 1 subagent spawn<"), "{svg}");
+    assert!(svg.contains(">0 of 1 prompt · "), "the reach card too: {svg}");
     assert_eq!(only_c["read"]["files"], 2);
     // With no unhinted... tu5 is unhinted, so the baseline is still spawns, and nothing was followed.
     close(&only_c["savings"]["realised_usd"], 0.0);
