@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 use super::answers;
 use super::http::{self, Endpoint, Reply};
 use super::wire::{self, Ask, Reading};
-use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, PassCause, Probe, Provider};
 use crate::config::Settings;
 
 pub const DEFAULT_ENDPOINT: &str = "http://127.0.0.1:8765";
@@ -244,7 +244,7 @@ impl Provider for Laya {
         for (i, q) in request.questions.iter().enumerate() {
             if let Some(reason) = self.non_latin_reason(&state_text, q) {
                 // Not an answer ("not sure") but none at all: the next engine of the chain gets it.
-                results[i] = Some(EngineAnswer::Passed { reason });
+                results[i] = Some(EngineAnswer::Passed { cause: PassCause::NotRead, reason });
                 continue;
             }
             // Always a choice, yes/no too; `{option: null}` criteria, the form both laya-serve 0.4.15

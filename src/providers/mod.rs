@@ -82,8 +82,24 @@ pub enum EngineAnswer {
     /// answer out, a question type it refuses): the next engine in the chain is asked. Unlike an
     /// abstention, which is an answer ("not sure"), this says nothing about the question.
     Passed {
+        cause: PassCause,
         reason: String,
     },
+}
+
+/// Why an engine passes a question on: the code matches these, people read the reason.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PassCause {
+    /// A yes/no question the engine has no trained head for (the local engine).
+    NoHead,
+    /// Text the engine's model does not read (mostly non-Latin script for an English model).
+    NotRead,
+    /// The server refused the question's type (HTTP 422 naming the question).
+    Refused,
+    /// The server's reply left this question's answer out.
+    LeftOut,
+    /// Asked as a yes/no question, the options turned out not to be yes and no.
+    NotYesNo,
 }
 
 impl EngineAnswer {
@@ -128,7 +144,7 @@ impl EngineAnswer {
     pub fn rationale(&self) -> Option<&str> {
         match self {
             EngineAnswer::Decided { rationale, .. } | EngineAnswer::Abstained { rationale, .. } => rationale.as_deref(),
-            EngineAnswer::Passed { reason } => Some(reason),
+            EngineAnswer::Passed { reason, .. } => Some(reason),
         }
     }
 

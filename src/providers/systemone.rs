@@ -27,7 +27,7 @@ use super::answers;
 use super::failure::generic_fix;
 use super::http::{self, Endpoint, Reply};
 use super::wire::{self, Ask};
-use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider};
+use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, PassCause, Probe, Provider};
 use crate::config::Settings;
 
 /// llama-server's default address.
@@ -168,8 +168,9 @@ impl SystemOne {
             Ask::Noul => {
                 let p = wire::noul(a, "noul")?;
                 // yes_no() matched when the question was asked as a noul.
-                Ok(wire::yes_no_answer(&self.name, &self.model, &q.options, p)
-                    .unwrap_or_else(|| EngineAnswer::Passed { reason: "not a yes/no question".into() }))
+                Ok(wire::yes_no_answer(&self.name, &self.model, &q.options, p).unwrap_or_else(|| {
+                    EngineAnswer::Passed { cause: PassCause::NotYesNo, reason: "not a yes/no question".into() }
+                }))
             }
             Ask::Choice => {
                 let (at, probs) = wire::strict_choice(a, &q.options)?;
@@ -237,7 +238,7 @@ impl Provider for SystemOne {
                 Asked::Answered(got) => left.iter().zip(got).for_each(|(&i, a)| out[i] = Some(a)),
                 Asked::Refused(refused) => {
                     for (j, why) in refused {
-                        out[left[j]] = Some(EngineAnswer::Passed { reason: why });
+                        out[left[j]] = Some(EngineAnswer::Passed { cause: PassCause::Refused, reason: why });
                     }
                 }
             }
@@ -332,6 +333,7 @@ impl SystemOne {
         for ((id, q), ask) in ids.iter().zip(&request.questions).zip(&asks) {
             let Some(a) = got.get(id) else {
                 out.push(EngineAnswer::Passed {
+                    cause: PassCause::LeftOut,
                     reason: format!("{name} left the answer out (it breaks response.answer-ids)"),
                 });
                 continue;

@@ -36,7 +36,9 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::answers;
-use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probe, Provider, Question, Scope, Taught};
+use super::{
+    Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, PassCause, Probe, Provider, Question, Scope, Taught,
+};
 use crate::config::Settings;
 use crate::{paths, text};
 use heads::Head;
@@ -213,6 +215,7 @@ impl Local {
             // engine in the chain rather than abstaining, which would end the chain.
             let Some(head) = find_head(&loaded.heads, q) else {
                 return Some(EngineAnswer::Passed {
+                    cause: PassCause::NoHead,
                     reason: format!(
                         "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
                      labelled examples, one JSON line each ({{\"text\": \"...\", \"label\": true}}), and run `{}` \
@@ -455,7 +458,11 @@ impl Provider for Local {
         let refused: Vec<Option<String>> = request.questions.iter().map(|q| self.non_latin_reason(&text, q)).collect();
         // Nothing to answer: neither the model nor the embedding is needed.
         if !refused.is_empty() && refused.iter().all(Option::is_some) {
-            return Ok(refused.into_iter().flatten().map(|reason| EngineAnswer::Passed { reason }).collect());
+            return Ok(refused
+                .into_iter()
+                .flatten()
+                .map(|reason| EngineAnswer::Passed { cause: PassCause::NotRead, reason })
+                .collect());
         }
         let loaded = self.load().map_err(|f| f.prefixed("local: "))?;
         // The deadline is checked between the forward pass's layers and between embeddings, so a
@@ -466,7 +473,7 @@ impl Provider for Local {
             .iter()
             .zip(refused)
             .map(|(q, why)| match why {
-                Some(reason) => Some(EngineAnswer::Passed { reason }),
+                Some(reason) => Some(EngineAnswer::Passed { cause: PassCause::NotRead, reason }),
                 None => self.answer(&loaded, request, q, &state, deadline),
             })
             .collect::<Option<_>>()

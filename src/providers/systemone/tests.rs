@@ -130,9 +130,14 @@ fn questions_a_422_refuses_pass_on_and_the_rest_are_asked_again() {
     let team = Question { key: "team".into(), text: "Which team?".into(), options: vec!["infra".into(), "app".into()] };
     let request = EngineRequest { context: None, questions: vec![yes_no("oom", "Out of memory?"), team.clone()] };
     let out = p.decide(&request, T).expect("answers");
-    assert!(
-        matches!(&out[0], EngineAnswer::Passed { reason } if reason.starts_with("systemone refuses this question (HTTP 422: Input tag 'noul'")),
-        "{out:?}"
+    assert!(matches!(&out[0], EngineAnswer::Passed { cause: PassCause::Refused, .. }), "{out:?}");
+    assert_eq!(
+        out[0].rationale(),
+        Some(
+            "systemone refuses this question (HTTP 422: Input tag 'noul' found using 'type' does not match any of the \
+             expected tags: 'choice')"
+        ),
+        "the server's own words, for people"
     );
     assert_eq!(out[1].decision(), Some("infra"));
     let seen = server.requests_to("/v1/systemone");
