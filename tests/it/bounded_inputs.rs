@@ -54,12 +54,7 @@ fn append_hole_then(path: &Path, bytes: u64, tail: &str) {
 #[test]
 fn the_posttooluse_hook_reads_only_the_end_of_a_routing_log_of_gigabytes() {
     let env = TestEnv::new();
-    let repo = env.root.join("work/repo");
-    std::fs::create_dir_all(repo.join(".git")).unwrap();
-    env.write_config(&format!(
-        "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nlog_dirs = [{:?}]\n",
-        repo.display().to_string()
-    ));
+    let repo = env.logged_repo();
     let log = env.install_dir.join("logs/routing.jsonl");
     write(&log, "");
     std::fs::set_permissions(log.parent().unwrap(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
@@ -68,13 +63,7 @@ fn the_posttooluse_hook_reads_only_the_end_of_a_routing_log_of_gigabytes() {
     let agent = json!({"id": "e1", "time": "2026-12-01T10:00:00.000Z", "source": "agent", "session_id": "sess",
                        "repo": repo, "cwd": repo, "tool_use_id": "t1", "description": "survey"});
     append_hole_then(&log, 3 << 30, &format!("\n{agent}\n"));
-    let payload = json!({"session_id": "sess", "transcript_path": "/dev/null", "cwd": repo,
-        "hook_event_name": "PostToolUse", "tool_name": "Agent",
-        "tool_input": {"description": "survey", "prompt": "Find every caller of parse_rules", "model": "haiku"},
-        "tool_response": {"status": "completed", "agentId": "a1", "resolvedModel": "claude-haiku-4-5",
-                          "content": [{"type": "text", "text": "done"}]},
-        "tool_use_id": "t1", "duration_ms": 40});
-    let out = run_limited(&env, &["hook", "spawned"], &payload.to_string());
+    let out = run_limited(&env, &["hook", "spawned"], &crate::guarded_reads::post_payload(&repo, "t1"));
     assert_eq!(out.status.code(), Some(0), "{:?} {}", out.status, stderr(&out));
     // The spawn entry beside the agent entry it found at the end.
     let mut f = std::fs::File::open(&log).unwrap();

@@ -168,7 +168,7 @@ fn a_config_json_over_its_cap_is_refused_unread() {
     assert!(message.contains("config.json") && message.contains("is larger than 1 MiB"), "{v}");
 }
 
-fn post_payload(cwd: &Path, id: &str) -> String {
+pub(crate) fn post_payload(cwd: &Path, id: &str) -> String {
     json!({"session_id": "sess", "transcript_path": "/dev/null", "cwd": cwd, "hook_event_name": "PostToolUse",
            "tool_name": "Agent", "tool_input": {"description": "survey", "prompt": "Find every caller of parse_rules", "model": "haiku"},
            "tool_response": {"status": "completed", "agentId": "a1", "resolvedModel": "claude-haiku-4-5",
@@ -180,12 +180,7 @@ fn post_payload(cwd: &Path, id: &str) -> String {
 #[test]
 fn the_posttooluse_hook_never_waits_on_or_floods_from_the_routing_log() {
     let env = TestEnv::new();
-    let repo = env.root.join("work/repo");
-    std::fs::create_dir_all(repo.join(".git")).unwrap();
-    env.write_config(&format!(
-        "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nlog_dirs = [{:?}]\n",
-        repo.display().to_string()
-    ));
+    let repo = env.logged_repo();
     let log = env.install_dir.join("logs/routing.jsonl");
     for fault in ["fifo", "zero"] {
         if fault == "fifo" {

@@ -64,6 +64,18 @@ impl TestEnv {
         write(&self.config, toml);
     }
 
+    /// A git repository at `work/repo` inside `log_dirs`, with routing on over the mock engine:
+    /// where the hooks write the routing log.
+    pub fn logged_repo(&self) -> PathBuf {
+        let repo = self.root.join("work/repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        self.write_config(&format!(
+            "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nlog_dirs = [{:?}]\n",
+            repo.display().to_string()
+        ));
+        repo
+    }
+
     pub fn set_env(&mut self, key: &str, value: &str) {
         self.env.push((key.to_string(), value.to_string()));
     }
