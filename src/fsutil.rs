@@ -4,7 +4,7 @@
 //! and version ([`check_format`]), opening a file that is only read ([`open_read`], and
 //! [`read_file`], [`read_text`] on it: a regular file of bounded size, a link only where one may
 //! be, never a FIFO or a device that would hang or flood the reader), and system1's own private
-//! files ([`open_private`], [`private_dir`]).
+//! files ([`open_private`], [`private_dir`], and [`WriteLock`] for their writers).
 //!
 //! Private files (the routing log with its prompts, the pause file, the decision tallies, the
 //! calibration) are 0600 and their folders 0700, whatever the umask, and they are opened only in
@@ -323,6 +323,30 @@ pub fn open_private(path: &Path, opts: &mut OpenOptions) -> io::Result<File> {
     #[cfg(not(unix))]
     {
         opts.open(path)
+    }
+}
+
+/// The exclusive lock of a private file's writers, on `<file>.lock` beside it (a private folder
+/// and lock file, opened only in place); released when dropped, and by the OS if the process dies.
+pub struct WriteLock(File);
+
+impl WriteLock {
+    pub fn take(file: &Path) -> io::Result<WriteLock> {
+        if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+            private_dir(dir)?;
+        }
+        let mut name = file.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(".lock");
+        let lock =
+            open_private(&file.with_file_name(name), OpenOptions::new().create(true).truncate(false).write(true))?;
+        lock.lock()?;
+        Ok(WriteLock(lock))
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        let _ = self.0.unlock();
     }
 }
 

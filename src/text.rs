@@ -83,14 +83,14 @@ pub fn round(x: f64, decimals: i32) -> f64 {
     (x * scale).round() / scale
 }
 
-/// `n` and its noun, singular for one: `count(1, "session")` is `1 session`, `count(2, "spawn")`
-/// `2 spawns`.
 /// A question as it is matched, by the local engine's heads and by calibration fits alike: lower
 /// case, runs of white space as one space, trimmed.
 pub fn question_key(question: &str) -> String {
     question.split_whitespace().collect::<Vec<_>>().join(" ").to_lowercase()
 }
 
+/// `n` and its noun, singular for one: `count(1, "session")` is `1 session`, `count(2, "spawn")`
+/// `2 spawns`.
 pub fn count(n: impl Into<u64>, noun: &str) -> String {
     let n = n.into();
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }

@@ -151,10 +151,10 @@ impl Calibration {
         let fits = || self.fits.iter().filter(same_engine);
         // The question as the local engine's heads match it (case and white space aside), so that
         // a wording a head answers gets that head's fit too; the exact wording first.
-        let key = crate::text::question_key(question);
         fits()
             .find(|(_, f)| f.question.as_deref() == Some(question))
             .or_else(|| {
+                let key = crate::text::question_key(question);
                 fits().find(|(_, f)| f.question.as_deref().is_some_and(|q| crate::text::question_key(q) == key))
             })
             .or_else(|| fits().find(|(_, f)| f.question.is_none() && f.options == Some(n_options)))

@@ -408,11 +408,10 @@ fn check_local_model(gateway: &Gateway, r: &mut Report) {
 /// Which questions go where in the chain, when that is more than "all to the one engine": a chain
 /// of several engines, or one that answers only the yes/no questions it was taught.
 fn check_routes(gateway: &Gateway, r: &mut Report) {
-    let described = gateway.described();
+    let (described, routes) = gateway.described_routes();
     if described.len() < 2 && described.iter().all(|p| p.yes_no == crate::providers::Scope::Any) {
         return;
     }
-    let routes = gateway.routes();
     let mut parts: Vec<String> =
         routes.taught_by_engine().into_iter().map(|(p, qs)| format!("taught ({}) → {p}", qs.join("; "))).collect();
     parts.push(match &routes.yes_no {

@@ -241,7 +241,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     }
     // With every engine shown: the chain's, what each answers and where each kind of question goes.
     let gateway = name.is_none().then(|| crate::gateway::Gateway::new(loaded));
-    let chain = gateway.as_ref().map(|g| (g.described(), g.routes()));
+    let chain = gateway.as_ref().map(crate::gateway::Gateway::described_routes);
     if as_json {
         report.extend(local);
         if let Some((described, routes)) = &chain {

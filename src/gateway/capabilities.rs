@@ -59,9 +59,12 @@ impl Gateway {
             .collect()
     }
 
-    /// Which engine of the chain gets each kind of question first.
-    pub fn routes(&self) -> Routes {
-        routes(&self.described())
+    /// The chain described, and which engine of it gets each kind of question first (the taught
+    /// questions read once for both).
+    pub fn described_routes(&self) -> (Vec<ProviderInfo>, Routes) {
+        let described = self.described();
+        let routes = routes(&described);
+        (described, routes)
     }
 
     /// Whether the chain runs but no engine of it answers a free yes/no question (only questions
@@ -84,10 +87,9 @@ impl ProviderInfo {
         let what = match self.yes_no {
             Scope::Any => format!("yes/no questions and {choices}"),
             Scope::Taught if n == 0 => format!("{choices}; no yes/no question (it was taught none)"),
-            Scope::Taught => format!(
-                "{choices}; yes/no only for the {n} {} it was taught:",
-                if n == 1 { "question" } else { "questions" }
-            ),
+            Scope::Taught => {
+                format!("{choices}; yes/no only for the {} it was taught:", crate::text::count(n as u64, "question"))
+            }
         };
         let mut lines = vec![format!("{} ({}): {what}", self.name, self.model)];
         lines.extend(self.questions.iter().map(|t| format!("  {}", t.line())));
@@ -130,8 +132,7 @@ impl Routes {
 
 /// The same question, as the local engine matches a taught one: case and whitespace aside.
 fn same(a: &str, b: &str) -> bool {
-    let words = |s: &str| s.split_whitespace().map(str::to_lowercase).collect::<Vec<_>>();
-    words(a) == words(b)
+    crate::text::question_key(a) == crate::text::question_key(b)
 }
 
 /// The first engine of `providers` to answer each kind of question: the chain tries them in order

@@ -46,7 +46,7 @@ impl Gateway {
             let pending: Vec<usize> = (0..n).filter(|i| answers[*i].is_none()).collect();
             let Some(timeout) = self.attempt_timeout(provider.as_ref(), deadline) else {
                 let detail = "the engine time budget was used up".to_string();
-                attempts.push(not_asked(name, Outcome::Timeout, &detail));
+                attempts.push(not_asked(name, Outcome::Timeout, Cause::Timeout, &detail));
                 failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
                 break;
             };
@@ -68,7 +68,7 @@ impl Gateway {
                 if self.loaded.config.gateway.tournament { None } else { over_limit(provider.as_ref(), &asked) };
             if let Some(detail) = refused {
                 logging::info(rid, &format!("{name}: {detail}"));
-                attempts.push(not_asked(name.clone(), Outcome::Passed, &detail));
+                attempts.push(not_asked(name.clone(), Outcome::Passed, Cause::OverLimit, &detail));
                 pending.iter().for_each(|&i| passes[i].push(crate::providers::named(&name, &detail)));
                 continue;
             }
@@ -176,12 +176,8 @@ fn over_limit(provider: &dyn Provider, request: &EngineRequest) -> Option<String
 }
 
 /// The attempt of a provider that was not asked: the time was up, or it passed the question on.
-fn not_asked(provider: String, outcome: Outcome, detail: &str) -> Attempt {
-    let cause = match outcome {
-        Outcome::Timeout => Some(Cause::Timeout),
-        _ => Some(Cause::OverLimit),
-    };
-    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()), cause }
+fn not_asked(provider: String, outcome: Outcome, cause: Cause, detail: &str) -> Attempt {
+    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()), cause: Some(cause) }
 }
 
 /// The attempt outcome of a failure: a timeout and a malformed answer have their own, every other

@@ -129,8 +129,8 @@ impl Server {
     fn finish(&self, key: &str, weight: Weight) {
         if let Ok(mut f) = self.in_flight.lock() {
             f.by_key.remove(key);
-            f.calls -= weight.calls.min(f.calls);
-            f.bytes -= weight.bytes.min(f.bytes);
+            f.calls = f.calls.saturating_sub(weight.calls);
+            f.bytes = f.bytes.saturating_sub(weight.bytes);
         }
     }
 

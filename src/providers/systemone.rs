@@ -222,13 +222,15 @@ impl Provider for SystemOne {
             if left.is_empty() {
                 break;
             }
+            // The whole request as it came (its context may be megabytes: no copy) unless a round
+            // left some questions out.
             let asked = if left.len() == n {
-                request.clone()
+                std::borrow::Cow::Borrowed(request)
             } else {
-                EngineRequest {
+                std::borrow::Cow::Owned(EngineRequest {
                     context: request.context.clone(),
                     questions: left.iter().map(|&i| request.questions[i].clone()).collect(),
-                }
+                })
             };
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {

@@ -11,7 +11,7 @@
 //! The log holds prompts, so its folder is private and its files are opened only in place
 //! (`fsutil::open_private`): a link or another user's file planted under its name is refused.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -99,34 +99,6 @@ fn normalise(p: &Path) -> PathBuf {
     out
 }
 
-fn lock_path(log: &Path) -> PathBuf {
-    let mut name = log.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "routing.jsonl".into());
-    name.push(".lock");
-    log.with_file_name(name)
-}
-
-/// The exclusive lock on `<log>.lock`, released when dropped (and by the OS if the process dies).
-struct Lock(File);
-
-impl Lock {
-    fn take(log: &Path) -> io::Result<Lock> {
-        // The log holds prompt text: a private folder, and files opened only in place (a link
-        // planted under the log's name is refused, never written through).
-        if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
-            fsutil::private_dir(dir)?;
-        }
-        let file = open_private(&lock_path(log), OpenOptions::new().create(true).truncate(false).write(true))?;
-        file.lock()?;
-        Ok(Lock(file))
-    }
-}
-
-impl Drop for Lock {
-    fn drop(&mut self) {
-        let _ = self.0.unlock();
-    }
-}
-
 pub fn append_at(log: &Path, entry: &Entry) -> io::Result<()> {
     append_all_at(log, std::slice::from_ref(entry))
 }
@@ -137,7 +109,8 @@ fn append_all_at(log: &Path, entries: &[Entry]) -> io::Result<()> {
         lines.push_str(&serde_json::to_string(entry).map_err(io::Error::other)?);
         lines.push('\n');
     }
-    let _lock = Lock::take(log)?;
+    // The log holds prompt text: its writers take the private lock beside it.
+    let _lock = fsutil::WriteLock::take(log)?;
     let mut file = open_private(log, OpenOptions::new().create(true).read(true).append(true))?;
     // A last line left without its newline (a writer killed mid-write, a hand edit) would swallow
     // this one: end it first, so that only the broken line is lost.
@@ -168,7 +141,7 @@ pub fn read_all_at(log: &Path) -> io::Result<Entries> {
 /// does not know). Holds the lock throughout, writes a temp file in the same
 /// directory, fsyncs it and renames it over the log, so a crash leaves either the old or the new log.
 pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Result<R> {
-    let _lock = Lock::take(log)?;
+    let _lock = fsutil::WriteLock::take(log)?;
     let mut entries = Vec::new();
     let mut kept = Vec::new();
     for line in read_lines(log)? {

@@ -11,11 +11,12 @@ use serde_json::{Map, json};
 use super::data::{self, Labelled, Origin};
 use super::question_fit::{self, QuestionReport};
 use super::{apply, fit, labels, plot, rule_fit};
-use crate::calibration::{Calibration, Fit, rescale};
+use crate::calibration::{Calibration, Fit};
 use crate::config;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
 use crate::routing::log;
+use crate::tuning::study::figures::YesNo;
 use crate::{fsutil, paths, text};
 
 /// What `calibrate fit` was asked to do.
@@ -202,7 +203,10 @@ fn rule_examples(
             let answers = a
                 .answers
                 .iter()
-                .map(|(f, (yes, c))| (*f, (*yes, rescale(&[*c, 1.0 - *c], temperature(a, *f))[0])))
+                .map(|(f, (yes, c))| {
+                    let y = YesNo { yes: *yes, confidence: *c }.calibrated(Some(temperature(a, *f)));
+                    (*f, (y.yes, y.confidence))
+                })
                 .collect();
             Some(rule_fit::Example { answers, tier })
         })

@@ -196,8 +196,8 @@ pub fn write_heads(fitted: &[Head], note: &str) -> crate::error::Result<std::pat
         Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", path.display()))),
     };
     let replaced: std::collections::HashSet<(String, String)> =
-        fitted.iter().map(|h| (h.model.clone(), heads::normalize(&h.question))).collect();
-    kept.retain(|h| !replaced.contains(&(h.model.clone(), heads::normalize(&h.question))));
+        fitted.iter().map(|h| (h.model.clone(), crate::text::question_key(&h.question))).collect();
+    kept.retain(|h| !replaced.contains(&(h.model.clone(), crate::text::question_key(&h.question))));
     kept.extend(fitted.iter().cloned());
     let f = file(&kept, note);
     let text = serde_json::to_string_pretty(&f).unwrap_or_default() + "\n";

@@ -18,9 +18,10 @@ use super::fit::{self, Sample};
 use super::heads;
 use super::question_fit::{self, QuestionReport};
 use crate::error::{Error, Result};
-use crate::providers::local::heads::{Head, normalize};
+use crate::providers::local::heads::Head;
 use crate::providers::{EngineRequest, Question};
 use crate::text;
+use crate::text::question_key;
 
 /// The fewest examples a question is taught from (as for any fit of its own).
 pub const MIN_EXAMPLES: usize = fit::MIN_N;
@@ -103,14 +104,15 @@ pub fn read_set(path: &Path, question: &str) -> std::result::Result<Set, String>
     if let (Some((i, _)), false) = (strings.first(), bools.is_empty()) {
         return Err(at(*i, "an option label in a set of true/false labels: label a set one way".into()));
     }
-    let all_yes_no = strings.iter().all(|(_, l)| matches!(l, Err(s) if ["yes", "no"].contains(&normalize(s).as_str())));
+    let all_yes_no =
+        strings.iter().all(|(_, l)| matches!(l, Err(s) if ["yes", "no"].contains(&question_key(s).as_str())));
     let labels = if strings.is_empty() || all_yes_no {
         Labels::YesNo(
             raw_labels
                 .iter()
                 .map(|(_, l)| match l {
                     Ok(b) => *b,
-                    Err(s) => normalize(s) == "yes",
+                    Err(s) => question_key(s) == "yes",
                 })
                 .collect(),
         )
@@ -119,7 +121,7 @@ pub fn read_set(path: &Path, question: &str) -> std::result::Result<Set, String>
         let mut picks = Vec::new();
         for (_, l) in &raw_labels {
             let Err(s) = l else { continue };
-            let k = match options.iter().position(|o| normalize(o) == normalize(s)) {
+            let k = match options.iter().position(|o| question_key(o) == question_key(s)) {
                 Some(k) => k,
                 None => {
                     options.push(s.clone());

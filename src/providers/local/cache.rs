@@ -138,29 +138,15 @@ impl Cache {
         Some(v)
     }
 
-    fn lock_path(&self) -> PathBuf {
-        let mut name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_else(|| "cache".into());
-        name.push(".lock");
-        self.path.with_file_name(name)
-    }
-
     fn append(&self, k: &[u8; 16], v: &[f32]) {
         let _ = self.try_append(k, v);
     }
 
     fn try_append(&self, k: &[u8; 16], v: &[f32]) -> std::io::Result<()> {
-        let dir = self.path.parent().ok_or_else(|| std::io::Error::other("no folder"))?;
         // The option texts of decisions are the user's: a private folder and files, whatever the
         // umask, opened in place (a link planted under a name is refused, never written through).
-        crate::fsutil::private_dir(dir)?;
-        let lock = crate::fsutil::open_private(
-            &self.lock_path(),
-            OpenOptions::new().create(true).truncate(false).write(true),
-        )?;
-        lock.lock()?;
-        let result = self.append_locked(k, v);
-        let _ = lock.unlock();
-        result
+        let _lock = crate::fsutil::WriteLock::take(&self.path)?;
+        self.append_locked(k, v)
     }
 
     /// The append, under the writers' lock.

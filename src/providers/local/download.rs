@@ -147,7 +147,7 @@ pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     Ok(hex(ctx.finish().as_ref()))
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -61,12 +61,6 @@ pub struct Head {
     pub context: Vec<String>,
 }
 
-/// A question as heads match it (and calibration fits: the same key): lower case, runs of white
-/// space as one space, trimmed.
-pub fn normalize(question: &str) -> String {
-    crate::text::question_key(question)
-}
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct File {
     pub format: String,

@@ -298,15 +298,16 @@ fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
     }
-    let fitted_here: std::collections::HashSet<String> = out.iter().map(|h| heads::normalize(&h.question)).collect();
+    let fitted_here: std::collections::HashSet<String> = out.iter().map(|h| text::question_key(&h.question)).collect();
     match heads::File::parse(heads::SHIPPED) {
-        Ok(f) => out
-            .extend(f.heads.into_iter().filter(fits).filter(|h| !fitted_here.contains(&heads::normalize(&h.question)))),
+        Ok(f) => out.extend(
+            f.heads.into_iter().filter(fits).filter(|h| !fitted_here.contains(&text::question_key(&h.question))),
+        ),
         Err(e) => notes.push(format!("the shipped heads: {e}")),
     }
     // Within one file, the first head for a question (and option) wins.
     let mut seen = std::collections::HashSet::new();
-    out.retain(|h| seen.insert((heads::normalize(&h.question), h.option.as_deref().map(heads::normalize))));
+    out.retain(|h| seen.insert((text::question_key(&h.question), h.option.as_deref().map(text::question_key))));
     (out, notes)
 }
 
@@ -328,12 +329,12 @@ pub fn taught(heads: &[Head]) -> Vec<Taught> {
     let local: std::collections::HashSet<String> = read_local_heads(&local_heads_file())
         .ok()
         .and_then(|t| heads::File::parse(&t).ok())
-        .map(|f| f.heads.iter().map(|h| heads::normalize(&h.question)).collect())
+        .map(|f| f.heads.iter().map(|h| text::question_key(&h.question)).collect())
         .unwrap_or_default();
     let mut out: Vec<Taught> = Vec::new();
     for h in heads {
-        let key = heads::normalize(&h.question);
-        if let Some(t) = out.iter_mut().find(|t| heads::normalize(&t.question) == key) {
+        let key = text::question_key(&h.question);
+        if let Some(t) = out.iter_mut().find(|t| text::question_key(&t.question) == key) {
             t.options.extend(h.option.clone());
             continue;
         }
@@ -358,27 +359,27 @@ pub fn taught(heads: &[Head]) -> Vec<Taught> {
 /// The head for a yes/no question: by its key (a routing feature's name), else by its text.
 fn find_head<'a>(heads: &'a [Head], q: &Question) -> Option<&'a Head> {
     let yes_no = heads.iter().filter(|h| h.option.is_none());
-    let text = heads::normalize(&q.text);
+    let text = text::question_key(&q.text);
     yes_no
         .clone()
         .find(|h| h.question == q.key)
-        .or_else(|| yes_no.clone().find(|h| heads::normalize(&h.question) == text))
+        .or_else(|| yes_no.clone().find(|h| text::question_key(&h.question) == text))
 }
 
 /// The heads for a question with a fixed set of options, one per option asked, in the question's
 /// order; None unless every option asked has one.
 fn option_heads<'a>(heads: &'a [Head], q: &Question) -> Option<Vec<&'a Head>> {
-    let text = heads::normalize(&q.text);
+    let text = text::question_key(&q.text);
     let of_question: Vec<&Head> =
-        heads.iter().filter(|h| h.option.is_some() && heads::normalize(&h.question) == text).collect();
+        heads.iter().filter(|h| h.option.is_some() && text::question_key(&h.question) == text).collect();
     if of_question.is_empty() {
         return None;
     }
     q.options
         .iter()
         .map(|o| {
-            let o = heads::normalize(o);
-            of_question.iter().copied().find(|h| h.option.as_deref().map(heads::normalize).as_deref() == Some(&o))
+            let o = text::question_key(o);
+            of_question.iter().copied().find(|h| h.option.as_deref().map(text::question_key).as_deref() == Some(&o))
         })
         .collect()
 }

@@ -212,7 +212,7 @@ pub fn extract(file: &mut std::fs::File, entry: &Entry, dest: &Path, limit: u64)
     }
     out.sync_all().map_err(|e| format!("cannot write {}: {e}", dest.display()))?;
     let digest = hash.finish();
-    Ok((digest.as_ref().iter().map(|b| format!("{b:02x}")).collect(), written))
+    Ok((super::download::hex(digest.as_ref()), written))
 }
 
 fn copy(input: &mut impl Read, sink: &mut impl FnMut(&[u8]) -> Result<(), String>) -> Result<(), String> {
@@ -313,8 +313,7 @@ mod tests {
         let (sha, n) = extract(&mut f, &list[1], &root.join("b"), text.len() as u64).unwrap();
         assert_eq!(n, text.len() as u64);
         assert_eq!(std::fs::read(root.join("b")).unwrap(), text);
-        let want: String =
-            ring::digest::digest(&ring::digest::SHA256, &text).as_ref().iter().map(|b| format!("{b:02x}")).collect();
+        let want: String = super::super::download::hex(ring::digest::digest(&ring::digest::SHA256, &text).as_ref());
         assert_eq!(sha, want);
         extract(&mut f, &list[0], &root.join("a"), 5).unwrap();
         assert_eq!(std::fs::read(root.join("a")).unwrap(), b"hello");
