@@ -1,6 +1,6 @@
 //! Checks that the SessionStart hook and `system1 doctor` both make, written once so that the two
 //! never disagree: whether a real engine is set up at all, the fixes for the engines a health
-//! report says are down, and how many log entries wait for labels. (The fix for one failure is
+//! answer says are down, and how many log entries wait for labels. (The fix for one failure is
 //! `servers::fix::engine_fix`, below `tuning`, which prints it too.)
 
 use crate::config::Loaded;
@@ -73,7 +73,7 @@ pub fn engine_setup_hint() -> String {
 }
 
 /// The fix for each engine of `gateway`'s chain that `down` (engine names, say from a health
-/// report that came over the wire) lists, from a probe made here: a report in words carries no
+/// answer that came over the wire) lists, from a probe made here: an answer in words carries no
 /// cause, and the cause is what a fix is chosen by. An engine that answers this probe gets the
 /// advice to try again; one the config cannot build, the config's.
 pub fn fixes_for(gateway: &Gateway, down: &[&str]) -> Vec<(String, String)> {

@@ -80,7 +80,7 @@ pub fn what_if_cache() -> PathBuf {
 }
 
 /// Calibration fitted on this machine; takes precedence over the shipped fits.
-pub fn local_calibration() -> PathBuf {
+pub fn fitted_calibration() -> PathBuf {
     install_dir().join("calibration.json")
 }
 

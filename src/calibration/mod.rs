@@ -25,13 +25,13 @@ use serde_json::{Map, Value};
 pub const FORMAT: &str = "system1-calibration";
 pub const VERSION: u64 = 1;
 
-/// The largest local fits file read: a fit is a few hundred bytes, and `calibrate fit` writes one
+/// The largest fits file read from the install dir: a fit is a few hundred bytes, and `calibrate fit` writes one
 /// per (provider, model, question or option count).
-pub const MAX_LOCAL_BYTES: u64 = 16 << 20;
+pub const MAX_FITTED_BYTES: u64 = 16 << 20;
 
-/// The text of the local fits file, guarded as [`Calibration::load`] says.
-pub fn read_local(local: &Path) -> std::io::Result<String> {
-    crate::fsutil::read_text(local, MAX_LOCAL_BYTES, crate::fsutil::Links::Refuse)
+/// The text of the install dir's fits file, guarded as [`Calibration::load`] says.
+pub fn read_fitted(path: &Path) -> std::io::Result<String> {
+    crate::fsutil::read_text(path, MAX_FITTED_BYTES, crate::fsutil::Links::Refuse)
 }
 
 /// The fits shipped with this build.
@@ -107,19 +107,19 @@ pub struct Calibration {
 }
 
 impl Calibration {
-    /// The shipped fits plus the local file, when it exists. A broken local file is reported and
-    /// skipped; the shipped fits still apply. The local file is `calibrate`'s own, read only when
-    /// it is a regular file of at most [`MAX_LOCAL_BYTES`] in place: a FIFO there would hang every
+    /// The shipped fits plus the install dir's file, when it exists. A broken one is reported and
+    /// skipped; the shipped fits still apply. That file is `calibrate`'s own, read only when
+    /// it is a regular file of at most [`MAX_FITTED_BYTES`] in place: a FIFO there would hang every
     /// process that builds a gateway, a link to `/dev/zero` would fill its memory.
-    pub fn load(local: &Path) -> Self {
+    pub fn load(path: &Path) -> Self {
         let mut cal = Calibration::default();
-        match read_local(local) {
+        match read_fitted(path) {
             Ok(text) => match File::parse(&text) {
                 Ok(f) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Local, fit))),
-                Err(e) => cal.errors.push(format!("{}: {e}", local.display())),
+                Err(e) => cal.errors.push(format!("{}: {e}", path.display())),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => cal.errors.push(format!("{}: {e}", local.display())),
+            Err(e) => cal.errors.push(format!("{}: {e}", path.display())),
         }
         match File::parse(SHIPPED) {
             Ok(f) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Shipped, fit))),
@@ -289,10 +289,10 @@ mod tests {
     fn a_local_file_is_loaded_before_the_shipped_fits_and_a_broken_one_is_reported() {
         let dir = std::env::temp_dir().join(format!("s1-cal-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("temp dir");
-        let local = dir.join("calibration.json");
+        let path = dir.join("calibration.json");
         let file = File::new(vec![fit(Some("design"), None, "typed-decisions", 0.5)]);
-        std::fs::write(&local, serde_json::to_string(&file).expect("encode")).expect("write");
-        let cal = Calibration::load(&local);
+        std::fs::write(&path, serde_json::to_string(&file).expect("encode")).expect("write");
+        let cal = Calibration::load(&path);
         assert!(cal.errors.is_empty(), "{:?}", cal.errors);
         assert_eq!(cal.find("laya", "typed-decisions", "design", 2).map(|f| f.temperature), Some(0.5));
         assert_eq!(cal.find("laya", "typed-decisions", "review", 2), None, "no fit is shipped for Laya");
@@ -306,8 +306,8 @@ mod tests {
             r#"{"format": "system1-calibration", "version": 2, "fits": []}"#,
             r#"{"format": "system1-calibration", "version": 1, "fits": [{"provider": "laya", "model": "m", "question": "q", "temperature": 0}]}"#,
         ] {
-            std::fs::write(&local, broken).expect("write");
-            let cal = Calibration::load(&local);
+            std::fs::write(&path, broken).expect("write");
+            let cal = Calibration::load(&path);
             assert_eq!(cal.errors.len(), 1, "{broken}: {:?}", cal.errors);
             assert!(cal.loaded().all(|(o, _)| *o == Origin::Shipped), "{broken}");
             assert_eq!(cal.find("laya", "typed-decisions", "design", 2), None, "{broken}");
@@ -315,7 +315,7 @@ mod tests {
         }
         let _ = std::fs::remove_dir_all(&dir);
         let cal = Calibration::load(&dir.join("missing.json"));
-        assert!(cal.errors.is_empty(), "a missing local file is not an error");
+        assert!(cal.errors.is_empty(), "a missing fits file is not an error");
     }
 
     #[test]

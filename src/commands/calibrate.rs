@@ -47,7 +47,7 @@ enum Cmd {
 
 #[derive(clap::Args)]
 struct FitArgs {
-    /// Write the fits to the local calibration file and the chosen threshold to the config.
+    /// Write the fits to the install dir's calibration file and the chosen threshold to the config.
     #[arg(long)]
     apply: bool,
     /// Also write a reliability diagram (before and after) to this SVG file.

@@ -44,9 +44,9 @@ struct Finding {
 }
 
 #[derive(Default)]
-struct Report(Vec<Finding>);
+struct Findings(Vec<Finding>);
 
-impl Report {
+impl Findings {
     fn ok(&mut self, what: impl Into<String>) {
         self.0.push(Finding { level: Level::Ok, what: what.into(), fix: None });
     }
@@ -67,7 +67,7 @@ pub fn run(args: Args) -> Result<i32> {
     let gateway = Gateway::from_env();
     let g = &gateway.loaded.config.gateway;
     logging::init(&g.log_level, &g.log_file, false);
-    let mut r = Report::default();
+    let mut r = Findings::default();
 
     check_config(&gateway, &mut r);
     check_versions(&mut r);
@@ -111,7 +111,7 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(if failed { exit::FAILURE } else { exit::OK })
 }
 
-fn check_config(gateway: &Gateway, r: &mut Report) {
+fn check_config(gateway: &Gateway, r: &mut Findings) {
     let loaded = &gateway.loaded;
     let path = loaded.path.display();
     if gateway.config_errors.is_empty() {
@@ -141,7 +141,7 @@ fn plugin_version() -> Option<(String, String)> {
     Some((v, format!("{id} in {}", InstalledPlugins::path(&claude).display())))
 }
 
-fn check_versions(r: &mut Report) {
+fn check_versions(r: &mut Findings) {
     let bin = paths::installed_binary();
     // The installed binary is the one the hooks and the MCP server run; this one may be another build.
     let version = if !bin.exists() {
@@ -178,7 +178,7 @@ const NOT_PLUGIN_FILES: [&str; 2] = ["target", ".test-deps"];
 /// Counting stops here: a .test-deps/ with Python venvs holds tens of thousands of files.
 const MAX_COUNTED: usize = 50_000;
 
-fn check_plugin_copy(r: &mut Report) {
+fn check_plugin_copy(r: &mut Findings) {
     let claude = paths::claude_dir();
     // Only copies: a plugin loaded straight from a clone (`claude --plugin-dir`) may hold a build.
     let cache = claude.join("plugins/cache");
@@ -264,7 +264,7 @@ fn register_command() -> String {
     claude::add_command_shell(&paths::installed_binary())
 }
 
-fn check_registration(r: &mut Report) {
+fn check_registration(r: &mut Findings) {
     let file = paths::claude_json();
     let doc = ClaudeJson::read().ok().flatten();
     let cwd = std::env::current_dir().ok().map(|d| d.display().to_string());
@@ -328,7 +328,7 @@ fn endpoint_of(gateway: &Gateway, name: &str) -> String {
         .unwrap_or_default()
 }
 
-fn check_engines(gateway: &Gateway, r: &mut Report) {
+fn check_engines(gateway: &Gateway, r: &mut Findings) {
     if let Some(none) = checks::no_real_engine(&gateway.loaded) {
         r.warn(none.what(), checks::engine_setup_hint());
     }
@@ -364,7 +364,7 @@ fn check_engines(gateway: &Gateway, r: &mut Report) {
 /// `engine install local` installed must still be the pinned download, file by file (a flipped
 /// byte in the weights loads, and answers wrong); and a model no trained head fits abstains on
 /// every yes/no question. A missing model or one that fails to load is the engine finding's.
-fn check_local_model(gateway: &Gateway, r: &mut Report) {
+fn check_local_model(gateway: &Gateway, r: &mut Findings) {
     if !gateway.loaded.chain().iter().any(|p| p == "local") {
         return;
     }
@@ -407,7 +407,7 @@ fn check_local_model(gateway: &Gateway, r: &mut Report) {
 
 /// Which questions go where in the chain, when that is more than "all to the one engine": a chain
 /// of several engines, or one that answers only the yes/no questions it was taught.
-fn check_routes(gateway: &Gateway, r: &mut Report) {
+fn check_routes(gateway: &Gateway, r: &mut Findings) {
     let (described, routes) = gateway.described_routes();
     if described.len() < 2 && described.iter().all(|p| p.yes_no == crate::providers::Scope::Any) {
         return;
@@ -432,7 +432,7 @@ fn unnamed<'a>(provider: &str, detail: &'a str) -> &'a str {
     detail.strip_prefix(provider).and_then(|d| d.strip_prefix(": ")).unwrap_or(detail)
 }
 
-fn check_test_decision(gateway: &Gateway, r: &mut Report) {
+fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
     // A question every engine answers, the local one too (it answers only the yes/no questions
     // it has a trained head for, and this is one): an abstention then says something.
     let request = EngineRequest {
@@ -514,7 +514,7 @@ fn check_test_decision(gateway: &Gateway, r: &mut Report) {
 
 /// With a `[serve]` table in the config: does `system1 serve` answer where it says, and is what
 /// answers this gateway (its health has a `gateway_version`), with the configured key?
-fn check_serve(gateway: &Gateway, r: &mut Report) {
+fn check_serve(gateway: &Gateway, r: &mut Findings) {
     let configured = gateway.loaded.resolved.iter().any(|x| x.key.starts_with("serve.") && x.source != Source::Default);
     if !configured {
         return;
@@ -575,7 +575,7 @@ fn check_serve(gateway: &Gateway, r: &mut Report) {
     }
 }
 
-fn check_tallies(gateway: &Gateway, days: u32, r: &mut Report) {
+fn check_tallies(gateway: &Gateway, days: u32, r: &mut Findings) {
     let today = chrono::Utc::now().date_naive();
     let mut counts = std::collections::BTreeMap::<String, u64>::new();
     for back in 0..days.max(1) {
@@ -611,7 +611,7 @@ fn check_tallies(gateway: &Gateway, days: u32, r: &mut Report) {
     }
 }
 
-fn check_pause(gateway: &Gateway, r: &mut Report) {
+fn check_pause(gateway: &Gateway, r: &mut Findings) {
     if state::is_paused() {
         let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
         r.warn(
@@ -635,7 +635,7 @@ const REWRITES_CHECKED: usize = 20;
 /// Claude Code's own `CLAUDE_CODE_SUBAGENT_MODEL`, in this environment or in a settings file's
 /// `env`: while it is set, it decides every subagent's model, so neither the hint nor enforcement
 /// does (docs/routing.md#claude-codes-own-setting).
-fn check_subagent_model(gateway: &Gateway, r: &mut Report) {
+fn check_subagent_model(gateway: &Gateway, r: &mut Findings) {
     let routing = &gateway.loaded.config.routing;
     if !routing.enabled {
         return;
@@ -666,7 +666,7 @@ fn check_subagent_model(gateway: &Gateway, r: &mut Report) {
 }
 
 /// `[routing] enforce`: whether it can act, and whether the latest rewrites took effect.
-fn check_enforce(gateway: &Gateway, r: &mut Report) {
+fn check_enforce(gateway: &Gateway, r: &mut Findings) {
     let routing = &gateway.loaded.config.routing;
     if routing.enforce == Enforce::Off {
         return;
@@ -718,7 +718,7 @@ fn check_enforce(gateway: &Gateway, r: &mut Report) {
     }
 }
 
-fn check_labels(r: &mut Report) {
+fn check_labels(r: &mut Findings) {
     let pending = checks::pending_labels();
     if pending >= checks::PENDING_LABELS_THRESHOLD {
         r.warn(

@@ -1,5 +1,5 @@
-//! `system1 engine`: install, start, stop and inspect the local engine servers (laya, von), start
-//! them at login, and probe the hardware they would run on. The work is in `crate::engine`.
+//! `system1 engine`: install, start, stop and inspect the engine servers on this machine (laya, von), start
+//! them at login, and probe the hardware they would run on. The work is in `crate::servers`.
 
 use std::time::{Duration, Instant};
 
@@ -220,7 +220,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     };
     let loaded = crate::config::load();
     let mut report = Vec::new();
-    let local = matches!(name, None | Some("local")).then(|| download::status_report(&loaded));
+    let local = matches!(name, None | Some("local")).then(|| download::status_entry(&loaded));
     for spec in specs {
         let port = spec.port();
         let settings = loaded.provider_settings(spec.name);

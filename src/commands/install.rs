@@ -25,22 +25,22 @@ pub struct UninstallArgs {
 }
 
 pub fn run(args: Args) -> Result<i32> {
-    let mut report = Vec::new();
-    let outcome = install::install(!args.no_register, &mut report);
+    let mut lines = Vec::new();
+    let outcome = install::install(!args.no_register, &mut lines);
     if outcome.is_ok() {
-        report.push(format!(
+        lines.push(format!(
             "other MCP clients (Codex, Gemini CLI, Cursor, ...): {} mcp-config CLIENT prints the entry to paste",
             crate::paths::installed_binary().display()
         ));
     }
-    print_lines(&report)?;
+    print_lines(&lines)?;
     outcome.map(|()| exit::OK)
 }
 
 pub fn run_uninstall(args: UninstallArgs) -> Result<i32> {
-    let mut report = Vec::new();
-    let outcome = install::uninstall(args.purge, &mut report);
-    print_lines(&report)?;
+    let mut lines = Vec::new();
+    let outcome = install::uninstall(args.purge, &mut lines);
+    print_lines(&lines)?;
     outcome.map(|()| exit::OK)
 }
 

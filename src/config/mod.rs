@@ -63,7 +63,7 @@ impl ProviderKind {
 }
 
 /// The kinds a named instance may be (`[providers.<name>] kind = "systemone"`): engines of one
-/// wire protocol, several of which may sit in one chain (a local server and a hosted one).
+/// wire protocol, several of which may sit in one chain (a server on this machine and a hosted one).
 pub const INSTANCE_KINDS: &[ProviderKind] = &[ProviderKind::SystemOne];
 
 /// Names an instance may not take: they are config sections of their own, or start the

@@ -111,7 +111,7 @@ impl Gateway {
                 chain.push(p.clone());
             }
         }
-        let calibration = Calibration::load(&paths::local_calibration());
+        let calibration = Calibration::load(&paths::fitted_calibration());
         let timeout = Duration::from_secs_f64(loaded.config.gateway.timeout_s);
         Gateway { loaded, config_errors, chain, calibration, timeout }
     }

@@ -1,7 +1,7 @@
 //! `system1 install` and `system1 uninstall`: the binary in `<install>/bin`, the first config, the
-//! Claude Code registration, and on the way out the start-at-login entries. Each step reports what
-//! it did as one line in `report` as it goes, so the caller prints what was done even when a later
-//! step fails. Every path comes from `paths`; the start-at-login entries are the engine module's to
+//! Claude Code registration, and on the way out the start-at-login entries. Each step says what
+//! it did as one line in `lines` as it goes, so the caller prints what was done even when a later
+//! step fails. Every path comes from `paths`; the start-at-login entries are `servers`' to
 //! name and remove.
 
 pub mod binary;
@@ -14,21 +14,21 @@ use crate::servers::{self, autostart};
 use crate::{paths, text};
 
 /// Installs. Registration is skipped with `register = false` (the command is printed instead).
-pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
+pub fn install(register: bool, lines: &mut Vec<String>) -> Result<()> {
     let bin = match binary::install_self()? {
         binary::Copied::Installed(p) => {
-            report.push(format!("installed {} (system1 {})", p.display(), env!("CARGO_PKG_VERSION")));
+            lines.push(format!("installed {} (system1 {})", p.display(), env!("CARGO_PKG_VERSION")));
             p
         }
         binary::Copied::AlreadyInPlace(p) => {
-            report.push(format!("binary: already running from {}", p.display()));
+            lines.push(format!("binary: already running from {}", p.display()));
             p
         }
     };
-    report.extend(not_on_path(&bin));
+    lines.extend(not_on_path(&bin));
 
     let config = paths::config_file();
-    report.push(match config_file::write_if_missing()? {
+    lines.push(match config_file::write_if_missing()? {
         config_file::Outcome::Kept => format!("config: kept {}", config.display()),
         config_file::Outcome::WrittenWithEngine => format!("config: wrote {} (engine: laya)", config.display()),
         config_file::Outcome::WrittenWithLocal(why) => format!(
@@ -46,16 +46,16 @@ pub fn install(register: bool, report: &mut Vec<String>) -> Result<()> {
 
     let Some(cli) = claude::find_claude().filter(|_| register) else {
         let why = if register { "`claude` is not on PATH" } else { "--no-register" };
-        report.push(format!("claude: not registered ({why}); run:"));
-        report.push(format!("  {}", claude::add_command_shell(&bin)));
+        lines.push(format!("claude: not registered ({why}); run:"));
+        lines.push(format!("  {}", claude::add_command_shell(&bin)));
         if cfg!(windows) {
-            report.push(format!("  in PowerShell: {}", claude::add_command_powershell(&bin)));
+            lines.push(format!("  in PowerShell: {}", claude::add_command_powershell(&bin)));
         }
         return Ok(());
     };
     let outcome = claude::register(&cli, &bin)
         .map_err(|e| e.with_hint(format!("register by hand: {}", claude::add_command_shell(&bin))))?;
-    report.push(match outcome {
+    lines.push(match outcome {
         claude::Registered::Unchanged => "claude: system1 already registered (user scope)".to_string(),
         claude::Registered::Added => "claude: registered system1 (user scope); check: claude mcp list".to_string(),
         claude::Registered::Replaced(old) => {
@@ -99,38 +99,36 @@ fn not_on_path(bin: &std::path::Path) -> Vec<String> {
 /// Uninstalls; with `purge`, also the config and what system1 keeps in the install dir (engines,
 /// logs, calibration, state), never anything else there.
 /// A step that fails does not stop the others; the failures are returned together at the end.
-pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
+pub fn uninstall(purge: bool, lines: &mut Vec<String>) -> Result<()> {
     let mut failed: Vec<String> = Vec::new();
     match claude::find_claude() {
         Some(cli) => match claude::unregister(&cli) {
-            Ok(true) => report.push("claude: removed the system1 registration".to_string()),
-            Ok(false) => report.push("claude: system1 was not registered".to_string()),
+            Ok(true) => lines.push("claude: removed the system1 registration".to_string()),
+            Ok(false) => lines.push("claude: system1 was not registered".to_string()),
             Err(e) => failed.push(format!("{e} (remove it by hand: {})", claude::remove_command())),
         },
-        None => {
-            report.push(format!("claude: not on PATH; if system1 is registered, run: {}", claude::remove_command()))
-        }
+        None => lines.push(format!("claude: not on PATH; if system1 is registered, run: {}", claude::remove_command())),
     }
 
     // Engines System-1 started are stopped, and their start-at-login entries go, whether or not the
     // engines stay: nothing should run or start an engine for a System-1 that is gone.
     for spec in servers::SPECS.iter().filter(|s| s.pid_file().exists()) {
         match servers::stop(spec) {
-            Ok(line) => report.push(line),
+            Ok(line) => lines.push(line),
             Err(e) => failed.push(format!("{}: {e}", spec.name)),
         }
     }
     let platform = autostart::Platform::current();
     for spec in servers::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
         match autostart::disable(spec, platform) {
-            Ok(done) => report.extend(done.into_iter().map(|d| format!("{} start at login: {d}", spec.name))),
+            Ok(done) => lines.extend(done.into_iter().map(|d| format!("{} start at login: {d}", spec.name))),
             Err(e) => failed.push(format!("{} start at login: {e}", spec.name)),
         }
     }
 
     if autostart::serve_enabled(platform) {
         match autostart::disable_serve(platform) {
-            Ok(done) => report.extend(done.into_iter().map(|d| format!("system1 serve start at login: {d}"))),
+            Ok(done) => lines.extend(done.into_iter().map(|d| format!("system1 serve start at login: {d}"))),
             Err(e) => failed.push(format!("system1 serve start at login: {e}")),
         }
     }
@@ -138,28 +136,28 @@ pub fn uninstall(purge: bool, report: &mut Vec<String>) -> Result<()> {
     // The status line would run a binary that is gone: system1's goes, anyone else's stays.
     let settings = statusline::settings_file();
     match statusline::remove(&settings) {
-        Ok(true) => report.push(format!("statusLine: removed system1's from {}", settings.display())),
+        Ok(true) => lines.push(format!("statusLine: removed system1's from {}", settings.display())),
         Ok(false) => {}
         Err(e) => failed.push(e.to_string()),
     }
 
     let bin = paths::installed_binary();
     match binary::remove_installed() {
-        Ok(true) => report.push(format!("removed {}", bin.display())),
-        Ok(false) => report.push(format!("binary: none at {}", bin.display())),
+        Ok(true) => lines.push(format!("removed {}", bin.display())),
+        Ok(false) => lines.push(format!("binary: none at {}", bin.display())),
         Err(e) => failed.push(e.to_string()),
     }
 
     // The plugin is Claude Code's to remove: its hooks now find no binary and stay silent, but its
     // skills and commands stay listed until it goes.
-    report.extend(plugin_left());
+    lines.extend(plugin_left());
 
     if purge {
-        if let Err(e) = purge_files(report) {
+        if let Err(e) = purge_files(lines) {
             failed.push(e.to_string());
         }
     } else {
-        report.push(kept_line());
+        lines.push(kept_line());
     }
     if failed.is_empty() {
         Ok(())
@@ -230,12 +228,12 @@ fn own_files_left() -> Vec<std::path::PathBuf> {
     kept
 }
 
-fn purge_files(report: &mut Vec<String>) -> Result<()> {
-    purge_install_dir(report)?;
+fn purge_files(lines: &mut Vec<String>) -> Result<()> {
+    purge_install_dir(lines)?;
     let config = paths::config_file();
     match std::fs::remove_file(&config) {
         Ok(()) => {
-            report.push(format!("removed {}", config.display()));
+            lines.push(format!("removed {}", config.display()));
             // The config's own folder, when nothing else is in it.
             if let Some(parent) = config.parent() {
                 let _ = std::fs::remove_dir(parent);
@@ -267,7 +265,7 @@ fn is_own_log(name: &str) -> bool {
 /// Removes what system1 put in the install dir, entry by entry, and the folders it made once they
 /// are empty. The install dir may be a folder other programs use too (`SYSTEM1_INSTALL_DIR` set to
 /// `~/.local`, say): nothing else in it is touched, and the folder stays, with a line saying so.
-fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
+fn purge_install_dir(lines: &mut Vec<String>) -> Result<()> {
     let dir = paths::install_dir();
     if std::fs::symlink_metadata(&dir).is_err() {
         return Ok(());
@@ -326,14 +324,14 @@ fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
         }
     }
     if !removed.is_empty() {
-        report.push(format!("removed from {}: {}", dir.display(), removed.join(", ")));
+        lines.push(format!("removed from {}: {}", dir.display(), removed.join(", ")));
     }
     if !failed.is_empty() {
         return Err(Error::failure(failed.join("\n"))
             .with_hint("something still uses a file in it (an engine or an MCP client System-1 did not start): stop it, then retry"));
     }
     match std::fs::remove_dir(&dir) {
-        Ok(()) => report.push(format!("removed {}", dir.display())),
+        Ok(()) => lines.push(format!("removed {}", dir.display())),
         Err(_) => {
             let mut others: Vec<String> = std::fs::read_dir(&dir)
                 .map(|entries| entries.flatten().map(|e| e.file_name().to_string_lossy().to_string()).collect())
@@ -344,7 +342,7 @@ fn purge_install_dir(report: &mut Vec<String>) -> Result<()> {
             } else {
                 others.join(", ")
             };
-            report.push(format!(
+            lines.push(format!(
                 "kept {}: it holds files system1 did not create ({shown}), which were left alone",
                 dir.display()
             ));

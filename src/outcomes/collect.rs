@@ -1,5 +1,5 @@
 //! Gathers the spawns from transcript lines. The main session file gives the Agent tool call (its
-//! brief and requested model), the tool result (error flag, report, `resolvedModel`, `agentId`)
+//! brief and requested model), the tool result (error flag, hand-back, `resolvedModel`, `agentId`)
 //! and any `<task-notification>` about a background agent; the subagent's own file
 //! (`<session>/subagents/agent-<id>.jsonl`, with a `.meta.json` naming its `toolUseId`) gives the
 //! model it ran on and whether it died on an API error, which the parent never marks (its tool
@@ -107,16 +107,16 @@ impl Collector {
                     continue; // a repeated copy of a result already seen
                 }
                 let result = line.agent_result().unwrap_or_default();
-                let report = b.text().unwrap_or_default();
+                let hand_back = b.text().unwrap_or_default();
                 s.has_result = true;
                 s.is_error = b.is_error.unwrap_or(false);
                 s.status = result.status.unwrap_or_default();
                 s.resolved_model = result.resolved_model.unwrap_or_default();
                 s.agent_id = match result.agent_id.filter(|id| !id.is_empty()) {
                     Some(id) => id,
-                    None => AGENT_ID.captures(&report).map(|c| c[1].to_string()).unwrap_or_default(),
+                    None => AGENT_ID.captures(&hand_back).map(|c| c[1].to_string()).unwrap_or_default(),
                 };
-                s.report = report;
+                s.hand_back = hand_back;
             }
         }
     }
@@ -148,7 +148,7 @@ impl Collector {
                     old.status = s.status;
                     old.resolved_model = s.resolved_model;
                     old.agent_id = s.agent_id;
-                    old.report = s.report;
+                    old.hand_back = s.hand_back;
                 }
                 Some(_) => {}
             }
@@ -188,8 +188,11 @@ impl Collector {
             if let Some(n) = n {
                 s.notification_status = n.status.clone();
                 if !n.result.is_empty() {
-                    s.report =
-                        if s.report.is_empty() { n.result.clone() } else { format!("{}\n{}", s.report, n.result) };
+                    s.hand_back = if s.hand_back.is_empty() {
+                        n.result.clone()
+                    } else {
+                        format!("{}\n{}", s.hand_back, n.result)
+                    };
                 }
             }
             if let Some(f) = self.subagents.get(&s.agent_id) {
@@ -232,7 +235,7 @@ mod tests {
         assert_eq!((s[0].agent_id.as_str(), s[0].api_error, s[0].has_result), ("abc123", true, true));
         assert_eq!(s[0].requested_model, "inherit");
         assert_eq!(s[0].parent_model, "claude-opus-4-8");
-        assert!(s[0].report.starts_with("all done"));
+        assert!(s[0].hand_back.starts_with("all done"));
     }
 
     #[test]
@@ -250,7 +253,7 @@ mod tests {
         assert_eq!(s.len(), 1);
         assert_eq!(s[0].session_id, "original");
         assert!(s[0].has_result && s[0].is_error);
-        assert_eq!(s[0].report, "done");
+        assert_eq!(s[0].hand_back, "done");
     }
 
     #[test]
@@ -271,6 +274,6 @@ mod tests {
         );
         let s = c.finish();
         assert_eq!(s[0].notification_status, "killed");
-        assert!(s[0].report.contains("was stopped"));
+        assert!(s[0].hand_back.contains("was stopped"));
     }
 }

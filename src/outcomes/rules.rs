@@ -1,6 +1,6 @@
 //! The outcome rules, as pure functions over the spawns found in the transcripts (for users:
 //! docs/calibration.md, "Outcome labels"). A spawn failed when its tool result was an error, its task notification said
-//! `failed`/`stopped`/`killed`, its subagent died on an API error, its report says it was blocked,
+//! `failed`/`stopped`/`killed`, its subagent died on an API error, its hand-back says it was blocked,
 //! or a later spawn redid the same task; otherwise it succeeded. Cases where the evidence is weak
 //! are proposed anyway but flagged doubtful, so that a person decides them.
 
@@ -33,8 +33,8 @@ pub struct Spawn {
     /// `toolUseResult.status` (`completed`, `async_launched`, ...).
     pub status: String,
     pub resolved_model: String,
-    /// The agent's report: the tool result's text, plus the task notification's result if any.
-    pub report: String,
+    /// The agent's hand-back: the tool result's text, plus the task notification's result if any.
+    pub hand_back: String,
     /// The `<status>` of a `<task-notification>` about this agent, if one came.
     pub notification_status: String,
     /// The model named by the subagent's own assistant lines.
@@ -77,8 +77,8 @@ pub fn tier(s: &Spawn) -> (Option<Tier>, bool) {
     (Tier::of(asked), true)
 }
 
-/// The agent says in its report that it was blocked: a statement about itself, not the word
-/// anywhere (a report may well say that a firewall blocked a port).
+/// The agent says in its hand-back that it was blocked: a statement about itself, not the word
+/// anywhere (a hand-back may well say that a firewall blocked a port).
 const BLOCKED_PATTERN: &str = r"(?im)(^\W*(status|result|outcome)?\W*blocked\b|\b(i am|i'm|i was|i got|we are|we're|we were|agent (is|was)|task (is|was)|remains?|still) blocked\b|\bblocked (on|by) (a |the )?(missing|lack|permission|access|dependency|error|failing))";
 static BLOCKED: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(BLOCKED_PATTERN).unwrap_or_else(|_| unreachable!("the pattern is a literal")));
@@ -241,7 +241,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
         p.reason = format!("the task notification's status was {notification}");
     } else if s.api_error {
         p.reason = "the subagent died on an API error".into();
-    } else if BLOCKED.is_match(&s.report) {
+    } else if BLOCKED.is_match(&s.hand_back) {
         p.reason = "the report says the agent was blocked".into();
     } else if let Some((l, doubtful, how)) = redo {
         p.reason = format!("redone by {} ({how})", l.tool_use_id);
@@ -253,7 +253,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
         p.reason = "no sign of failure".into();
         if !s.has_result && s.notification_status.is_empty() {
             p.doubtful = Some("no result in the transcripts (interrupted, or still running)".into());
-        } else if let Some(m) = TROUBLE.find(&s.report) {
+        } else if let Some(m) = TROUBLE.find(&s.hand_back) {
             p.doubtful = Some(format!("the report says {:?}", m.as_str()));
         }
     }
@@ -269,7 +269,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
 mod tests {
     use super::*;
 
-    /// regex-lite reads the rules as the full regex crate did: on reports written in the ways
+    /// regex-lite reads the rules as the full regex crate did: on hand-backs written in the ways
     /// agents write them (and a few non-ASCII ones), both find the same matches and task ids.
     #[test]
     fn the_rules_match_as_they_did_with_the_regex_crate() {
@@ -318,7 +318,7 @@ mod tests {
             has_result: true,
             status: "completed".into(),
             resolved_model: "claude-sonnet-4-6".into(),
-            report: "Done.".into(),
+            hand_back: "Done.".into(),
             ..Spawn::default()
         }
     }
@@ -357,11 +357,11 @@ mod tests {
     #[test]
     fn blocked_means_the_agent_not_the_word() {
         let mut s = spawn("01", "x");
-        s.report = "BLOCKED: the migration needs credentials I do not have".into();
+        s.hand_back = "BLOCKED: the migration needs credentials I do not have".into();
         assert_eq!(propose_one(&s, None).outcome, Outcome::Failed);
-        s.report = "I am blocked on a missing API key.".into();
+        s.hand_back = "I am blocked on a missing API key.".into();
         assert_eq!(propose_one(&s, None).outcome, Outcome::Failed);
-        s.report = "Fixed: the firewall blocked port 22, so I opened it.".into();
+        s.hand_back = "Fixed: the firewall blocked port 22, so I opened it.".into();
         let p = propose_one(&s, None);
         assert_eq!(p.outcome, Outcome::Succeeded);
         assert!(p.doubtful.as_deref().unwrap_or("").contains("blocked"), "{p:?}");

@@ -190,7 +190,7 @@ impl EngineAsker {
         if !gateway.is_ok() {
             return Err(gateway.config_errors.join("; "));
         }
-        let calibration = std::fs::metadata(paths::local_calibration())
+        let calibration = std::fs::metadata(paths::fitted_calibration())
             .ok()
             .map(|m| (m.len(), m.modified().ok()))
             .map_or_else(String::new, |m| format!("{m:?}"));

@@ -24,7 +24,7 @@ pub enum Gate {
     ConfigError(Vec<String>),
     /// A PreToolUse or PostToolUse call on a tool other than Agent or Task.
     NotASpawn(String),
-    /// The prompt is a subagent's report coming back, not the user's task.
+    /// The prompt is a subagent's hand-back, not the user's task.
     HandBack,
     /// The prompt is a slash command (its first word).
     SlashCommand(String),

@@ -1,4 +1,4 @@
-//! Writing what `calibrate fit --apply` chose: the local calibration file (merged with the fits it
+//! Writing what `calibrate fit --apply` chose: the install dir's calibration file (merged with the fits it
 //! already holds), and `[routing] min_confidence` and the rule (`rules`, `default_tier`) in the
 //! user's config.
 //!
@@ -19,10 +19,10 @@ fn same_slot(a: &Fit, b: &Fit) -> bool {
     a.provider == b.provider && a.model == b.model && key(a) == key(b) && a.options == b.options
 }
 
-/// The local file's fits with `new` replacing any fit for the same engine and question (or option
-/// count). Fits for other engines stay. A local file that does not parse is an error: replacing it
+/// The install dir's fits with `new` replacing any fit for the same engine and question (or option
+/// count). Fits for other engines stay. An install dir's file that does not parse is an error: replacing it
 /// would lose whatever it held.
-pub fn merge_local(existing: Option<&str>, new: Vec<Fit>) -> Result<File, String> {
+pub fn merge_fitted(existing: Option<&str>, new: Vec<Fit>) -> Result<File, String> {
     let mut fits: Vec<Fit> = match existing {
         None => Vec::new(),
         Some(text) => File::parse(text)?.fits,
@@ -313,19 +313,19 @@ mod tests {
             fit(Some("design"), None, "english", 0.9),
         ]);
         let text = serde_json::to_string(&old).unwrap();
-        let merged = merge_local(
+        let merged = merge_fitted(
             Some(&text),
             vec![fit(Some("design"), None, "typed-decisions", 0.5), fit(None, Some(2), "typed-decisions", 0.7)],
         )
         .unwrap();
         let ts: Vec<(String, f64)> = merged.fits.iter().map(|f| (f.model.clone(), f.temperature)).collect();
         assert_eq!(ts, vec![("english".into(), 0.9), ("typed-decisions".into(), 0.5), ("typed-decisions".into(), 0.7)]);
-        assert!(merge_local(Some("{broken"), vec![]).is_err());
+        assert!(merge_fitted(Some("{broken"), vec![]).is_err());
 
         // A refit of the same question in another case or spacing replaces it: both would match.
         let old = File::new(vec![fit(Some("Is it done?"), None, "m", 0.3), fit(Some("Is it late?"), None, "m", 0.4)]);
         let text = serde_json::to_string(&old).unwrap();
-        let merged = merge_local(Some(&text), vec![fit(Some(" is IT  done?"), None, "m", 0.6)]).unwrap();
+        let merged = merge_fitted(Some(&text), vec![fit(Some(" is IT  done?"), None, "m", 0.6)]).unwrap();
         let qs: Vec<(&str, f64)> =
             merged.fits.iter().map(|f| (f.question.as_deref().unwrap_or(""), f.temperature)).collect();
         assert_eq!(qs, vec![("Is it late?", 0.4), (" is IT  done?", 0.6)]);

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde_json::{Map, json};
 
 use super::data::{self, Labelled, Origin};
-use super::question_fit::{self, QuestionReport};
+use super::question_fit::{self, QuestionFit};
 use super::{apply, fit, labels, plot, rule_fit};
 use crate::calibration::{Calibration, Fit};
 use crate::config;
@@ -21,7 +21,7 @@ use crate::{fsutil, paths, text};
 
 /// What `calibrate fit` was asked to do.
 pub struct FitOptions {
-    /// Write the fits to the local calibration file and the chosen threshold to the config.
+    /// Write the fits to the install dir's calibration file and the chosen threshold to the config.
     pub apply: bool,
     /// Also write a reliability diagram (before and after) to this SVG file.
     pub plot: Option<PathBuf>,
@@ -66,7 +66,7 @@ pub fn label(id: &str, features: &[String], tier: Option<&str>, outcome: Option<
     Ok(0)
 }
 
-/// `calibrate fit`: asks the engine about every labelled item with calibration off, fits, reports,
+/// `calibrate fit`: asks the engine about every labelled item with calibration off, fits, prints,
 /// and with `apply` writes the fits and the routing threshold.
 pub fn fit(a: FitOptions) -> Result<i32> {
     if !(0.0..=1.0).contains(&a.target_accuracy) {
@@ -108,7 +108,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
             text::command("doctor")
         )));
     }
-    let reports = build_reports(&answers.labelled);
+    let measured = measure_all(&answers.labelled);
 
     outln!(
         "Fitted on {} labelled log entries{} ({} answers). Engine failures: {}; abstentions: {}.\n",
@@ -122,14 +122,14 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         answers.failed.len(),
         answers.abstained
     )?;
-    for r in &reports {
+    for r in &measured {
         outln!("{}", r.text())?;
     }
 
     // The routing threshold, from the engine that answered most.
-    let routing: Vec<&QuestionReport> = main_engine(&reports)
+    let routing: Vec<&QuestionFit> = main_engine(&measured)
         .map(|(p, m)| {
-            reports
+            measured
                 .iter()
                 .filter(|r| r.provider == p && r.model == m)
                 .filter(|r| r.question.as_deref().and_then(Feature::named).is_some())
@@ -140,7 +140,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     let current = config::load().config.routing.min_confidence;
     match chosen {
         Some(t) => {
-            let joint = joint_coverage(&answers.labelled, &reports, t);
+            let joint = joint_coverage(&answers.labelled, &measured, t);
             outln!(
                 "Routing threshold: {t:.2} is the lowest at which every feature is at least {:.0}% accurate (now {current:.2}). \
                  At {t:.2}, all four features clear it on {:.0}% of prompts, so that is how often a hint could be given.",
@@ -156,20 +156,20 @@ pub fn fit(a: FitOptions) -> Result<i32> {
         )?,
     }
     outln!("\nThese figures are measured on the data the fit was made on, with small samples: treat them as rough.")?;
-    let examples = rule_examples(&items, &answers.routing, &reports);
+    let examples = rule_examples(&items, &answers.routing, &measured);
     let rule = learned_rule(&examples, chosen.unwrap_or(current))?;
 
     if let Some(path) = &a.plot {
         let title = format!(
             "Reliability before and after calibration ({})",
-            main_engine(&reports).map(|(p, m)| format!("{p}/{m}")).unwrap_or_default()
+            main_engine(&measured).map(|(p, m)| format!("{p}/{m}")).unwrap_or_default()
         );
-        write_plot(path, &reports, &title)?;
+        write_plot(path, &measured, &title)?;
     }
 
     if a.apply {
-        let n = write_fits(&reports)?;
-        outln!("\nWrote {n} fits to {}.", paths::local_calibration().display())?;
+        let n = write_fits(&measured)?;
+        outln!("\nWrote {n} fits to {}.", paths::fitted_calibration().display())?;
         if let Some(t) = chosen {
             write_threshold(t)?;
         }
@@ -184,14 +184,14 @@ pub fn fit(a: FitOptions) -> Result<i32> {
 }
 
 /// The items of `items` with a labelled tier that the engine answered all four features of, with
-/// those answers calibrated by the temperatures just fitted (`reports`), as the hook would see them.
+/// those answers calibrated by the temperatures just fitted (`measured`), as the hook would see them.
 fn rule_examples(
     items: &[data::RoutingItem],
     answered: &[data::Answered],
-    reports: &[QuestionReport],
+    measured: &[QuestionFit],
 ) -> Vec<rule_fit::Example> {
     let temperature = |a: &data::Answered, f: Feature| {
-        reports
+        measured
             .iter()
             .find(|r| r.provider == a.provider && r.model == a.model && r.question.as_deref() == Some(f.name()))
             .map_or(1.0, |r| r.applied_t)
@@ -288,29 +288,29 @@ pub(super) fn write_rule(rule: Option<&ToWrite>) -> Result<()> {
     Ok(())
 }
 
-/// Writes the reliability diagram of `reports` to `path` (atomically) and says where.
-pub(super) fn write_plot(path: &std::path::Path, reports: &[QuestionReport], title: &str) -> Result<()> {
-    fsutil::write_atomically(path, plot::svg(reports, title).as_bytes())
+/// Writes the reliability diagram of `measured` to `path` (atomically) and says where.
+pub(super) fn write_plot(path: &std::path::Path, measured: &[QuestionFit], title: &str) -> Result<()> {
+    fsutil::write_atomically(path, plot::svg(measured, title).as_bytes())
         .context(|| format!("cannot write {}", path.display()))?;
     outln!("Reliability diagram: {}", path.display())?;
     Ok(())
 }
 
-/// Merges the fits of `reports` into the local calibration file; returns how many it wrote.
-pub(super) fn write_fits(reports: &[QuestionReport]) -> Result<usize> {
-    let fits = fits_to_write(reports);
-    let local = paths::local_calibration();
-    let existing = match crate::calibration::read_local(&local) {
+/// Merges the fits of `measured` into the install dir's calibration file; returns how many it wrote.
+pub(super) fn write_fits(measured: &[QuestionFit]) -> Result<usize> {
+    let fits = fits_to_write(measured);
+    let path = paths::fitted_calibration();
+    let existing = match crate::calibration::read_fitted(&path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", local.display()))),
+        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", path.display()))),
     };
     let n = fits.len();
-    let file = apply::merge_local(existing.as_deref(), fits)
-        .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", local.display())))?;
+    let file = apply::merge_fitted(existing.as_deref(), fits)
+        .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", path.display())))?;
     let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
-    fsutil::write_private(&local, format!("{text}\n").as_bytes())
-        .context(|| format!("cannot write {}", local.display()))?;
+    fsutil::write_private(&path, format!("{text}\n").as_bytes())
+        .context(|| format!("cannot write {}", path.display()))?;
     Ok(n)
 }
 
@@ -333,9 +333,9 @@ pub(super) fn write_threshold(t: f64) -> Result<()> {
 
 type Key = (String, String, String);
 
-/// One report per (provider, model, question), then one per (provider, model, option count) for
+/// One fit per (provider, model, question), then one per (provider, model, option count) for
 /// the fallback; questions below the minimum n are measured with the fallback's temperature.
-fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
+fn measure_all(labelled: &[Labelled]) -> Vec<QuestionFit> {
     let mut by_q: BTreeMap<Key, Vec<&Labelled>> = BTreeMap::new();
     let mut by_options: BTreeMap<(String, String, usize), Vec<&Labelled>> = BTreeMap::new();
     for l in labelled {
@@ -346,7 +346,7 @@ fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
         let log = ls.iter().filter(|l| l.origin == Origin::Log).count();
         format!("{log} log + {} seed", ls.len() - log)
     };
-    let mut fallback: BTreeMap<(String, String, usize), QuestionReport> = BTreeMap::new();
+    let mut fallback: BTreeMap<(String, String, usize), QuestionFit> = BTreeMap::new();
     for ((p, m, k), ls) in &by_options {
         let samples: Vec<fit::Sample> = ls.iter().map(|l| l.sample.clone()).collect();
         let mut r = question_fit::measure(p, m, None, &samples, sources(ls), None);
@@ -370,18 +370,18 @@ fn build_reports(labelled: &[Labelled]) -> Vec<QuestionReport> {
 }
 
 /// The (provider, model) with the most answers.
-fn main_engine(reports: &[QuestionReport]) -> Option<(String, String)> {
+fn main_engine(measured: &[QuestionFit]) -> Option<(String, String)> {
     let mut n: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for r in reports.iter().filter(|r| r.question.is_some()) {
+    for r in measured.iter().filter(|r| r.question.is_some()) {
         *n.entry((r.provider.clone(), r.model.clone())).or_default() += r.n;
     }
     n.into_iter().max_by_key(|(_, n)| *n).map(|(k, _)| k)
 }
 
 /// The share of routing prompts whose four calibrated confidences all reach `t`.
-fn joint_coverage(labelled: &[Labelled], reports: &[QuestionReport], t: f64) -> f64 {
+fn joint_coverage(labelled: &[Labelled], measured: &[QuestionFit], t: f64) -> f64 {
     let temp = |l: &Labelled| {
-        reports
+        measured
             .iter()
             .find(|r| r.provider == l.provider && r.model == l.model && r.question.as_deref() == Some(&l.key))
             .map(|r| r.applied_t)
@@ -399,9 +399,9 @@ fn joint_coverage(labelled: &[Labelled], reports: &[QuestionReport], t: f64) -> 
 }
 
 /// The fits to write: every question with its own fit, and every option-count fallback with enough samples.
-fn fits_to_write(reports: &[QuestionReport]) -> Vec<Fit> {
+fn fits_to_write(measured: &[QuestionFit]) -> Vec<Fit> {
     let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    reports
+    measured
         .iter()
         .filter(|r| r.own_fit)
         .map(|r| {

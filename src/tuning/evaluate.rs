@@ -1,5 +1,5 @@
 //! The measures behind `system1 evaluate` and its READY verdict (for users: docs/calibration.md).
-//! Pure: rows in (teacher labels, the engine's answers, the outcome), report out.
+//! Pure: rows in (teacher labels, the engine's answers, the outcome), an evaluation out.
 //!
 //! - Per feature, against the teacher labels: accuracy, AUROC of the engine's probability of "yes",
 //!   and coverage and accuracy at the routing threshold (what the hook would act on).
@@ -97,7 +97,7 @@ enum Unanswered {
     LeftOut,
 }
 
-fn rule_report(
+fn rule_score(
     rows: &[Row],
     rules: &[Rule],
     default_tier: Tier,
@@ -177,8 +177,8 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
     let teacher_answers = |row: &Row| -> Option<BTreeMap<Feature, bool>> {
         Feature::ALL.iter().map(|f| Some((*f, *row.labels.get(f)?))).collect()
     };
-    let rule_engine = rule_report(rows, rules, default_tier, engine_answers, Unanswered::Counts);
-    let rule_teacher = rule_report(rows, rules, default_tier, teacher_answers, Unanswered::LeftOut);
+    let rule_engine = rule_score(rows, rules, default_tier, engine_answers, Unanswered::Counts);
+    let rule_teacher = rule_score(rows, rules, default_tier, teacher_answers, Unanswered::LeftOut);
     let failures_labelled = rows.iter().filter(|r| r.outcome == Some(Outcome::Failed)).count();
 
     let mut reasons = Vec::new();

@@ -1,7 +1,7 @@
 //! Fitting the local engine's trained heads: each question's labelled texts, embedded by the local
 //! model exactly as the engine embeds a request's state, then a logistic head per question (the
 //! math is in `providers::local::heads`). The seed sets give the shipped heads; `calibrate fit`
-//! adds the user's labelled routing log and writes the result beside the local calibration file.
+//! adds the user's labelled routing log and writes the result beside the install dir's calibration file.
 
 use crate::feature::Feature;
 use crate::providers::local::heads::{self, Head};
@@ -13,7 +13,7 @@ use crate::text;
 use super::calibrate::FitOptions;
 use super::data::{self, RoutingItem};
 use super::fit::Sample;
-use super::question_fit::{self, QuestionReport};
+use super::question_fit::{self, QuestionFit};
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
 use super::{crossval, rule_fit};
 
@@ -130,7 +130,7 @@ pub struct CrossValidated {
     /// The heads as the engine will have them.
     pub heads: Vec<Head>,
     /// Their cross-validated answers, measured as `calibrate fit` measures any engine's.
-    pub reports: Vec<QuestionReport>,
+    pub measured: Vec<QuestionFit>,
     /// Those answers: P(yes) per example, in the set's order.
     pub answers: Vec<Vec<f64>>,
 }
@@ -142,7 +142,7 @@ pub fn cross_validated(
     cache: &std::collections::HashMap<String, Vec<f32>>,
 ) -> Result<CrossValidated, String> {
     let mut fitted = Vec::new();
-    let mut reports = Vec::new();
+    let mut measured = Vec::new();
     let mut answers = Vec::new();
     for s in sets {
         let (mut head, p) = crossval::held_out(name, &s.question, &embedded(s, cache), &s.yes)?;
@@ -150,10 +150,10 @@ pub fn cross_validated(
         fitted.push(with_context(head, s));
         let samples: Vec<Sample> = p.iter().zip(&s.yes).map(|(p, y)| Sample::yes_no(*p, *y)).collect();
         let sources = format!("{} from {}", samples.len(), s.source);
-        reports.push(question_fit::measure("local", name, Some(&s.question), &samples, sources, None));
+        measured.push(question_fit::measure("local", name, Some(&s.question), &samples, sources, None));
         answers.push(p);
     }
-    Ok(CrossValidated { heads: fitted, reports, answers })
+    Ok(CrossValidated { heads: fitted, measured, answers })
 }
 
 /// The routing items of `items` with a labelled tier and all four feature labels, each with its
@@ -216,7 +216,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
     let (name, model) = configured_model().map_err(Error::failure)?;
     let sets = examples(items, source).map_err(Error::failure)?;
     let cache = embed(&model, &sets, super::progress("texts"));
-    let CrossValidated { heads: fitted, reports, answers } =
+    let CrossValidated { heads: fitted, measured, answers } =
         cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
     outln!(
         "Trained heads for the local engine ({name}), leave-one-out (approximate: one Newton step from the full fit):"
@@ -225,11 +225,11 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
         outln!("{line}")?;
     }
     outln!("\nMeasured on their cross-validated answers ({}), as the gateway would calibrate them:\n", crossval::HOW)?;
-    for r in &reports {
+    for r in &measured {
         outln!("{}", r.text())?;
     }
-    let routing: Vec<&QuestionReport> =
-        reports.iter().filter(|r| r.question.as_deref().and_then(Feature::named).is_some()).collect();
+    let routing: Vec<&QuestionFit> =
+        measured.iter().filter(|r| r.question.as_deref().and_then(Feature::named).is_some()).collect();
     let chosen = question_fit::choose_threshold(&routing, a.target_accuracy);
     let current = crate::config::load().config.routing.min_confidence;
     match chosen {
@@ -246,13 +246,13 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
     if let Some(path) = &a.plot {
         let title =
             format!("Reliability of the local engine's held-out answers, before and after calibration ({name})");
-        super::calibrate::write_plot(path, &reports, &title)?;
+        super::calibrate::write_plot(path, &measured, &title)?;
     }
     if a.apply {
         let path = write_heads(&fitted, &format!("Fitted by `system1 calibrate fit` on {source}."))?;
         outln!("\nWrote {} (it wins over the shipped heads for these questions).", path.display())?;
-        let n = super::calibrate::write_fits(&reports)?;
-        outln!("Wrote {n} fits to {}.", crate::paths::local_calibration().display())?;
+        let n = super::calibrate::write_fits(&measured)?;
+        outln!("Wrote {n} fits to {}.", crate::paths::fitted_calibration().display())?;
         if let Some(t) = chosen {
             super::calibrate::write_threshold(t)?;
         }

@@ -1,6 +1,6 @@
 //! Offline tuning: everything that learns from labelled data rather than answering a request. The
 //! seed sets, collecting engine answers about labelled items, labels in the routing log, the
-//! temperature-fitting math, the reports and plots of `system1 calibrate`, the measures and the
+//! temperature-fitting math, the fit figures and plots of `system1 calibrate`, the measures and the
 //! READY verdict of `system1 evaluate`, and `system1 study`, which compares engines on labelled
 //! sets. It sits above routing (it asks the features through the hook's own code); the runtime
 //! half, the fits file and rescaling, is `crate::calibration`.

@@ -8,7 +8,7 @@
 //! a log scale, one labelled point per engine.
 
 use super::fit::Bin;
-use super::question_fit::QuestionReport;
+use super::question_fit::QuestionFit;
 use crate::text::{ellipsis, xml_escape};
 
 const PANEL: f64 = 300.0;
@@ -30,8 +30,8 @@ pub struct Panel<'a> {
 }
 
 /// The calibrate plot: one panel per question, before and after its fit.
-pub fn svg(reports: &[QuestionReport], title: &str) -> String {
-    let panels: Vec<Panel> = reports
+pub fn svg(measured: &[QuestionFit], title: &str) -> String {
+    let panels: Vec<Panel> = measured
         .iter()
         .map(|r| {
             let t = if r.own_fit && r.fit.improved && r.fit.clamped.is_some() {

@@ -5,7 +5,7 @@ use super::fit::{self, AtThreshold, Bin, Binning, Sample, TemperatureFit};
 
 /// The fit and the measures of one question (or of one option count, for the fallback fit).
 #[derive(Debug, Clone)]
-pub struct QuestionReport {
+pub struct QuestionFit {
     pub provider: String,
     pub model: String,
     /// The calibration key, or None for the option-count fit.
@@ -37,7 +37,7 @@ pub fn measure(
     samples: &[Sample],
     sources: String,
     fallback_t: Option<f64>,
-) -> QuestionReport {
+) -> QuestionFit {
     let fit = fit::fit_temperature(samples);
     let own_fit = samples.len() >= fit::MIN_N;
     let applied_t = if own_fit { fit.temperature } else { fallback_t.unwrap_or(1.0) };
@@ -46,7 +46,7 @@ pub fn measure(
     let (binning, k) = fit::auto_binning(samples.len());
     let bins_before = fit::bins(&before, binning, k);
     let bins_after = fit::bins(&after, binning, k);
-    QuestionReport {
+    QuestionFit {
         provider: provider.to_string(),
         model: model.to_string(),
         question: question.map(String::from),
@@ -66,7 +66,7 @@ pub fn measure(
     }
 }
 
-impl QuestionReport {
+impl QuestionFit {
     pub fn label(&self) -> String {
         match &self.question {
             Some(q) => q.clone(),
@@ -141,14 +141,14 @@ impl QuestionReport {
     }
 }
 
-/// The lowest threshold at which every report reaches `target` accuracy on what it covers (and
+/// The lowest threshold at which every question fit reaches `target` accuracy on what it covers (and
 /// covers something). None when no threshold does.
-pub fn choose_threshold(reports: &[&QuestionReport], target: f64) -> Option<f64> {
-    if reports.is_empty() {
+pub fn choose_threshold(measured: &[&QuestionFit], target: f64) -> Option<f64> {
+    if measured.is_empty() {
         return None;
     }
     fit::THRESHOLDS.iter().copied().find(|&t| {
-        reports.iter().all(|r| {
+        measured.iter().all(|r| {
             r.thresholds
                 .iter()
                 .find(|a| a.threshold == t)

@@ -27,7 +27,7 @@ pub struct Options {
     pub min_safety: f64,
     /// At least this many failed spawns must be labelled.
     pub min_failures: usize,
-    /// Print the report as JSON.
+    /// Print the evaluation as JSON.
     pub json: bool,
 }
 
@@ -45,7 +45,7 @@ fn row_of(e: &Entry) -> Option<(String, Row)> {
 }
 
 /// `system1 evaluate`: asks `opts.provider` the features of every labelled entry, measures, and
-/// prints the report (text or JSON) with the verdict.
+/// prints the evaluation (text or JSON) with the verdict.
 pub fn run(args: Options) -> Result<i32> {
     for (name, v) in [("--min-feature-accuracy", args.min_feature_accuracy), ("--min-safety", args.min_safety)] {
         if !(0.0..=1.0).contains(&v) {
@@ -117,7 +117,7 @@ pub fn run(args: Options) -> Result<i32> {
         min_failures: args.min_failures,
     };
     let rows: Vec<Row> = rows.into_iter().map(|(_, r)| r).collect();
-    let report = evaluate::evaluate(&rows, &cfg.rules, cfg.default_tier, cfg.min_confidence, bars);
+    let evaluation = evaluate::evaluate(&rows, &cfg.rules, cfg.default_tier, cfg.min_confidence, bars);
     let engine_name =
         format!("{}/{}", engine.0.as_deref().unwrap_or(&args.provider), engine.1.as_deref().unwrap_or("?"));
     let down = if failed > 0 { down_and_fix(&gateway) } else { None };
@@ -128,16 +128,16 @@ pub fn run(args: Options) -> Result<i32> {
             "engine_failures": failed,
             "engine_down": down.as_ref().map(|(detail, fix)| json!({"detail": detail, "fix": fix})),
             "held_out": held_out,
-            "verdict": if report.ready { "READY" } else { "NOT READY" },
+            "verdict": if evaluation.ready { "READY" } else { "NOT READY" },
             "bars": bars,
-            "report": report,
+            "report": evaluation,
         });
         outln!("{}", serde_json::to_string_pretty(&out).unwrap_or_default())?;
     } else {
         if let Some(h) = &held_out {
             outln!("{}", h.text())?;
         }
-        out!("{}", text(&report, &engine_name, failed, bars))?;
+        out!("{}", text(&evaluation, &engine_name, failed, bars))?;
         if let Some((detail, fix)) = down {
             outln!("\nThe engine does not answer its health probe ({detail}): to fix it, {fix}.")?;
         }

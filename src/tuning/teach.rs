@@ -16,7 +16,7 @@ use super::calibrate::{self, FitOptions};
 use super::crossval;
 use super::fit::{self, Sample};
 use super::heads;
-use super::question_fit::{self, QuestionReport};
+use super::question_fit::{self, QuestionFit};
 use crate::error::{Error, Result};
 use crate::providers::local::heads::Head;
 use crate::providers::{EngineRequest, Question};
@@ -256,7 +256,7 @@ pub fn run(a: &FitOptions) -> Result<i32> {
     let xs: Vec<Vec<f32>> = set.texts.iter().map(|t| cache[t.as_str()].clone()).collect();
     let source = path.display().to_string();
     let (fitted, samples) = fit_set(&name, &set, &xs, &source).map_err(Error::failure)?;
-    let report = question_fit::measure(
+    let measured = question_fit::measure(
         "local",
         &name,
         Some(&set.question),
@@ -264,18 +264,18 @@ pub fn run(a: &FitOptions) -> Result<i32> {
         format!("{} from {source}", samples.len()),
         None,
     );
-    print(&set, &fitted, &report, a)?;
+    print(&set, &fitted, &measured, a)?;
     if let Some(plot) = &a.plot {
         let title =
             format!("Reliability of the local engine's held-out answers, before and after calibration ({name})");
-        calibrate::write_plot(plot, std::slice::from_ref(&report), &title)?;
+        calibrate::write_plot(plot, std::slice::from_ref(&measured), &title)?;
     }
     if a.apply {
         let path = heads::write_heads(&fitted, "Fitted by `system1 calibrate fit` on this machine.")?;
         let what = if fitted.len() == 1 { "its head".to_string() } else { format!("its {} heads", fitted.len()) };
         outln!("\nWrote {what} to {} (it wins over a shipped head for this question).", path.display())?;
-        let n = calibrate::write_fits(std::slice::from_ref(&report))?;
-        outln!("Wrote {n} fit to {}.", crate::paths::local_calibration().display())?;
+        let n = calibrate::write_fits(std::slice::from_ref(&measured))?;
+        outln!("Wrote {n} fit to {}.", crate::paths::fitted_calibration().display())?;
     } else {
         outln!(
             "\nNothing written; add --apply to write the heads to {} and the fit.",
@@ -285,7 +285,7 @@ pub fn run(a: &FitOptions) -> Result<i32> {
     Ok(0)
 }
 
-fn print(set: &Set, fitted: &[Head], report: &QuestionReport, a: &FitOptions) -> Result<()> {
+fn print(set: &Set, fitted: &[Head], measured: &QuestionFit, a: &FitOptions) -> Result<()> {
     let kind = match &set.labels {
         Labels::YesNo(ys) => format!("yes/no, {} yes of {}", ys.iter().filter(|y| **y).count(), ys.len()),
         Labels::Options { options, picks } => {
@@ -302,8 +302,13 @@ fn print(set: &Set, fitted: &[Head], report: &QuestionReport, a: &FitOptions) ->
     } else {
         format!("an object with {}", set.context.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", "))
     };
-    outln!("Taught the local engine ({}) {:?} ({kind}); context: {context}.", report.model, set.question)?;
-    outln!("Cross-validated accuracy {} on {} examples ({}).", text::pct(report.accuracy, 1), report.n, crossval::HOW)?;
+    outln!("Taught the local engine ({}) {:?} ({kind}); context: {context}.", measured.model, set.question)?;
+    outln!(
+        "Cross-validated accuracy {} on {} examples ({}).",
+        text::pct(measured.accuracy, 1),
+        measured.n,
+        crossval::HOW
+    )?;
     let heads: Vec<String> = fitted
         .iter()
         .map(|h| {
@@ -317,8 +322,8 @@ fn print(set: &Set, fitted: &[Head], report: &QuestionReport, a: &FitOptions) ->
     for h in heads {
         outln!("{h}")?;
     }
-    outln!("\n{}", report.text())?;
-    match question_fit::choose_threshold(&[report], a.target_accuracy) {
+    outln!("\n{}", measured.text())?;
+    match question_fit::choose_threshold(&[measured], a.target_accuracy) {
         Some(t) => outln!(
             "Threshold: {t:.2} is the lowest at which its held-out answers are at least {:.0}% accurate; pass \
              \"min_confidence\": {t:.2} with the question (or set [gateway] min_confidence).",

@@ -699,22 +699,22 @@ pub fn install_command(model: Option<&str>, from: Option<&Path>) -> Result<i32> 
 
 /// The local engine's entry in `engine status`: the configured model, its files and size, and a
 /// health probe (which loads it).
-pub fn status_report(loaded: &crate::config::Loaded) -> serde_json::Value {
+pub fn status_entry(loaded: &crate::config::Loaded) -> serde_json::Value {
     let settings = loaded.provider_settings("local");
     let (name, dir, _) = crate::providers::local::configured(&settings);
-    let mut report = status(&dir);
+    let mut entry = status(&dir);
     let health = crate::providers::build("local", &settings).map(|p| p.health(Duration::from_secs(10)));
     let errors = settings.take_errors();
-    report["engine"] = json!("local");
-    report["model"] = json!(name);
-    report["questions"] =
+    entry["engine"] = json!("local");
+    entry["model"] = json!(name);
+    entry["questions"] =
         json!(crate::providers::local::fitting_heads(&name, &dir).map(|h| crate::providers::local::taught(&h)));
-    report["healthy"] = json!(health.as_ref().map(|h| h.ok()));
-    report["detail"] = match health {
+    entry["healthy"] = json!(health.as_ref().map(|h| h.ok()));
+    entry["detail"] = match health {
         Some(h) => json!(h.detail()),
         None => json!(errors.join("; ")),
     };
-    report
+    entry
 }
 
 /// `engine status` lines for the local engine.

@@ -86,7 +86,7 @@ pub fn install_command(model: &str) -> String {
     }
 }
 
-/// Where heads fitted on this machine are kept (beside the local calibration file).
+/// Where heads fitted on this machine are kept (beside the install dir's calibration file).
 pub fn local_heads_file() -> PathBuf {
     paths::install_dir().join("local-heads.json")
 }
@@ -281,9 +281,9 @@ pub fn read_local_heads(path: &Path) -> std::io::Result<String> {
     crate::fsutil::read_text(path, MAX_HEADS_BYTES, crate::fsutil::Links::Refuse)
 }
 
-/// Heads for `model` with `dims` dimensions, as they take effect: the local file's first, then the
-/// shipped ones for questions the local file does not have (a question's heads all come from one
-/// file, so a refit with other options replaces the shipped set whole). The local file is
+/// Heads for `model` with `dims` dimensions, as they take effect: the install dir's first, then the
+/// shipped ones for questions that file does not have (a question's heads all come from one
+/// file, so a refit with other options replaces the shipped set whole). The install dir's file is
 /// `calibrate fit`'s own, read only when it is a regular file of bounded size in place (a FIFO
 /// there would hang the engine's load).
 fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec<String>) {
@@ -311,7 +311,7 @@ fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec
     (out, notes)
 }
 
-/// The heads that answer for `model`: per question, the local file's or else the shipped ones.
+/// The heads that answer for `model`: per question, the install dir's or else the shipped ones.
 pub fn heads_in_force(model: &str) -> Vec<Head> {
     load_heads(model, None, &local_heads_file()).0
 }

@@ -1,4 +1,4 @@
-//! The figures `system1 study` reports, from answers already collected: pure, so that every one
+//! The figures `system1 study` prints, from answers already collected: pure, so that every one
 //! can be computed by hand in a test.
 //!
 //! Per question, against the labels: accuracy and AUROC (neither changes with calibration, which

@@ -62,7 +62,7 @@ pub struct LeftOut {
 
 /// One engine on one set.
 #[derive(Debug, Serialize)]
-pub struct SetReport {
+pub struct SetResult {
     pub set: String,
     pub items: usize,
     /// Items the engine failed on (no answer at all), and the first reason.
@@ -76,17 +76,17 @@ pub struct SetReport {
 }
 
 #[derive(Debug, Serialize)]
-pub struct EngineReport {
+pub struct EngineResult {
     pub provider: String,
     pub model: String,
-    pub sets: Vec<SetReport>,
+    pub sets: Vec<SetResult>,
     pub overall: Overall,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Report {
+pub struct StudyResult {
     pub sets: Vec<SetInfo>,
-    pub engines: Vec<EngineReport>,
+    pub engines: Vec<EngineResult>,
     pub left_out: Vec<LeftOut>,
 }
 
@@ -109,35 +109,35 @@ pub fn run(opts: Options) -> Result<i32> {
     let local_heads = local::local_heads_file().exists();
     let known = sets::head_training_texts(local_heads, &log_items).map_err(Error::failure)?;
     let tier_train = tier_training(&log_items).map_err(Error::failure)?;
-    let calibration = Calibration::load(&paths::local_calibration());
-    let mut reports = Vec::new();
+    let calibration = Calibration::load(&paths::fitted_calibration());
+    let mut results = Vec::new();
     for (name, gateway) in engines {
         match study_engine(&name, gateway, &chosen, &calibration, &known, &tier_train) {
-            Ok(r) => reports.push(r),
+            Ok(r) => results.push(r),
             Err(why) => left_out.push(LeftOut { provider: name, why }),
         }
     }
-    if reports.is_empty() {
+    if results.is_empty() {
         let why = left_out.iter().map(|l| format!("{}: {}", l.provider, l.why)).collect::<Vec<_>>().join("; ");
         return Err(Error::failure(format!("no engine to study ({why})")).with_hint(
             "start one (`system1 engine start`), or install the local one: `system1 engine install local`",
         ));
     }
-    let report = Report {
+    let study = StudyResult {
         sets: chosen
             .iter()
             .map(|s| SetInfo { name: s.name.clone(), source: s.source.clone(), items: s.len() })
             .collect(),
-        engines: reports,
+        engines: results,
         left_out,
     };
     if opts.json {
-        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::failure(e.to_string()))?)?;
+        outln!("{}", serde_json::to_string_pretty(&study).map_err(|e| Error::failure(e.to_string()))?)?;
     } else {
-        out!("{}", text::report(&report))?;
+        out!("{}", text::render(&study))?;
     }
     if let Some(path) = &opts.svg {
-        fsutil::write_atomically(path, text::svg(&report).as_bytes())
+        fsutil::write_atomically(path, text::svg(&study).as_bytes())
             .context(|| format!("cannot write {}", path.display()))?;
         if !opts.json {
             outln!("Pictures: {}", path.display())?;
@@ -332,14 +332,14 @@ fn study_engine(
     calibration: &Calibration,
     known: &HashSet<String>,
     tier_train: &[(String, Tier)],
-) -> std::result::Result<EngineReport, String> {
+) -> std::result::Result<EngineResult, String> {
     let provider = gateway.primary().map(|p| p.name().to_string()).unwrap_or_else(|| name.to_string());
     let model = gateway.primary().map(|p| p.model()).unwrap_or_default();
     let routing_cfg = gateway.loaded.config.routing.clone();
     let decide_threshold = gateway.loaded.config.gateway.min_confidence;
     let has_heads = provider == "local";
     let mut embedder: Option<Embedder> = None;
-    let mut set_reports = Vec::new();
+    let mut set_results = Vec::new();
     let mut pooled: Vec<(bool, YesNo, Option<f64>)> = Vec::new();
     let mut all_latency = Vec::new();
     for set in chosen {
@@ -419,7 +419,7 @@ fn study_engine(
             _ => None,
         };
         all_latency.extend(got.latency_ms.iter().copied());
-        set_reports.push(SetReport {
+        set_results.push(SetResult {
             set: set.name.clone(),
             items: set.len(),
             failed: got.failures.len(),
@@ -430,7 +430,7 @@ fn study_engine(
             tiers,
         });
     }
-    Ok(EngineReport { provider, model, sets: set_reports, overall: figures::overall(&pooled, &all_latency) })
+    Ok(EngineResult { provider, model, sets: set_results, overall: figures::overall(&pooled, &all_latency) })
 }
 
 /// The labelled tiers a direct tier head learns from, each prompt as the engine reads it: the seed

@@ -1,7 +1,7 @@
-//! How `system1 study` reads to a person: the report on stdout and the pictures of `--svg`.
+//! How `system1 study` reads to a person: the figures on stdout and the pictures of `--svg`.
 
 use super::figures::{Covered, QuestionFigures, TierFigures};
-use super::{EngineReport, Report, SetReport};
+use super::{EngineResult, SetResult, StudyResult};
 use crate::calibration::Origin;
 use crate::routing::rule::Chosen;
 use crate::text::pct;
@@ -29,11 +29,11 @@ pub fn short(q: &str) -> &str {
     if q == DESTRUCTIVE_QUESTION { "destructive" } else { q }
 }
 
-pub fn engine_name(e: &EngineReport) -> String {
+pub fn engine_name(e: &EngineResult) -> String {
     format!("{}/{}", e.provider, e.model)
 }
 
-pub fn report(r: &Report) -> String {
+pub fn render(r: &StudyResult) -> String {
     let sets: Vec<String> = r
         .sets
         .iter()
@@ -86,7 +86,7 @@ pub fn report(r: &Report) -> String {
     s
 }
 
-fn set_block(set: &SetReport) -> String {
+fn set_block(set: &SetResult) -> String {
     let mut s = format!(
         "{}: {} items, {} failed{}; latency per decision p50 {}, p95 {}\n",
         set.set,
@@ -242,7 +242,7 @@ fn tier_block(t: &TierFigures) -> String {
 }
 
 /// The `--svg` document: the accuracy-latency chart and a reliability diagram per engine.
-pub fn svg(r: &Report) -> String {
+pub fn svg(r: &StudyResult) -> String {
     let points: Vec<EnginePoint> = r
         .engines
         .iter()
