@@ -86,7 +86,8 @@ impl Staged {
         &self.tmp
     }
 
-    fn file(&mut self) -> io::Result<&mut File> {
+    /// The new version, to write it piece by piece (a file too big to hold).
+    pub fn file(&mut self) -> io::Result<&mut File> {
         self.file.as_mut().ok_or_else(|| io::Error::other("the staged file is already committed"))
     }
 

@@ -51,6 +51,12 @@ pub fn rewrite<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Result<R> {
     rewrite_at(&paths::routing_log(), f)
 }
 
+/// Changes the entry with `id` in `paths::routing_log()` through `f`, under the lock (see
+/// [`update_at`]).
+pub fn update(id: &str, f: impl FnOnce(&mut Entry) -> Result<(), String>) -> io::Result<Result<(), String>> {
+    update_at(&paths::routing_log(), id, f)
+}
+
 /// A new entry id, unique across processes and calls: time in microseconds, process id and a
 /// per-process counter, in hex (e.g. `18c5f2a9b3e10-3f2a-0`).
 pub fn new_id() -> String {
@@ -167,6 +173,107 @@ pub fn rewrite_at<R>(log: &Path, f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Re
     staged.set_contents(text.as_bytes())?;
     staged.commit()?;
     Ok(result)
+}
+
+/// The longest line [`update_at`] holds to look at. The hooks write no entry near it (a prompt is
+/// at most 16 MiB of hook input); a longer line is copied through in pieces, never held whole.
+const MAX_HELD_LINE: usize = 64 << 20;
+
+/// Changes the first entry whose id is `id` through `f`, streaming: the log is read a line at a
+/// time and copied to a temp file beside it, the changed entry written in its place and every
+/// other line (unknown keys, lines that are no entry, a last line without its newline) byte for
+/// byte, then the temp file is fsynced and renamed over the log. The writers' lock is held
+/// throughout, so no line appended meanwhile is lost, and a crash leaves the old log or the new
+/// one. Memory stays at a line, however big the log. Only lines holding `id` as a JSON string are
+/// parsed. `Ok(Err(..))` when there is no such entry or `f` refuses it; the log is then untouched.
+pub fn update_at(
+    log: &Path,
+    id: &str,
+    f: impl FnOnce(&mut Entry) -> Result<(), String>,
+) -> io::Result<Result<(), String>> {
+    let _lock = fsutil::WriteLock::take(log)?;
+    let missing = || Ok(Err(format!("no entry with id {id:?} in the routing log")));
+    let file = match open_private(log, OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return missing(),
+        Err(e) => return Err(e),
+    };
+    let quoted = serde_json::to_string(id).map_err(io::Error::other)?;
+    let finder = memchr::memmem::Finder::new(quoted.as_bytes());
+    // Private like the log itself: it holds the user's prompts.
+    let mut staged = Staged::create(log, fsutil::PRIVATE_MODE)?;
+    staged.set_mode(fsutil::PRIVATE_MODE)?;
+    let mut out = io::BufWriter::with_capacity(1 << 20, staged.file()?);
+    let mut reader = BufReader::with_capacity(1 << 20, file);
+    let mut f = Some(f);
+    // The line being read, while it is short enough to hold; `passing` once it was not.
+    let mut line = Vec::new();
+    let mut passing = false;
+    let mut end_of_line =
+        |line: &[u8], out: &mut io::BufWriter<&mut std::fs::File>| -> io::Result<Result<(), String>> {
+            let mut found = None;
+            if f.is_some() && finder.find(line).is_some() {
+                found = serde_json::from_slice::<Entry>(line).ok().filter(|e| e.id.as_deref() == Some(id));
+            }
+            let Some((mut e, change)) = found.and_then(|e| f.take().map(|change| (e, change))) else {
+                return out.write_all(line).map(Ok);
+            };
+            if let Err(why) = change(&mut e) {
+                return Ok(Err(why));
+            }
+            out.write_all(&serde_json::to_vec(&e).map_err(io::Error::other)?)?;
+            if line.ends_with(b"\n") {
+                out.write_all(b"\n")?;
+            }
+            Ok(Ok(()))
+        };
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            break;
+        }
+        let (piece, ends) = match memchr::memchr(b'\n', buf) {
+            Some(i) => (&buf[..=i], true),
+            None => (buf, false),
+        };
+        let n = piece.len();
+        if !passing && line.len() + n > MAX_HELD_LINE {
+            out.write_all(&line)?;
+            line = Vec::new();
+            passing = true;
+        }
+        if passing {
+            out.write_all(piece)?;
+        } else {
+            // Grown by doubling as a Vec does, but never past the cap: what is held stays under it.
+            if line.capacity() < line.len() + n {
+                let grown = (2 * line.capacity()).max(line.len() + n).min(MAX_HELD_LINE);
+                line.reserve_exact(grown - line.len());
+            }
+            line.extend_from_slice(piece);
+        }
+        reader.consume(n);
+        if ends {
+            if !passing && let Err(why) = end_of_line(&line, &mut out)? {
+                return Ok(Err(why));
+            }
+            line.clear();
+            passing = false;
+        }
+    }
+    if !passing
+        && !line.is_empty()
+        && let Err(why) = end_of_line(&line, &mut out)?
+    {
+        return Ok(Err(why));
+    }
+    if f.is_some() {
+        return missing();
+    }
+    out.flush()?;
+    drop(out);
+    staged.commit()?;
+    Ok(Ok(()))
 }
 
 fn parse(line: &str) -> Option<Entry> {
@@ -406,6 +513,50 @@ mod tests {
     }
 
     #[test]
+    fn update_changes_one_entry_and_keeps_every_other_byte() {
+        let log = scratch("update");
+        std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+        // Spacing no writer uses, a line that is no entry, one whose id is a number, the id quoted
+        // inside another entry's prompt, a later entry with the same id, and a last line without
+        // its newline: all but the one entry come back as they were.
+        let before = "{\"id\":\"1\", \"x\":[1]}\nnot json  \r\n{\"prompt\":\"see \\\"2\\\"\"}\n{ \"id\" : \"2\", \"zz\": {\"k\": 1} }\n{\"id\":3}\n\n{\"id\":\"2\"}\n{\"id\":\"4\"}";
+        std::fs::write(&log, before).unwrap();
+        let r = update_at(&log, "2", |e| {
+            e.labelling.label_tier = Some(crate::tier::Tier::Opus);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            std::fs::read_to_string(&log).unwrap(),
+            before.replace(
+                "{ \"id\" : \"2\", \"zz\": {\"k\": 1} }",
+                "{\"id\":\"2\",\"label_tier\":\"opus\",\"zz\":{\"k\":1}}"
+            )
+        );
+        // The last line, without its newline, is changed in place and still has none.
+        update_at(&log, "4", |e| {
+            e.labelling.label_tier = Some(crate::tier::Tier::Haiku);
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+        assert!(std::fs::read_to_string(&log).unwrap().ends_with("\n{\"id\":\"4\",\"label_tier\":\"haiku\"}"));
+        // No entry, or a refused change: the log is left as it was.
+        let now = std::fs::read(&log).unwrap();
+        assert_eq!(update_at(&log, "9", |_| Ok(())).unwrap(), Err("no entry with id \"9\" in the routing log".into()));
+        assert_eq!(update_at(&log, "1", |_| Err("no".into())).unwrap(), Err("no".into()));
+        assert_eq!(std::fs::read(&log).unwrap(), now);
+        let leftovers: Vec<_> = std::fs::read_dir(log.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+        assert!(update_at(&scratch("absent"), "1", |_| Ok(())).unwrap().is_err(), "a missing log has no entry");
+    }
+
+    #[test]
     fn a_routing_entry_waits_for_labels_until_it_has_them_all() {
         let all = r#""labels":{"read_only":true,"design":false,"review":false,"specified":true}"#;
         assert!(waits_for_labels(r#"{"id":"1","source":"prompt","prompt":"x"}"#));
@@ -503,7 +654,7 @@ mod tests {
     }
 
     #[test]
-    fn rewrite_concurrent_with_appends_loses_nothing() {
+    fn rewrites_concurrent_with_appends_lose_nothing() {
         let log = scratch("race");
         let mut children = spawn_appenders(&log, 8, 20);
         let mut rewrites = 0;
@@ -515,6 +666,17 @@ mod tests {
                 }
             })
             .unwrap();
+            // And the streaming update of one entry, which copies the whole log too.
+            let first = read_all_at(&log).unwrap().entries.first().and_then(|e| e.id.clone());
+            if let Some(id) = first {
+                let n = rewrites;
+                update_at(&log, &id, |e| {
+                    e.other.insert("seen".into(), json!(n));
+                    Ok(())
+                })
+                .unwrap()
+                .unwrap();
+            }
             rewrites += 1;
             all_done = children.iter_mut().all(|c| c.try_wait().unwrap().is_some());
         }

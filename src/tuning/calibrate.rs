@@ -59,7 +59,7 @@ pub fn pending(limit: usize) -> Result<i32> {
 /// `calibrate label`: records labels on one entry, under the log's lock.
 pub fn label(id: &str, features: &[String], tier: Option<&str>, outcome: Option<&str>, by: &str) -> Result<i32> {
     let l = labels::Labels::parse(features, tier, outcome, by).map_err(Error::usage)?;
-    log::rewrite(|entries| labels::label(entries, id, &l))
+    log::update(id, |e| labels::label(e, id, &l))
         .context(|| format!("cannot update {}", paths::routing_log().display()))?
         .map_err(Error::failure)?;
     outln!("labelled {id}")?;

@@ -1,6 +1,6 @@
 //! Labels in the routing log: the entries that still need them (`calibrate pending`) and recording
-//! them (`calibrate label`). Pure functions over the log's entries; the command runs them inside
-//! `routing::log::rewrite`, under the log's lock. What an entry needs is `Entry::needs`, the one
+//! them (`calibrate label`). Pure functions over the log's entries; the command runs `label` inside
+//! `routing::log::update`, on the one entry, under the log's lock. What an entry needs is `Entry::needs`, the one
 //! definition the session-start nudge counts by too.
 //!
 //! Fields written: `labels` (`{"read_only": true, ...}`), `label_tier`, `labelled_by`; for outcomes
@@ -142,13 +142,9 @@ pub fn parse_feature(s: &str) -> Result<(Feature, bool), String> {
     Ok((name.trim().parse()?, v))
 }
 
-/// Records `l` on the entry with `id`. Errors when there is none, or when it is not a prompt or
-/// agent entry (or an outcome is given for a prompt).
-pub fn label(entries: &mut [Entry], id: &str, l: &Labels) -> Result<(), String> {
-    let e = entries
-        .iter_mut()
-        .find(|e| e.id.as_deref() == Some(id))
-        .ok_or_else(|| format!("no entry with id {id:?} in the routing log"))?;
+/// Records `l` on `e`, the entry with `id`. Errors when it is not a prompt or agent entry (or an
+/// outcome is given for a prompt).
+pub fn label(e: &mut Entry, id: &str, l: &Labels) -> Result<(), String> {
     if !e.is_routing() {
         let source = e.source.as_ref().map_or("", Source::as_str);
         return Err(format!("entry {id} is a {source:?} entry; only prompt and agent entries take labels"));
@@ -217,21 +213,20 @@ mod tests {
     fn label_records_and_validates() {
         let mut entries = log();
         let l = Labels::parse(&["read_only=true".into(), "design = no".into()], Some("sonnet"), None, "user").unwrap();
-        label(&mut entries, "p1", &l).unwrap();
+        label(&mut entries[0], "p1", &l).unwrap();
         let p1 = json_of(&entries[0]);
         assert_eq!(p1["labels"], json!({"read_only": true, "design": false}));
         assert_eq!(p1["label_tier"], "sonnet");
         assert_eq!(p1["labelled_by"], "user");
         let o = Labels::parse(&[], None, Some("succeeded"), "user").unwrap();
-        label(&mut entries, "a1", &o).unwrap();
+        label(&mut entries[2], "a1", &o).unwrap();
         let a1 = json_of(&entries[2]);
         assert_eq!(a1["outcome"], "succeeded");
         assert_eq!(a1["outcome_source"], "user");
         assert_eq!(a1["outcome_reason"], "labelled by user");
         assert!(a1.get("outcome_doubtful").is_none());
-        assert!(label(&mut entries, "p1", &o).unwrap_err().contains("no outcome"));
-        assert!(label(&mut entries, "zz", &l).unwrap_err().contains("no entry"));
-        assert!(label(&mut entries, "s1", &l).unwrap_err().contains("only prompt and agent"));
+        assert!(label(&mut entries[0], "p1", &o).unwrap_err().contains("no outcome"));
+        assert!(label(&mut entries[4], "s1", &l).unwrap_err().contains("only prompt and agent"));
         assert!(parse_feature("design=maybe").is_err());
         let err = |f: &[&str], t: Option<&str>, o: Option<&str>, by: &str| {
             Labels::parse(&f.iter().map(|s| s.to_string()).collect::<Vec<_>>(), t, o, by).unwrap_err()

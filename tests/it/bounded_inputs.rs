@@ -1,5 +1,5 @@
 //! Inputs too big, too slow or poisoned, through the real binary: a routing log of gigabytes for
-//! the PostToolUse hook, a transcript line of gigabytes with no newline for `report` and
+//! the PostToolUse hook and for `calibrate label` (which rewrites it while a hook appends), a transcript line of gigabytes with no newline for `report` and
 //! `outcomes` (each under an address-space limit of 1 GiB, which reading them whole breaks), a
 //! model mirror that drips or redirects to `file://` for `engine install local`, and the local
 //! engine's embedding cache written by 50 processes at once, holding NaN and 1e38 vectors, and
@@ -24,10 +24,15 @@ const LIMIT: u64 = 1 << 30;
 /// `system1 args` in `env` with its address space limited to [`LIMIT`] (by the shell's `ulimit`),
 /// run with `stdin`.
 fn run_limited(env: &TestEnv, args: &[&str], stdin: &str) -> Output {
+    run_limited_to(LIMIT, env, args, stdin)
+}
+
+/// [`run_limited`] with an address space of `limit` bytes.
+fn run_limited_to(limit: u64, env: &TestEnv, args: &[&str], stdin: &str) -> Output {
     let inner = env.command(args);
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
-        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", LIMIT / 1024))
+        .arg(format!("ulimit -v {} && exec \"$0\" \"$@\"", limit / 1024))
         .arg(inner.get_program())
         .args(inner.get_args());
     for (k, v) in inner.get_envs() {
@@ -55,10 +60,7 @@ fn append_hole_then(path: &Path, bytes: u64, tail: &str) {
 fn the_posttooluse_hook_reads_only_the_end_of_a_routing_log_of_gigabytes() {
     let env = TestEnv::new();
     let repo = env.logged_repo();
-    let log = env.install_dir.join("logs/routing.jsonl");
-    write(&log, "");
-    std::fs::set_permissions(log.parent().unwrap(), std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    std::fs::set_permissions(&log, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let log = routing_log(&env, "");
     // 3 GB of older lines (here zeros), then the spawn's agent entry, as the agent hook writes it.
     let agent = json!({"id": "e1", "time": "2026-12-01T10:00:00.000Z", "source": "agent", "session_id": "sess",
                        "repo": repo, "cwd": repo, "tool_use_id": "t1", "description": "survey"});
@@ -74,6 +76,141 @@ fn the_posttooluse_hook_reads_only_the_end_of_a_routing_log_of_gigabytes() {
     let last: Value = serde_json::from_str(tail.lines().last().unwrap()).unwrap();
     assert_eq!((&last["source"], &last["tool_use_id"]), (&json!("spawn"), &json!("t1")), "{tail}");
     assert_eq!(last["resolved_model"], "claude-haiku-4-5", "{last}");
+}
+
+/// A routing log as the hooks make it: private, in a private folder, holding `first`.
+fn routing_log(env: &TestEnv, first: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let log = env.install_dir.join("logs/routing.jsonl");
+    write(&log, first);
+    std::fs::set_permissions(log.parent().unwrap(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    std::fs::set_permissions(&log, std::fs::Permissions::from_mode(0o600)).unwrap();
+    log
+}
+
+/// The next line of `r`, at most `max` bytes of it (the rest of a longer line is left unread).
+fn next_line(r: &mut impl std::io::BufRead, max: u64) -> Vec<u8> {
+    let mut line = Vec::new();
+    std::io::BufRead::read_until(&mut r.take(max), b'\n', &mut line).unwrap();
+    line
+}
+
+/// Reads past the next line of `r`, which must be `len` zeros and its newline.
+fn skip_zero_line(r: &mut impl std::io::BufRead, len: usize) {
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let buf = r.fill_buf().unwrap();
+        assert!(!buf.is_empty(), "the log ends inside a line of zeros");
+        let n = buf.len().min(left).min(zeros.len());
+        // Compared as slices (a memcmp): a byte loop in a debug build takes seconds a gigabyte.
+        assert!(buf[..n] == zeros[..n], "a line of zeros changed");
+        r.consume(n);
+        left -= n;
+    }
+    let mut newline = [0u8; 1];
+    r.read_exact(&mut newline).unwrap();
+    assert_eq!(&newline, b"\n", "a line of zeros grew");
+}
+
+#[test]
+fn calibrate_label_streams_a_routing_log_of_gigabytes() {
+    let env = TestEnv::new();
+    // An entry in a shape no writer uses (spaces, a key this version does not know), 40 lines of
+    // 32 MiB (zeros: no entry) and one of 96 MiB, longer than any line is held; then the entry to
+    // label, and a last line without its newline.
+    let first = "{ \"id\": \"p0\", \"source\": \"prompt\", \"prompt\": \"before\", \"later\": {\"x\": 1} }\n";
+    let log = routing_log(&env, first);
+    for _ in 0..40 {
+        append_hole_then(&log, 32 << 20, "\n");
+    }
+    let target = json!({"id": "p1", "source": "prompt", "prompt": "Rename the flag", "from_the_future": [1, 2]});
+    append_hole_then(&log, 96 << 20, &format!("\n{target}\n{{\"id\":\"p2\",\"source\":\"prompt\"}}"));
+    // 256 MiB of address space: room for the binary and a line held, a fifth of the log.
+    let limit = 256 << 20;
+    let before = std::fs::metadata(&log).unwrap().len();
+    assert!(before > 5 * limit, "the log is {before} bytes");
+
+    let args = ["calibrate", "label", "--id", "p1", "--feature", "read_only=true", "--tier", "haiku"];
+    let out = run_limited_to(limit, &env, &args, "");
+    assert!(out.status.success(), "{:?} {}", out.status, stderr(&out));
+    assert_eq!(stdout(&out).trim(), "labelled p1");
+
+    let mut r = std::io::BufReader::with_capacity(1 << 20, std::fs::File::open(&log).unwrap());
+    assert_eq!(String::from_utf8(next_line(&mut r, 4096)).unwrap(), first, "an untouched entry keeps its bytes");
+    for _ in 0..40 {
+        skip_zero_line(&mut r, 32 << 20);
+    }
+    skip_zero_line(&mut r, 96 << 20);
+    let labelled: Value = serde_json::from_slice(&next_line(&mut r, 4096)).unwrap();
+    assert_eq!(labelled["labels"], json!({"read_only": true}), "{labelled}");
+    assert_eq!((&labelled["label_tier"], &labelled["labelled_by"]), (&json!("haiku"), &json!("user")));
+    assert_eq!(labelled["from_the_future"], json!([1, 2]), "an unknown key is kept");
+    assert_eq!(
+        next_line(&mut r, 4096),
+        b"{\"id\":\"p2\",\"source\":\"prompt\"}",
+        "the last line, still without a newline"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(log.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_line_appended_while_calibrate_label_rewrites_the_log_is_kept() {
+    let env = TestEnv::new();
+    let repo = env.logged_repo();
+    let agent = json!({"id": "e1", "time": "2026-12-01T10:00:00.000Z", "source": "agent", "session_id": "sess",
+                       "repo": repo, "cwd": repo, "tool_use_id": "t1", "description": "survey"});
+    let log = routing_log(&env, &format!("{agent}\n"));
+    // Enough lines of zeros that the rewrite takes a while; the spawn's entry last, where the
+    // PostToolUse hook looks.
+    for _ in 0..24 {
+        append_hole_then(&log, 32 << 20, "\n");
+    }
+    append_hole_then(&log, 0, &format!("{agent}\n").replace("\"e1\"", "\"e2\""));
+    let label = env
+        .command(&["calibrate", "label", "--id", "e1", "--tier", "opus"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the new version is being written, the lock is held: the hook appends during the rewrite.
+    let started = std::time::Instant::now();
+    let staging = || {
+        std::fs::read_dir(log.parent().unwrap())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+    };
+    while !staging() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no rewrite began");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // It holds the writers' lock: an appender waits for the new log instead of writing to the old.
+    let lock = std::fs::File::open(log.with_file_name("routing.jsonl.lock")).expect("the writers' lock file");
+    assert!(matches!(lock.try_lock(), Err(std::fs::TryLockError::WouldBlock)), "the rewrite does not hold the lock");
+    drop(lock);
+    let hook = env.run(&["hook", "spawned"], &crate::guarded_reads::post_payload(&repo, "t1"));
+    assert_eq!(hook.status.code(), Some(0), "{}", stderr(&hook));
+    let label = label.wait_with_output().unwrap();
+    assert!(label.status.success(), "{}", stderr(&label));
+    let mut f = std::fs::File::open(&log).unwrap();
+    let first: Value = serde_json::from_slice(&next_line(&mut std::io::BufReader::new(&mut f), 4096)).unwrap();
+    assert_eq!(first["label_tier"], "opus", "{first}");
+    let len = f.metadata().unwrap().len();
+    std::io::Seek::seek(&mut f, std::io::SeekFrom::Start(len - 4096)).unwrap();
+    let mut tail = String::new();
+    f.read_to_string(&mut tail).unwrap();
+    let last: Value = serde_json::from_str(tail.lines().last().unwrap()).unwrap();
+    assert_eq!(
+        (&last["source"], &last["tool_use_id"]),
+        (&json!("spawn"), &json!("t1")),
+        "the hook's line is kept: {tail}"
+    );
 }
 
 /// A session whose second line is `hole` zeros long with no newline, between two lines of usage.
