@@ -47,7 +47,8 @@ fn main() {
         Err(e) if e.is_stdout_closed() => e.exit_code(),
         Err(e) => {
             // Written, not `eprintln!`, which would panic should stderr be a closed pipe too.
-            let _ = writeln!(std::io::stderr(), "system1: {e}");
+            // Terminal-safe like everything printed: a message may quote a file or an engine.
+            let _ = writeln!(std::io::stderr(), "system1: {}", text::terminal_safe(&e.to_string()));
             e.exit_code()
         }
     };

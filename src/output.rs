@@ -10,10 +10,21 @@ use std::io::{self, Write};
 
 use crate::error::{Error, Result};
 
-/// Writes `args` to stdout and flushes it, so a closed pipe is reported by this call.
+/// Writes `args` to stdout, terminal-safe ([`crate::text::terminal_safe`]: no command's output
+/// drives the terminal, whatever text from outside it holds), and flushes it, so a closed pipe is
+/// reported by this call.
 pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
+    let formatted;
+    let text = match args.as_str() {
+        Some(s) => s,
+        None => {
+            formatted = args.to_string();
+            &formatted
+        }
+    };
+    let text = crate::text::terminal_safe(text);
     let mut stdout = io::stdout().lock();
-    stdout.write_fmt(args).and_then(|()| stdout.flush()).map_err(stdout_error)
+    stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(stdout_error)
 }
 
 /// A failed write to stdout as an [`Error`]: a reader that has gone is not a failure.
@@ -36,6 +47,21 @@ macro_rules! outln {
 macro_rules! out {
     ($($arg:tt)*) => {
         $crate::output::write(format_args!($($arg)*))
+    };
+}
+
+/// `eprintln!` made terminal-safe like [`write`] (`errln!("{x}")`): for the lines a command
+/// writes on stderr beside its output, which may quote an engine, a server or a file. A closed
+/// stderr is ignored, as the lines are only for people.
+pub fn write_err(args: fmt::Arguments<'_>) {
+    let line = args.to_string();
+    let _ = io::stderr().lock().write_all(crate::text::terminal_safe(&line).as_bytes());
+}
+
+/// A line on stderr through [`write_err`].
+macro_rules! errln {
+    ($($arg:tt)*) => {
+        $crate::output::write_err(format_args!("{}\n", format_args!($($arg)*)))
     };
 }
 

@@ -31,30 +31,67 @@ pub fn ellipsis(s: &str, max_chars: usize) -> String {
     out
 }
 
-/// `s` safe inside XML text and double-quoted attribute values.
 /// `s` made safe to print on a terminal and to quote: control characters (an escape sequence's
-/// ESC, a bell, newlines, C1 controls) and the invisible ones that reorder or hide text (bidi
-/// overrides, zero-width marks) are written as `\u{..}` escapes, and past `max_chars` the rest is
-/// cut, with a note of how much. For text from outside (an engine's error body), which could
-/// otherwise retitle or clear the terminal or fill a tool result.
+/// ESC, a bell, a carriage return, newlines, C1 controls) and the invisible ones that reorder or
+/// hide text (bidi overrides, zero-width marks) are written as `\u{..}` escapes, and once the
+/// result holds `max_chars` characters the rest is cut, with a note of how much. For text from
+/// outside (an engine's error body or rationale, a server's model names, a file's or a
+/// transcript's fields), which could otherwise retitle or clear the terminal or fill a tool result.
+/// Its own output comes back unchanged when it fits in `max_chars`.
 pub fn printable(s: &str, max_chars: usize) -> String {
-    let mut out = String::with_capacity(s.len().min(max_chars * 2));
-    for (n, (at, c)) in s.char_indices().enumerate() {
-        if n == max_chars {
+    let mut out = String::with_capacity(s.len().min(max_chars.saturating_mul(2)));
+    let mut shown = 0;
+    for (at, c) in s.char_indices() {
+        let escaped = needs_escape(c).then(|| escape(c));
+        let width = escaped.as_ref().map_or(1, String::len);
+        if shown + width > max_chars {
             out.push_str(&format!("… ({} more bytes)", s.len() - at));
             break;
         }
-        let hidden =
-            matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}');
-        if c.is_control() || hidden {
-            out.push_str(&format!("\\u{{{:x}}}", c as u32));
-        } else {
-            out.push(c);
+        shown += width;
+        match escaped {
+            Some(e) => out.push_str(&e),
+            None => out.push(c),
         }
     }
     out
 }
 
+/// Whether `c` is written as an escape: a control character, or an invisible one that reorders
+/// or hides text (bidi overrides and isolates, zero-width marks, a byte order mark).
+fn needs_escape(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
+fn escape(c: char) -> String {
+    format!("\\u{{{:x}}}", c as u32)
+}
+
+/// `s` as every command prints it, the last guard after [`printable`] at the points where text
+/// from outside comes in: the characters [`printable`] escapes are escaped here too, except the
+/// newlines (CRLF too) and tabs that lay out a command's own output. Nothing system1 prints on
+/// stdout or as an error is meant to drive the terminal, so whatever slipped through unquoted (a
+/// config value, a transcript's field) still cannot retitle, clear or rewrite it. Borrowed when
+/// nothing changes.
+pub fn terminal_safe(s: &str) -> std::borrow::Cow<'_, str> {
+    // A carriage return that ends a line (CSV's CRLF) moves nothing; alone it rewrites the line.
+    let unsafe_at = |at: usize, c: char| match c {
+        '\n' | '\t' => false,
+        '\r' => !s[at + 1..].starts_with('\n'),
+        c => needs_escape(c),
+    };
+    if !s.char_indices().any(|(at, c)| unsafe_at(at, c)) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 16);
+    for (at, c) in s.char_indices() {
+        if unsafe_at(at, c) { out.push_str(&escape(c)) } else { out.push(c) }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// `s` safe inside XML text and double-quoted attribute values.
 pub fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
@@ -209,6 +246,24 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_escapes_controls_and_caps_what_it_shows() {
+        assert_eq!(printable("plain text, ünïcode", 100), "plain text, ünïcode");
+        assert_eq!(printable("\u{1b}]0;t\u{7}\r\n\u{202e}x", 100), "\\u{1b}]0;t\\u{7}\\u{d}\\u{a}\\u{202e}x");
+        assert_eq!(printable("abcdef", 3), "abc… (3 more bytes)");
+        // The cap counts what is shown, escapes included: a run of escapes cannot swell past it.
+        let many = "\u{1b}".repeat(1000);
+        let shown = printable(&many, 30);
+        assert_eq!(shown, format!("{}… (995 more bytes)", "\\u{1b}".repeat(5)));
+        // What commands print keeps its lines and tabs, and nothing else that moves the terminal.
+        assert_eq!(terminal_safe("a\tb\nc,d\r\n"), "a\tb\nc,d\r\n");
+        assert!(matches!(terminal_safe("plain"), std::borrow::Cow::Borrowed(_)));
+        assert_eq!(terminal_safe("x\u{1b}[2J\r\u{7}\n\u{202e}y"), "x\\u{1b}[2J\\u{d}\\u{7}\n\\u{202e}y");
+        // Its own output comes back as it was.
+        let once = printable("a\u{1b}b", 100);
+        assert_eq!(printable(&once, 100), once);
+    }
 
     #[test]
     fn user_info_is_never_shown() {

@@ -82,7 +82,7 @@ pub fn run(args: Args) -> Result<i32> {
                 Ok(exit::OK)
             } else {
                 for e in &gateway.config_errors {
-                    eprintln!("error: {e}");
+                    errln!("error: {e}");
                 }
                 Ok(exit::CONFIG)
             }

@@ -73,7 +73,7 @@ pub fn run(args: Args) -> Result<i32> {
         // Failed attempts explain a fallback or an error; an abstention is already the printed answer.
         let failed = |a: &&crate::gateway::Attempt| !matches!(a.outcome, Outcome::Ok | Outcome::Abstained);
         for a in resp.attempts.iter().filter(failed) {
-            eprintln!(
+            errln!(
                 "  attempt {}: {:?} after {} ms: {}",
                 a.provider,
                 a.outcome,
@@ -87,13 +87,13 @@ pub fn run(args: Args) -> Result<i32> {
         (Status::Abstained, _) => exit::ABSTAINED,
         (Status::Error, Some(e)) if e.code == ErrorCode::ConfigError => {
             if !args.json {
-                eprintln!("system1: config error: {}", e.message);
+                errln!("system1: config error: {}", e.message);
             }
             exit::CONFIG
         }
         (Status::Error, e) => {
             if !args.json {
-                eprintln!("system1: {}", e.as_ref().map(|e| e.message.as_str()).unwrap_or("error"));
+                errln!("system1: {}", e.as_ref().map(|e| e.message.as_str()).unwrap_or("error"));
             }
             exit::FAILURE
         }

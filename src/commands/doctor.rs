@@ -63,6 +63,10 @@ const SLOW_MS: f64 = 1500.0;
 /// Constant abstention needs at least this many decisions before it is called a fault.
 const MIN_DECISIONS: u64 = 10;
 
+/// The most of one finding (or its fix) printed, in characters: a sentence with a path, a URL
+/// and an engine's quoted detail (itself at most `providers::failure::MAX_QUOTED_CHARS`) fits.
+const MAX_FINDING_CHARS: usize = 2000;
+
 pub fn run(args: Args) -> Result<i32> {
     let gateway = Gateway::from_env();
     let g = &gateway.loaded.config.gateway;
@@ -94,9 +98,11 @@ pub fn run(args: Args) -> Result<i32> {
             Level::Fail => "FAIL",
         };
         failed |= f.level == Level::Fail;
-        outln!("{tag}  {}", f.what)?;
+        // A finding quotes what engines, files, settings and the environment say: each is one
+        // line for people, escaped and capped whatever got into it.
+        outln!("{tag}  {}", text::printable(&f.what, MAX_FINDING_CHARS))?;
         if let Some(fix) = &f.fix {
-            outln!("      fix: {fix}")?;
+            outln!("      fix: {}", text::printable(fix, MAX_FINDING_CHARS))?;
         }
     }
     let problems = r.0.iter().filter(|f| f.level != Level::Ok).count();

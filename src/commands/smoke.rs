@@ -79,7 +79,7 @@ pub fn run(args: Args) -> Result<i32> {
         if !tail.is_empty() {
             outln!("server stderr (last lines):")?;
             for line in tail.into_iter().rev() {
-                outln!("  {line}")?;
+                outln!("  {}", said(line))?;
             }
         }
         outln!("smoke: FAILED (run `{}` for fixes)", text::command("doctor"))?;
@@ -116,9 +116,9 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
     let info = &init["serverInfo"];
     outln!(
         "ok         initialize: {} {}, protocol {} ({:.0} ms)",
-        info["name"].as_str().unwrap_or("?"),
-        info["version"].as_str().unwrap_or("?"),
-        init["protocolVersion"].as_str().unwrap_or("?"),
+        said(info["name"].as_str().unwrap_or("?")),
+        said(info["version"].as_str().unwrap_or("?")),
+        said(init["protocolVersion"].as_str().unwrap_or("?")),
         started.elapsed().as_secs_f64() * 1e3
     )?;
     if let Err(e) = server.notify("notifications/initialized") {
@@ -133,9 +133,9 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
         tools["tools"].as_array().map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect()).unwrap_or_default();
     let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !names.contains(t)).collect();
     if !missing.is_empty() {
-        return fail("tools/list", &format!("missing {} (got {})", missing.join(", "), names.join(", ")));
+        return fail("tools/list", &format!("missing {} (got {})", missing.join(", "), said(&names.join(", "))));
     }
-    outln!("ok         tools/list: {}", names.join(", "))?;
+    outln!("ok         tools/list: {}", said(&names.join(", ")))?;
 
     let health = match server.call("system1_health", json!({}), timeout) {
         Ok(h) => h,
@@ -159,6 +159,7 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
         let errs: Vec<&str> = errs.iter().filter_map(Value::as_str).collect();
         health_line.push_str(&format!("; config errors: {}", errs.join("; ")));
     }
+    let health_line = text::printable(&health_line, MAX_LINE_CHARS);
     let config_ok = health["config_errors"].as_array().is_none_or(|e| e.is_empty());
     match status {
         "ok" => outln!("ok         system1_health: {health_line}")?,
@@ -195,26 +196,35 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
     let latency = d["latency_ms"].as_f64().unwrap_or(f64::NAN);
     match d["status"].as_str() {
         Some("decided") => outln!(
-            "ok         system1_decide: {:?} (confidence {:.2}, {}, {latency} ms)",
-            d["decision"].as_str().unwrap_or(""),
+            "ok         system1_decide: \"{}\" (confidence {:.2}, {}, {latency} ms)",
+            said(d["decision"].as_str().unwrap_or("")),
             d["confidence"].as_f64().unwrap_or(f64::NAN),
-            d["provider"].as_str().unwrap_or("?")
+            said(d["provider"].as_str().unwrap_or("?"))
         )?,
         Some("abstained") => outln!(
             "ok         system1_decide: abstained ({}, {latency} ms)",
-            d["rationale"].as_str().unwrap_or("no rationale")
+            said(d["rationale"].as_str().unwrap_or("no rationale"))
         )?,
         _ => {
-            let code = d["error"]["code"].as_str().unwrap_or("?");
-            let msg = d["error"]["message"].as_str().unwrap_or("?");
+            let code = said(d["error"]["code"].as_str().unwrap_or("?"));
+            let msg = said(d["error"]["message"].as_str().unwrap_or("?"));
             return fail("system1_decide", &format!("error {code}: {msg}"));
         }
     }
     Ok(Verdict::Ok)
 }
 
+/// The most of one line printed, in characters.
+const MAX_LINE_CHARS: usize = 4000;
+
+/// What the server under test said (a name, a decision, a message, a line of its stderr), as it is
+/// printed: it may be any binary, and any engine behind it, so its words are escaped and capped.
+fn said(text: &str) -> String {
+    text::printable(text, crate::providers::failure::MAX_QUOTED_CHARS)
+}
+
 fn fail(step: &str, why: &str) -> Result<Verdict> {
-    outln!("FAIL       {step}: {why}")?;
+    outln!("FAIL       {step}: {}", text::printable(why, MAX_LINE_CHARS))?;
     Ok(Verdict::Failed)
 }
 

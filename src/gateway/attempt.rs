@@ -83,7 +83,10 @@ impl Gateway {
                 return (Err(over_time(timeout, requests)), millis(spent));
             }
             let started = Instant::now();
-            let given = provider.decide(&pass.request, left);
+            // Where an engine's words enter the gateway: every answer's text escaped and capped.
+            let given = provider
+                .decide(&pass.request, left)
+                .map(|answers| answers.into_iter().map(crate::providers::EngineAnswer::quoted).collect());
             spent += started.elapsed();
             requests += 1;
             let result = given.and_then(|given| self.absorb(provider, request, cal_keys, &mut tracks, &pass, given));

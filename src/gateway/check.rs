@@ -74,7 +74,7 @@ pub(super) fn check_one(q: &Question, answer: EngineAnswer) -> Result<(Answer, O
         EngineAnswer::Passed { reason, .. } => Ok((Answer::Passed { reason }, None)),
         EngineAnswer::Decided { decision, confidence, probabilities, rationale, detail } => {
             if !q.options.contains(&decision) {
-                return Err(format!("decision {decision:?} is not one of the options"));
+                return Err(format!("decision {} is not one of the options", shown(&decision)));
             }
             check_confidence(confidence)?;
             let probabilities = probabilities.map(|p| in_option_order(q, &p)).transpose()?;
@@ -84,6 +84,12 @@ pub(super) fn check_one(q: &Question, answer: EngineAnswer) -> Result<(Answer, O
             ))
         }
     }
+}
+
+/// An option as an engine named it, quoted in a message: escaped and short, for it may be
+/// anything the engine sent.
+fn shown(option: &str) -> String {
+    format!("\"{}\"", crate::text::printable(option, 100))
 }
 
 fn check_confidence(c: f64) -> Result<(), String> {
@@ -102,13 +108,13 @@ fn in_option_order(q: &Question, p: &Probabilities) -> Result<Probabilities, Str
     let mut by_option: Vec<Option<f64>> = vec![None; q.options.len()];
     for (k, x) in p.iter() {
         let Some(i) = q.options.iter().position(|o| o == k) else {
-            return Err(format!("probabilities name {k:?}, which is not an option"));
+            return Err(format!("probabilities name {}, which is not an option", shown(k)));
         };
         if !(0.0..=1.0).contains(&x) {
-            return Err(format!("probability of {k:?} is not a number in [0, 1]"));
+            return Err(format!("probability of {} is not a number in [0, 1]", shown(k)));
         }
         if by_option[i].replace(x).is_some() {
-            return Err(format!("probabilities name {k:?} twice"));
+            return Err(format!("probabilities name {} twice", shown(k)));
         }
     }
     let covered: Vec<f64> = by_option.iter().flatten().copied().collect();

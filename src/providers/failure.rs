@@ -54,9 +54,24 @@ pub enum Cause {
     Other,
 }
 
+/// The most of a failure's detail, or of anything else an engine says, that is kept, in
+/// characters. System-1's own sentences stay under a few hundred even with a path or a URL in
+/// them, and an engine's error body is quoted at 300 (`http::error_detail`); the cap bounds what
+/// one engine reply can put on a terminal, into a log line, or into a tool result in a model's
+/// context, whatever the adapter built from it.
+pub const MAX_QUOTED_CHARS: usize = 1000;
+
+/// Text that came from an engine (or holds something that did), as every provider's output
+/// carries it: control and invisible characters escaped, cut at [`MAX_QUOTED_CHARS`].
+pub fn quoted(text: &str) -> String {
+    crate::text::printable(text, MAX_QUOTED_CHARS)
+}
+
 impl Failure {
+    /// A failure whose detail is [`quoted`]: details quote what engines, servers and files said,
+    /// and reach a terminal, logs and tool results; this is where every one of them is tamed.
     pub fn new(cause: Cause, detail: impl Into<String>) -> Self {
-        Failure { cause, detail: detail.into() }
+        Failure { cause, detail: quoted(&detail.into()) }
     }
 
     /// No answer within `timeout`, in the words every adapter uses.
@@ -74,7 +89,7 @@ impl Failure {
 
     /// The same failure with `prefix` before its detail (`laya-serve at URL: `).
     pub fn prefixed(self, prefix: &str) -> Self {
-        Failure { cause: self.cause, detail: format!("{prefix}{}", self.detail) }
+        Failure::new(self.cause, format!("{prefix}{}", self.detail))
     }
 }
 

