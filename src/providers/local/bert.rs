@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::Deserialize;
@@ -114,6 +115,82 @@ pub struct Bert {
     /// path is compiled without optimisation while sgemm's crate is built optimised (Cargo.toml):
     /// the tests' binaries would take seconds per text. The unit tests turn it on to check it.
     pub dense: bool,
+    /// When a short input's products are split with [`super::helper`]'s thread.
+    pub split: Split,
+}
+
+/// When a short input's dense products are split by output columns, half on the helper thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// While this is the process's only pass in flight and the helper is free (what a load sets).
+    WhenAlone,
+    /// The tests' comparisons: never split, or always (both halves on this thread when the
+    /// helper is taken).
+    #[cfg(test)]
+    Never,
+    #[cfg(test)]
+    Always,
+}
+
+/// Forward passes running in this process: a pass splits its products over two threads only while
+/// it is the only one, so under concurrent requests every pass keeps to its own thread and the
+/// cores are shared between passes rather than passes' halves waiting on each other.
+static PASSES: AtomicUsize = AtomicUsize::new(0);
+
+/// One pass counted in [`PASSES`] while it lives.
+struct InFlight;
+
+impl InFlight {
+    fn new() -> InFlight {
+        PASSES.fetch_add(1, Ordering::Relaxed);
+        InFlight
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        PASSES.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// How a pass runs its short products: on its own thread, or split with the helper's.
+struct Threads {
+    lease: Option<super::helper::Lease>,
+    /// The tests' [`Split::Always`]: split with the helper when it is free, else both halves here.
+    always: bool,
+}
+
+impl Threads {
+    /// The helper for a pass of `n` tokens, when it would take the dense path, is the only pass in
+    /// flight and finds the helper free.
+    fn new(bert: &Bert, n: usize) -> Threads {
+        let short = bert.dense && n <= super::dense::SHORT && super::dense::available();
+        let alone = short && bert.split == Split::WhenAlone && PASSES.load(Ordering::Relaxed) == 1;
+        #[cfg(test)]
+        let always = short && bert.split == Split::Always;
+        #[cfg(not(test))]
+        let always = false;
+        Threads { lease: if alone || always { super::helper::lease() } else { None }, always }
+    }
+
+    /// Whether to split the next product. Once another pass has started, the helper is given back
+    /// for the rest of this one: the passes then share the cores, one thread each.
+    fn split(&mut self) -> bool {
+        if self.lease.is_some() && PASSES.load(Ordering::Relaxed) != 1 {
+            self.lease = None;
+        }
+        self.lease.is_some() || self.always
+    }
+
+    fn join(&self, a: impl FnOnce(), b: impl FnOnce() + Send) {
+        match &self.lease {
+            Some(lease) => lease.join(a, b),
+            None => {
+                a();
+                b();
+            }
+        }
+    }
 }
 
 /// Looks a tensor up by name and expected shape, giving its index.
@@ -234,7 +311,18 @@ impl Bert {
             });
         }
         let dense = !cfg!(debug_assertions);
-        Ok(Bert { config, map, tensors, word, position, token_type, embed_norm, layers, dense })
+        Ok(Bert {
+            config,
+            map,
+            tensors,
+            word,
+            position,
+            token_type,
+            embed_norm,
+            layers,
+            dense,
+            split: Split::WhenAlone,
+        })
     }
 
     fn t(&self, i: usize) -> &[f32] {
@@ -263,6 +351,7 @@ impl Bert {
     /// [`Bert::embed`], given up (`None`) when `deadline` passes: it is checked before each layer,
     /// so a caller waits at most one layer past it, however long the whole pass would take.
     pub fn embed_until(&self, ids: &[u32], deadline: Option<Instant>) -> Option<Vec<f32>> {
+        let _counted = InFlight::new();
         let c = &self.config;
         let (h, n) = (c.hidden_size, ids.len().min(c.max_position_embeddings));
         let heads = c.num_attention_heads;
@@ -283,13 +372,14 @@ impl Bert {
         let (mut ctx, mut attn, mut up, mut down) = (vec![0f32; n * h], Vec::new(), Vec::new(), Vec::new());
         let mut scores = vec![0f32; n * n];
         let scale = 1.0 / (d as f32).sqrt();
+        let mut threads = Threads::new(self, n);
         for layer in &self.layers {
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 return None;
             }
-            self.linear(&x, n, layer.q, &mut q);
-            self.linear(&x, n, layer.k, &mut k);
-            self.linear(&x, n, layer.v, &mut v);
+            self.linear(&mut threads, &x, n, layer.q, &mut q);
+            self.linear(&mut threads, &x, n, layer.k, &mut k);
+            self.linear(&mut threads, &x, n, layer.v, &mut v);
             for head in 0..heads {
                 let off = head * d;
                 // scores = q_h · k_hᵀ / √d, then a softmax per row; ctx_h = scores · v_h.
@@ -299,16 +389,15 @@ impl Bert {
                 }
                 sgemm((n, n, d), 1.0, (&scores, n, 1), (&v[off..], h, 1), 0.0, (&mut ctx[off..], h, 1));
             }
-            self.linear(&ctx, n, layer.attn_out, &mut attn);
+            self.linear(&mut threads, &ctx, n, layer.attn_out, &mut attn);
             add(&mut attn, &x);
             self.layer_norm(&mut attn, h, layer.attn_norm);
-            self.linear(&attn, n, layer.up, &mut up);
             if c.tanh_gelu() {
-                up.iter_mut().for_each(|u| *u = gelu_tanh(*u));
+                self.linear_then(&mut threads, &attn, n, layer.up, &mut up, gelu_tanh);
             } else {
-                up.iter_mut().for_each(|u| *u = gelu(*u));
+                self.linear_then(&mut threads, &attn, n, layer.up, &mut up, gelu);
             }
-            self.linear(&up, n, layer.down, &mut down);
+            self.linear(&mut threads, &up, n, layer.down, &mut down);
             add(&mut down, &attn);
             self.layer_norm(&mut down, h, layer.out_norm);
             std::mem::swap(&mut x, &mut down);
@@ -324,22 +413,67 @@ impl Bert {
     }
 
     /// out = x · Wᵀ + b, for x of `m` rows and a PyTorch-layout weight W (`out` × `in`).
-    fn linear(&self, x: &[f32], m: usize, (w, b): (usize, usize), out: &mut Vec<f32>) {
+    fn linear(&self, threads: &mut Threads, x: &[f32], m: usize, wb: (usize, usize), out: &mut Vec<f32>) {
+        self.linear_then(threads, x, m, wb, out, |v| v);
+    }
+
+    /// [`Bert::linear`], then `act` applied to every output value.
+    fn linear_then<F: Fn(f32) -> f32 + Sync>(
+        &self,
+        threads: &mut Threads,
+        x: &[f32],
+        m: usize,
+        (w, b): (usize, usize),
+        out: &mut Vec<f32>,
+        act: F,
+    ) {
         let shape = &self.tensors[w].shape;
         let (n, k) = (shape[0], shape[1]);
         let (w, b) = (self.t(w), self.t(b));
-        out.clear();
-        out.reserve(m * n);
-        for _ in 0..m {
-            out.extend_from_slice(b);
-        }
+        let rows_of_bias = |out: &mut Vec<f32>, b: &[f32]| {
+            out.clear();
+            out.reserve(m * b.len());
+            for _ in 0..m {
+                out.extend_from_slice(b);
+            }
+        };
+        rows_of_bias(out, b);
         debug_assert!(x.len() >= m * k && w.len() == n * k);
         // A short input: the weights are read where they lie rather than copied (see dense).
-        if self.dense && m <= super::dense::SHORT && super::dense::add_xwt(x, w, (m, k, n), out) {
-            return;
+        if self.dense && m <= super::dense::SHORT && super::dense::available() {
+            // The other core idle (this the only pass in flight, the helper leased): half of the
+            // output columns each, so each streams half the weights. Every value is computed as
+            // on one thread (see dense::add_xwt), so the split changes no bit of the result.
+            let half = (n / 2).next_multiple_of(4).min(n);
+            let split = threads.split();
+            if split && half < n {
+                let (w_a, w_b) = w.split_at(half * k);
+                let mut theirs = Vec::new();
+                rows_of_bias(&mut theirs, &b[half..]);
+                let nb = n - half;
+                threads.join(
+                    || {
+                        super::dense::add_xwt(x, w_a, (m, k, half), out, n);
+                        out.chunks_exact_mut(n).for_each(|row| row[..half].iter_mut().for_each(|v| *v = act(*v)));
+                    },
+                    || {
+                        super::dense::add_xwt(x, w_b, (m, k, nb), &mut theirs, nb);
+                        theirs.iter_mut().for_each(|v| *v = act(*v));
+                    },
+                );
+                for (row, part) in out.chunks_exact_mut(n).zip(theirs.chunks_exact(nb)) {
+                    row[half..].copy_from_slice(part);
+                }
+                return;
+            }
+            if super::dense::add_xwt(x, w, (m, k, n), out, n) {
+                out.iter_mut().for_each(|v| *v = act(*v));
+                return;
+            }
         }
         // x is m×k row-major, W is n×k row-major (read as its k×n transpose), out is m×n.
         sgemm((m, k, n), 1.0, (x, k, 1), (w, 1, k), 1.0, (out, n, 1));
+        out.iter_mut().for_each(|v| *v = act(*v));
     }
 
     fn layer_norm(&self, x: &mut [f32], h: usize, (g, b): (usize, usize)) {

@@ -22,24 +22,36 @@ const LANES: usize = 8;
 #[cfg(target_arch = "x86_64")]
 type Chunk = [f32; LANES];
 
+/// Whether this CPU has the fast path ([`add_xwt`] declines where it has not).
+pub fn available() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+        return true;
+    }
+    false
+}
+
 /// out[i][j] += Σ_p x[i][p] · w[j][p] for an m×k `x`, an n×k `w` and an m×n `out`, all
-/// row-major; `false` (and `out` untouched) where this CPU has no fast path. Panics when a slice
-/// is shorter than its shape (the caller's shapes come from a checked model).
-pub fn add_xwt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), out: &mut [f32]) -> bool {
+/// row-major, `out`'s rows `ldo` apart (`ldo` ≥ n: a block of columns of a wider matrix);
+/// `false` (and `out` untouched) where this CPU has no fast path. Each output is computed the same
+/// way wherever it lies, so a product split by rows of `w` gives the same values, bit for bit.
+/// Panics when a slice is shorter than its shape (the caller's shapes come from a checked model).
+pub fn add_xwt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), out: &mut [f32], ldo: usize) -> bool {
     assert!(
         m.checked_mul(k).is_some_and(|l| x.len() >= l)
             && n.checked_mul(k).is_some_and(|l| w.len() >= l)
-            && m.checked_mul(n).is_some_and(|l| out.len() >= l),
+            && ldo >= n
+            && (m == 0 || (m - 1).checked_mul(ldo).and_then(|l| l.checked_add(n)).is_some_and(|l| out.len() >= l)),
         "add_xwt: a slice is shorter than its shape"
     );
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+    if available() {
         // SAFETY: the function reads and writes only through the bounds-checked slices it is
         // given; it is `unsafe` to call only because it is compiled for AVX2 and FMA, which the
         // CPU was just found to have.
         #[allow(unsafe_code)]
         unsafe {
-            fma::add_xwt(x, w, (m, k, n), out)
+            fma::add_xwt(x, w, (m, k, n), out, ldo)
         };
         return true;
     }
@@ -55,7 +67,7 @@ mod fma {
     /// Blocks of 4 rows of `w` against pairs of rows of `x`: each step of 8 lanes loads 6 vectors
     /// for 8 fused multiply-adds, into 8 accumulators that stay in registers.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn add_xwt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), out: &mut [f32]) {
+    pub(super) fn add_xwt(x: &[f32], w: &[f32], (m, k, n): (usize, usize, usize), out: &mut [f32], ldo: usize) {
         let row = |s, r| row(s, r, k);
         let mut j = 0;
         while j < n {
@@ -76,7 +88,7 @@ mod fma {
                     }
                 }
                 for a in 0..r {
-                    let o = (i + a) * n + j;
+                    let o = (i + a) * ldo + j;
                     for (b, slot) in out[o..o + c].iter_mut().enumerate() {
                         let v = lanes(acc[a][b]);
                         // Lanes summed pairwise, then the last few products one by one.
@@ -132,7 +144,7 @@ mod tests {
                     let x: Vec<f32> = (0..m * k).map(value).collect();
                     let w: Vec<f32> = (0..n * k).map(|i| value(i + 13)).collect();
                     let mut out: Vec<f32> = (0..m * n).map(|i| i as f32).collect();
-                    if !add_xwt(&x, &w, (m, k, n), &mut out) {
+                    if !add_xwt(&x, &w, (m, k, n), &mut out, n) {
                         eprintln!("no fast path on this CPU: nothing to check");
                         return;
                     }
@@ -152,9 +164,37 @@ mod tests {
         }
     }
 
+    /// A product done as two blocks of columns, each written into its place in a wider matrix,
+    /// gives the whole product's values bit for bit (what the forward pass's split relies on).
+    #[test]
+    fn blocks_of_columns_give_the_same_bits() {
+        let value = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 250.0;
+        let (m, k, n) = (13, 40, 23);
+        let x: Vec<f32> = (0..m * k).map(value).collect();
+        let w: Vec<f32> = (0..n * k).map(|i| value(i + 5)).collect();
+        let bias: Vec<f32> = (0..m * n).map(|i| i as f32 / 7.0).collect();
+        let mut whole = bias.clone();
+        if !add_xwt(&x, &w, (m, k, n), &mut whole, n) {
+            eprintln!("no fast path on this CPU: nothing to check");
+            return;
+        }
+        for split in [1, 4, 8, 11, 22] {
+            let mut parts = bias.clone();
+            assert!(add_xwt(&x, &w[..split * k], (m, k, split), &mut parts, n));
+            assert!(add_xwt(&x, &w[split * k..], (m, k, n - split), &mut parts[split..], n));
+            let same = whole.iter().zip(&parts).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same, "split at column {split}");
+        }
+    }
+
     #[test]
     fn short_slices_are_refused() {
-        let r = std::panic::catch_unwind(|| add_xwt(&[1.0; 3], &[1.0; 4], (2, 2, 2), &mut [0.0; 4]));
+        let r = std::panic::catch_unwind(|| add_xwt(&[1.0; 3], &[1.0; 4], (2, 2, 2), &mut [0.0; 4], 2));
         assert!(r.is_err());
+        // Rows 3 apart: the second row's block ends at 5, past a slice of 4.
+        let r = std::panic::catch_unwind(|| add_xwt(&[1.0; 4], &[1.0; 4], (2, 2, 2), &mut [0.0; 4], 3));
+        assert!(r.is_err());
+        let r = std::panic::catch_unwind(|| add_xwt(&[1.0; 4], &[1.0; 4], (2, 2, 2), &mut [0.0; 4], 1));
+        assert!(r.is_err(), "rows closer than their width");
     }
 }

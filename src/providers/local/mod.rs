@@ -25,6 +25,7 @@ pub mod cache;
 pub mod dense;
 pub mod download;
 pub mod heads;
+mod helper;
 pub mod model;
 pub mod tokenizer;
 pub mod wheel;
