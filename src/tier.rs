@@ -41,6 +41,17 @@ pub const TABLE: [Row; 4] = [
 ];
 
 impl Tier {
+    /// The key of the tier head's yes/no question for this tier ("is this the tier?"), under which
+    /// the local engine's trained head for it is fitted (docs/routing.md#the-tier-head).
+    pub fn head_key(self) -> String {
+        format!("tier_{}", self.name())
+    }
+
+    /// The tier whose head question `key` is.
+    pub fn of_head_key(key: &str) -> Option<Tier> {
+        key.strip_prefix("tier_").and_then(Tier::named)
+    }
+
     pub const COUNT: usize = TABLE.len();
     pub const ALL: [Tier; Tier::COUNT] = {
         let mut all = [Tier::Haiku; Tier::COUNT];

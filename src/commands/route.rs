@@ -92,11 +92,19 @@ struct RoutingView<'a> {
     provider: Option<&'a str>,
     model: Option<&'a str>,
     engine_ms: f64,
+    /// The tier head's answer, when `[routing] tier_head` asked it and the local engine's heads gave one.
+    tier_head: Option<HeadView>,
     tier: Option<Tier>,
     rule: Option<Chosen>,
     rule_text: Option<String>,
     /// The features whose answers decided the tier: only they must clear min_confidence.
     decided_by: &'a [Feature],
+}
+
+#[derive(Serialize)]
+struct HeadView {
+    tier: Tier,
+    confidence: f64,
 }
 
 /// The feature answers, keyed by feature name.
@@ -123,6 +131,12 @@ impl<'a> RoutingView<'a> {
         let rule_text = match &r.tier {
             Some((_, Chosen::Rule(n))) => loaded.config.routing.rules.get(n - 1).map(routing::rule::describe),
             Some((_, Chosen::Default)) => Some("no rule matched".to_string()),
+            Some((_, Chosen::Head)) => r.asked.tier_head.map(|h| {
+                format!(
+                    "{:.2} sure, at least tier_head_min_confidence {:.2}",
+                    h.confidence, loaded.config.routing.tier_head_min_confidence
+                )
+            }),
             None => None,
         };
         RoutingView {
@@ -131,6 +145,7 @@ impl<'a> RoutingView<'a> {
             provider: r.asked.provider.as_deref(),
             model: r.asked.model.as_deref(),
             engine_ms: r.asked.latency_ms,
+            tier_head: r.asked.tier_head.map(|h| HeadView { tier: h.tier, confidence: h.confidence }),
             tier: r.tier.map(|(t, _)| t),
             rule: r.tier.map(|(_, c)| c),
             rule_text,
@@ -154,14 +169,18 @@ impl<'a> RoutingView<'a> {
         } else if let Some(e) = self.engine_error {
             outln!("features: no answer ({e})")?;
         }
+        if let Some(h) = &self.tier_head {
+            outln!("tier head: {} {:.2}", h.tier, h.confidence)?;
+        }
         if let (Some(tier), Some(rule)) = (self.tier, self.rule) {
-            let rule = match rule {
-                Chosen::Default => "default".to_string(),
-                Chosen::Rule(n) => format!("rule {n}"),
+            let features = || self.decided_by.iter().map(|f| f.name()).collect::<Vec<_>>().join(", ");
+            let (name, decided) = match rule {
+                Chosen::Default => ("default".to_string(), features()),
+                Chosen::Rule(n) => (format!("rule {n}"), features()),
+                Chosen::Head => ("tier head".to_string(), "the tier head".to_string()),
             };
-            outln!("tier: {tier} ({rule}: {})", or_null(self.rule_text.as_deref()))?;
-            let decided: Vec<&str> = self.decided_by.iter().map(|f| f.name()).collect();
-            outln!("decided by: {}", decided.join(", "))?;
+            outln!("tier: {tier} ({name}: {})", or_null(self.rule_text.as_deref()))?;
+            outln!("decided by: {decided}")?;
         }
         Ok(())
     }

@@ -133,6 +133,10 @@ pub struct RoutingConfig {
     pub budget_ms: u64,
     /// What the agent hook does with the spawn's `model`.
     pub enforce: Enforce,
+    /// Whether the local engine's direct tier head goes first, deciding the tier where it is at
+    /// least `tier_head_min_confidence` sure, before the rules (docs/routing.md#the-tier-head).
+    pub tier_head: bool,
+    pub tier_head_min_confidence: f64,
 }
 
 /// `[routing] enforce`: whether the agent hook sets the subagent's `model` to the rule's tier for
@@ -662,7 +666,20 @@ fn read_routing(s: &Settings) -> RoutingConfig {
         s.mark_invalid("enforce", &format!("{e}; \"off\" applies"));
         Enforce::Off
     });
-    RoutingConfig { enabled, hint, log_dirs, min_confidence, default_tier, rules, budget_ms, enforce }
+    let tier_head = s.bool("tier_head", false);
+    let tier_head_min_confidence = s.f64("tier_head_min_confidence", 0.6, 0.0, 1.0);
+    RoutingConfig {
+        enabled,
+        hint,
+        log_dirs,
+        min_confidence,
+        default_tier,
+        rules,
+        budget_ms,
+        enforce,
+        tier_head,
+        tier_head_min_confidence,
+    }
 }
 
 /// The TOML form of a rule list, as the config file writes it.

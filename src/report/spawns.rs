@@ -191,6 +191,7 @@ fn rule_rows(entries: &[Entry], spawns: &[Spawn], spend: &[f64]) -> Vec<RuleRow>
         let (k, name) = match e.routing.rule? {
             Chosen::Rule(n) => ((0u8, n), format!("rule {n}")),
             Chosen::Default => ((1u8, 0), "default".to_string()),
+            Chosen::Head => ((2u8, 0), "tier head".to_string()),
         };
         let r = rows.entry(k).or_insert_with(|| RuleRow { rule: name, ..RuleRow::default() });
         r.tier = rule_tier(e).or(r.tier);

@@ -264,8 +264,13 @@ impl Asker for EngineAsker {
                     })
                 })
                 .collect();
-            let asked =
-                Asked { features: Ok(features), provider: k.provider.clone(), model: k.model.clone(), latency_ms: 0.0 };
+            let asked = Asked {
+                features: Ok(features),
+                tier_head: None,
+                provider: k.provider.clone(),
+                model: k.model.clone(),
+                latency_ms: 0.0,
+            };
             self.progress();
             return asked;
         }
@@ -273,12 +278,13 @@ impl Asker for EngineAsker {
             self.progress();
             return Asked {
                 features: Err("not asked: the engine answered none of the first briefs".into()),
+                tier_head: None,
                 provider: None,
                 model: None,
                 latency_ms: 0.0,
             };
         }
-        let asked = features::ask(&self.gateway, brief, Some(Instant::now() + self.budget), &new_request_id());
+        let asked = features::ask(&self.gateway, brief, Some(Instant::now() + self.budget), &new_request_id(), false);
         self.used.asked += 1;
         match &asked.features {
             Ok(fs) => {

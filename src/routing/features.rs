@@ -14,6 +14,7 @@ use super::entry::{LoggedAnswer, PerFeature};
 use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
 use crate::providers::{EngineRequest, Question};
+use crate::tier::Tier;
 
 /// The question asked for each feature, in `Feature::ALL` order.
 pub const QUESTIONS: [(Feature, &str); 4] = [
@@ -39,6 +40,15 @@ pub const QUESTIONS: [(Feature, &str); 4] = [
     ),
 ];
 
+/// The tiers the tier head picks among (`[routing] tier_head`): the tiers the seed set labels.
+pub const HEAD_TIERS: [Tier; 3] = [Tier::Haiku, Tier::Sonnet, Tier::Opus];
+
+/// The question asked for `tier`'s head. Only the local engine's trained heads answer it for the
+/// routing: asked directly, an engine judges difficulty badly (docs/routing.md#the-tier-head).
+fn tier_question(tier: Tier) -> String {
+    format!("Is {tier} the Claude model tier this task needs: the cheapest one that does it well?")
+}
+
 /// Engines read a bounded window; the middle of a very long prompt matters least.
 const MAX_STATE_CHARS: usize = 8000;
 
@@ -52,11 +62,22 @@ pub struct FeatureAnswer {
     pub calibrated: bool,
 }
 
+/// The tier head's answer: the tier whose head is likeliest, and its share of the heads'
+/// probabilities (as `system1 study` measures it).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HeadAnswer {
+    pub tier: Tier,
+    pub confidence: f64,
+}
+
 /// What asking the features gave.
 #[derive(Debug, Clone)]
 pub struct Asked {
     /// One entry per feature, or the reason there are none (the engine failed, timed out, is absent).
     pub features: Result<Vec<FeatureAnswer>, String>,
+    /// The tier head's answer, when it was asked (`[routing] tier_head`) and the local engine's
+    /// trained heads answered for two tiers or more.
+    pub tier_head: Option<HeadAnswer>,
     pub provider: Option<String>,
     pub model: Option<String>,
     pub latency_ms: f64,
@@ -74,27 +95,62 @@ impl Asked {
     }
 }
 
+/// A yes/no question.
+fn yes_no(key: String, text: String) -> Question {
+    Question { key, text, options: vec!["yes".to_string(), "no".to_string()] }
+}
+
 /// The engine request for `text`: the text is the state, each feature one yes/no question.
 pub fn request(text: &str) -> EngineRequest {
     EngineRequest {
         context: Some(Value::String(clip(text))),
-        questions: QUESTIONS
-            .iter()
-            .map(|(feature, question)| Question {
-                key: feature.name().to_string(),
-                text: question.to_string(),
-                options: vec!["yes".to_string(), "no".to_string()],
-            })
-            .collect(),
+        questions: QUESTIONS.iter().map(|(f, q)| yes_no(f.name().to_string(), q.to_string())).collect(),
     }
 }
 
-/// Asks the four features about `text` in one `run_chain` call, within `deadline`.
-pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str) -> Asked {
+/// The tier head's answer from its heads' answers (P(yes) per tier of [`HEAD_TIERS`], in order):
+/// the likeliest tier and its share of their sum, the cheaper tier on a tie. None unless two
+/// tiers or more were answered.
+fn head_answer(answers: &[Answer]) -> Option<HeadAnswer> {
+    let ps: Vec<(Tier, f64)> = HEAD_TIERS
+        .iter()
+        .zip(answers)
+        .filter_map(|(t, a)| match a {
+            Answer::Decided { decision, confidence, .. } => {
+                Some((*t, if decision == "yes" { *confidence } else { 1.0 - confidence }))
+            }
+            Answer::Abstained { .. } | Answer::Passed { .. } => None,
+        })
+        .collect();
+    let total: f64 = ps.iter().map(|(_, p)| p).sum();
+    if ps.len() < 2 || total <= 0.0 {
+        return None;
+    }
+    let (tier, best) = ps.iter().fold(ps[0], |acc, x| if x.1 > acc.1 { *x } else { acc });
+    Some(HeadAnswer { tier, confidence: best / total })
+}
+
+/// Asks the four features about `text` in one `run_chain` call, within `deadline`; with
+/// `tier_head`, and the local engine first in the chain, the tier head's questions in the same
+/// request (one embedding answers them all).
+pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str, tier_head: bool) -> Asked {
     let started = Instant::now();
-    let keys: Vec<String> = QUESTIONS.iter().map(|(f, _)| f.name().to_string()).collect();
-    let outcome = gateway.run_chain(&request(text), &keys, deadline, rid);
+    let mut request = request(text);
+    // Only the local engine has the trained heads; any other engine would guess at the tier.
+    let head = tier_head && gateway.primary().is_some_and(|p| p.name() == "local");
+    if head {
+        request.questions.extend(HEAD_TIERS.iter().map(|t| yes_no(t.head_key(), tier_question(*t))));
+    }
+    let keys: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
+    let outcome = gateway.run_chain(&request, &keys, deadline, rid);
     let latency_ms = crate::gateway::millis(started.elapsed());
+    // Trusted only when the local engine answered the request alone: a question it passed on (no
+    // head for its model) went to the next engine of the chain, which would only guess.
+    let by_local = !outcome.attempts.is_empty() && outcome.attempts.iter().all(|a| a.provider == "local");
+    let tier_head = match &outcome.answers {
+        Some(answers) if head && by_local => head_answer(answers.get(QUESTIONS.len()..).unwrap_or_default()),
+        _ => None,
+    };
     let features = match outcome.answers {
         Some(answers) => Ok(QUESTIONS
             .iter()
@@ -110,7 +166,7 @@ pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str) 
             .collect()),
         None => Err(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".to_string())),
     };
-    Asked { features, provider: outcome.provider, model: outcome.model, latency_ms }
+    Asked { features, tier_head, provider: outcome.provider, model: outcome.model, latency_ms }
 }
 
 /// Keeps the head and the tail of an over-long text, cut at character boundaries.
@@ -136,6 +192,29 @@ mod tests {
         assert_eq!(QUESTIONS.map(|(f, _)| f), Feature::ALL, "asked in the features' order");
         assert!(r.questions.iter().all(|q| q.options == ["yes", "no"]));
         assert_eq!(r.context, Some(Value::String("Explain how the cache works".into())));
+    }
+
+    #[test]
+    fn the_tier_head_picks_the_likeliest_tier_by_its_share() {
+        let yes = |p: f64| Answer::Decided {
+            decision: if p >= 0.5 { "yes" } else { "no" }.into(),
+            confidence: if p >= 0.5 { p } else { 1.0 - p },
+            probabilities: None,
+            calibrated: false,
+            rationale: None,
+            stability: None,
+        };
+        // P(yes) 0.2, 0.3, 0.5: opus, with half of the sum.
+        let h = head_answer(&[yes(0.2), yes(0.3), yes(0.5)]).unwrap();
+        assert_eq!(h.tier, Tier::Opus);
+        assert!((h.confidence - 0.5).abs() < 1e-12, "{h:?}");
+        // A tie goes to the cheaper tier; a tier without an answer is left out.
+        let passed = Answer::Passed { reason: "no head".into() };
+        let h = head_answer(&[yes(0.4), passed.clone(), yes(0.4)]).unwrap();
+        assert_eq!((h.tier, h.confidence), (Tier::Haiku, 0.5));
+        assert_eq!(head_answer(&[yes(0.9), passed.clone(), passed]), None, "one tier is no choice");
+        assert_eq!(Tier::of_head_key(&Tier::Sonnet.head_key()), Some(Tier::Sonnet));
+        assert_eq!(Tier::of_head_key("read_only"), None);
     }
 
     #[test]

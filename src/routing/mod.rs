@@ -181,19 +181,26 @@ pub fn run_prompt(loaded: &Loaded, input: &Input, until: Until) -> Run {
 
 /// Asks the features of `text` and applies the rule.
 pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Instant, rid: &str) -> Routed {
-    apply_rule(cfg, features::ask(gateway, text, Some(deadline), rid))
+    apply_rule(cfg, features::ask(gateway, text, Some(deadline), rid, cfg.tier_head))
 }
 
-/// The rule's tier for the features `asked` gave (none unless every feature has an answer).
+/// The rule's tier for the features `asked` gave (none unless every feature has an answer); with
+/// `[routing] tier_head`, the tier head's where it is at least `tier_head_min_confidence` sure,
+/// which no feature then decides.
 pub fn apply_rule(cfg: &RoutingConfig, asked: Asked) -> Routed {
     let (tier, deciding) = match &asked.features {
-        Ok(fs) if fs.iter().all(|f| f.answer.is_some()) => {
-            let answers: BTreeMap<Feature, (bool, f64)> =
-                fs.iter().filter_map(|f| Some((f.feature, (f.answer?, f.confidence)))).collect();
-            let picks: BTreeMap<Feature, bool> = answers.iter().map(|(f, a)| (*f, a.0)).collect();
-            let (tier, chosen) = rule::choose(&cfg.rules, cfg.default_tier, &picks);
-            (Some((tier, chosen)), rule::deciding(&cfg.rules, chosen, &answers))
-        }
+        Ok(fs) if fs.iter().all(|f| f.answer.is_some()) => match asked.tier_head {
+            Some(h) if cfg.tier_head && h.confidence >= cfg.tier_head_min_confidence => {
+                (Some((h.tier, Chosen::Head)), Vec::new())
+            }
+            _ => {
+                let answers: BTreeMap<Feature, (bool, f64)> =
+                    fs.iter().filter_map(|f| Some((f.feature, (f.answer?, f.confidence)))).collect();
+                let picks: BTreeMap<Feature, bool> = answers.iter().map(|(f, a)| (*f, a.0)).collect();
+                let (tier, chosen) = rule::choose(&cfg.rules, cfg.default_tier, &picks);
+                (Some((tier, chosen)), rule::deciding(&cfg.rules, chosen, &answers))
+            }
+        },
         _ => (None, Vec::new()),
     };
     Routed { asked, tier, deciding }

@@ -16,14 +16,17 @@ pub enum Chosen {
     /// The 1-based position of the rule in the list.
     Rule(usize),
     Default,
+    /// The tier head, sure enough to go before the rules (`[routing] tier_head`).
+    Head,
 }
 
-/// As the routing log keeps it: the rule's number, or `"default"`.
+/// As the routing log keeps it: the rule's number, `"default"` or `"head"`.
 impl Serialize for Chosen {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {
             Chosen::Rule(n) => s.serialize_u64(*n as u64),
             Chosen::Default => s.serialize_str("default"),
+            Chosen::Head => s.serialize_str("head"),
         }
     }
 }
@@ -39,7 +42,8 @@ impl<'de> Deserialize<'de> for Chosen {
         match Wire::deserialize(d)? {
             Wire::Number(n) if n > 0 => Ok(Chosen::Rule(n)),
             Wire::Text(t) if t == "default" => Ok(Chosen::Default),
-            _ => Err(serde::de::Error::custom("a rule is a number from 1, or \"default\"")),
+            Wire::Text(t) if t == "head" => Ok(Chosen::Head),
+            _ => Err(serde::de::Error::custom("a rule is a number from 1, \"default\" or \"head\"")),
         }
     }
 }
@@ -64,6 +68,8 @@ pub fn deciding(rules: &[Rule], chosen: Chosen, answers: &BTreeMap<Feature, (boo
     let upto = match chosen {
         Chosen::Rule(n) => n.min(rules.len()),
         Chosen::Default => rules.len(),
+        // The head decided before any rule was read.
+        Chosen::Head => 0,
     };
     let mut out: Vec<Feature> = Vec::new();
     for (i, rule) in rules[..upto].iter().enumerate() {
@@ -158,7 +164,7 @@ mod tests {
 
     #[test]
     fn the_chosen_rule_reads_as_the_log_keeps_it() {
-        for (chosen, text) in [(Chosen::Rule(3), "3"), (Chosen::Default, "\"default\"")] {
+        for (chosen, text) in [(Chosen::Rule(3), "3"), (Chosen::Default, "\"default\""), (Chosen::Head, "\"head\"")] {
             assert_eq!(serde_json::to_string(&chosen).unwrap(), text);
             assert_eq!(serde_json::from_str::<Chosen>(text).unwrap(), chosen);
         }

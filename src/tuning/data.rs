@@ -107,7 +107,7 @@ pub fn ask_routing(gateway: &Gateway, items: &[RoutingItem], mut progress: impl 
     for (i, item) in items.iter().enumerate() {
         progress(i, items.len());
         let rid = format!("calibrate-{i}");
-        let asked = features::ask(gateway, &item.text, None, &rid);
+        let asked = features::ask(gateway, &item.text, None, &rid, false);
         let fs = match asked.features {
             Ok(fs) => fs,
             Err(e) => {

@@ -62,11 +62,39 @@ pub fn examples(items: &[RoutingItem], source: &str) -> Result<Vec<Examples>, St
     Ok(out)
 }
 
+/// The examples of the tier head's questions (`Tier::head_key`), one per tier of
+/// `routing::features::HEAD_TIERS` that `items` label, each against the others, over the items
+/// with a labelled tier. A tier no item (or every item) has is left out: its head cannot be fitted.
+pub fn tier_examples(items: &[RoutingItem], source: &str) -> Vec<Examples> {
+    let labelled: Vec<(String, crate::tier::Tier)> =
+        items.iter().filter_map(|i| Some((state_text(&features::request(&i.text)), i.tier?))).collect();
+    features::HEAD_TIERS
+        .iter()
+        .map(|t| Examples {
+            question: t.head_key(),
+            texts: labelled.iter().map(|(text, _)| text.clone()).collect(),
+            yes: labelled.iter().map(|(_, tier)| tier == t).collect(),
+            source: source.into(),
+            context: Vec::new(),
+        })
+        .filter(|e| e.yes.iter().any(|y| *y) && !e.yes.iter().all(|y| *y))
+        .collect()
+}
+
+/// The tier head: one head per set of [`tier_examples`], fitted on every example.
+pub fn fit_tier_heads(
+    name: &str,
+    sets: &[Examples],
+    cache: &std::collections::HashMap<String, Vec<f32>>,
+) -> Result<Vec<Head>, String> {
+    sets.iter().map(|s| Head::fit(name, &s.question, &embedded(s, cache), &s.yes, &s.source).map(|(h, _)| h)).collect()
+}
+
 /// Each distinct text of `sets` embedded once (texts repeat across the routing features).
 /// `progress(done, total)` is called as texts are embedded.
 pub fn embed(
     model: &Model,
-    sets: &[Examples],
+    sets: &[&Examples],
     mut progress: impl FnMut(usize, usize),
 ) -> std::collections::HashMap<String, Vec<f32>> {
     let distinct: std::collections::BTreeSet<&str> =
@@ -215,15 +243,26 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
 
     let (name, model) = configured_model().map_err(Error::failure)?;
     let sets = examples(items, source).map_err(Error::failure)?;
-    let cache = embed(&model, &sets, super::progress("texts"));
-    let CrossValidated { heads: fitted, measured, answers } =
+    let tier_sets = tier_examples(items, source);
+    let all_sets: Vec<&Examples> = sets.iter().chain(&tier_sets).collect();
+    let cache = embed(&model, &all_sets, super::progress("texts"));
+    let CrossValidated { heads: mut fitted, measured, answers } =
         cross_validated(&name, &sets, &cache).map_err(Error::failure)?;
+    let tier_heads = fit_tier_heads(&name, &tier_sets, &cache).map_err(Error::failure)?;
     outln!(
         "Trained heads for the local engine ({name}), leave-one-out (approximate: one Newton step from the full fit):"
     )?;
     for line in describe(&fitted) {
         outln!("{line}")?;
     }
+    if !tier_heads.is_empty() {
+        outln!("The tier head ([routing] tier_head), one head per tier against the others:")?;
+        for line in describe(&tier_heads) {
+            outln!("{line}")?;
+        }
+    }
+    // Written with the others; they get no calibration fit, as `study` measures them without one.
+    fitted.extend(tier_heads);
     outln!("\nMeasured on their cross-validated answers ({}), as the gateway would calibrate them:\n", crossval::HOW)?;
     for r in &measured {
         outln!("{}", r.text())?;
@@ -290,12 +329,16 @@ mod tests {
         let Some(dir) = crate::providers::local::tests::model_dir() else { return };
         let model = Model::load(&dir, 0).expect("model");
         let sets = seed_examples().unwrap();
-        let cache = embed(&model, &sets, |_, _| {});
+        // The tier head's too, fitted on the same prompts' labelled tiers (it has no calibration fit).
+        let tier_sets = tier_examples(&data::seed_items().unwrap(), "calibration/routing.jsonl");
+        assert_eq!(tier_sets.len(), 3, "the seed set labels haiku, sonnet and opus");
+        let cache = embed(&model, &sets.iter().chain(&tier_sets).collect::<Vec<_>>(), |_, _| {});
         let name = crate::providers::local::DEFAULT_MODEL;
-        let fitted: Vec<Head> = sets
+        let mut fitted: Vec<Head> = sets
             .iter()
             .map(|s| Head::fit(name, &s.question, &embedded(s, &cache), &s.yes, &s.source).unwrap().0)
             .collect();
+        fitted.extend(fit_tier_heads(name, &tier_sets, &cache).unwrap());
         let fresh = file(&fitted, SHIPPED_NOTE);
         let embedded_sets: Vec<shipped::Embedded> = sets
             .iter()

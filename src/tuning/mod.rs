@@ -20,6 +20,7 @@ pub mod rule_fit;
 pub mod seeds;
 pub mod study;
 pub mod teach;
+pub mod tier_first;
 
 use crate::config;
 use crate::error::{Error, Result};

@@ -80,7 +80,7 @@ pub fn run(args: Options) -> Result<i32> {
     let n = rows.len();
     for (i, (text, row)) in rows.iter_mut().enumerate() {
         tick(i, n);
-        let asked = features::ask(&gateway, text, None, &format!("evaluate-{i}"));
+        let asked = features::ask(&gateway, text, None, &format!("evaluate-{i}"), false);
         match asked.features {
             Ok(fs) => {
                 for f in fs {

@@ -118,7 +118,7 @@ fn a_yes_no_question_is_taught_from_a_set_and_answered_however_it_is_spelled() {
 
     // engine status and system1_capabilities list it with the context it expects.
     let status = stdout(&env.run(&["engine", "status", "local"], ""));
-    assert!(status.contains("6 trained questions"), "{status}");
+    assert!(status.contains("9 trained questions"), "{status}");
     assert!(
         status.contains(&format!("{question}: context an object with \"ticket\"; 24 examples, fitted here")),
         "{status}"
@@ -236,7 +236,8 @@ fn routing_heads_are_fitted_with_a_plot_and_a_threshold() {
     let env = local_env(&dir);
     let prompts = BILLING.iter().chain(&FEATURES).enumerate().map(|(i, t)| {
         let ro = i % 2 == 0;
-        json!({"id": format!("p{i}"), "source": "prompt", "prompt": t, "labels": {"read_only": ro, "design": !ro, "review": i % 3 == 0, "specified": i % 4 == 0}})
+        let tier = ["haiku", "sonnet", "opus"][i % 3];
+        json!({"id": format!("p{i}"), "source": "prompt", "prompt": t, "labels": {"read_only": ro, "design": !ro, "review": i % 3 == 0, "specified": i % 4 == 0}, "label_tier": tier})
     });
     write(&env.install_dir.join("logs/routing.jsonl"), &lines(prompts));
     let taught = json!({"format": "system1-local-heads", "version": 1, "heads": [{
@@ -275,13 +276,24 @@ fn routing_heads_are_fitted_with_a_plot_and_a_threshold() {
     let names: Vec<&str> = heads["heads"].as_array().unwrap().iter().filter_map(|h| h["question"].as_str()).collect();
     assert_eq!(
         names,
-        ["Is it mine?", "read_only", "design", "review", "specified", "Is this shell command destructive?"]
+        [
+            "Is it mine?",
+            "read_only",
+            "design",
+            "review",
+            "specified",
+            "Is this shell command destructive?",
+            "tier_haiku",
+            "tier_sonnet",
+            "tier_opus"
+        ]
     );
+    assert!(text.contains("The tier head ([routing] tier_head), one head per tier against the others:"), "{text}");
     let fits = std::fs::read_to_string(env.install_dir.join("calibration.json")).unwrap();
     assert!(fits.contains("\"read_only\"") && fits.contains("\"provider\": \"local\""), "{fits}");
-    // Counted once each: the local file's five replace the shipped five.
+    // Counted once each: the local file's eight replace the shipped eight.
     let status = stdout(&env.run(&["engine", "status", "local"], ""));
-    assert!(status.contains("6 trained questions"), "{status}");
+    assert!(status.contains("9 trained questions"), "{status}");
 }
 
 /// After `calibrate fit --apply` fitted the local heads on the labelled log, `evaluate` scores

@@ -59,6 +59,7 @@ mod report_what_if;
 mod routing_enforce;
 mod routing_hook;
 mod routing_laya;
+mod routing_tier_head;
 mod schema_files;
 mod sdk_client;
 mod serve;

@@ -341,6 +341,8 @@ pub fn taught(heads: &[Head]) -> Vec<Taught> {
         }
         let context = if crate::feature::Feature::named(&h.question).is_some() {
             "a prompt or a subagent's brief (the hooks and `system1 route` ask it)".to_string()
+        } else if crate::tier::Tier::of_head_key(&h.question).is_some() {
+            "a prompt or a subagent's brief (the hooks and `system1 route` ask it with [routing] tier_head)".to_string()
         } else if h.context.is_empty() {
             "an object with one text field (any key)".to_string()
         } else {

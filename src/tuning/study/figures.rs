@@ -248,6 +248,9 @@ pub struct TierFigures {
     /// A rule learned from these labels against the configured one, both cross-validated on the
     /// same folds (calibration on); None below the folds' count of answered items.
     pub learned: Option<rule_fit::Comparison>,
+    /// The direct tier head as the rule's first step, by nested cross-validation (the local
+    /// engine only).
+    pub head_first: Option<crate::tuning::tier_first::Measured>,
 }
 
 fn covered(hits: &[(bool, bool)], n: usize) -> Covered {
@@ -285,7 +288,8 @@ pub fn tiers(d: &TierData) -> TierFigures {
             engine.push((clears(false), clears(true), tier == item.tier));
             let slot = match chosen {
                 rule::Chosen::Rule(n) => n - 1,
-                rule::Chosen::Default => d.rules.len(),
+                // The rule alone never gives the head's pick.
+                rule::Chosen::Default | rule::Chosen::Head => d.rules.len(),
             };
             let agrees = usize::from(tier == item.tier);
             let hinted = usize::from(clears(true));
@@ -364,6 +368,7 @@ pub fn tiers(d: &TierData) -> TierFigures {
             })
             .collect(),
         learned,
+        head_first: None,
     }
 }
 

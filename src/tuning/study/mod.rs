@@ -28,6 +28,7 @@ use self::sets::{Items, Set};
 use super::crossval::{self, TierAnswer};
 use super::data;
 use super::seeds::DESTRUCTIVE_QUESTION;
+use super::{rule_fit, tier_first};
 use crate::calibration::Calibration;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
@@ -202,7 +203,7 @@ fn collect(gateway: &Gateway, engine: &str, set: &Set) -> Collected {
         Items::Routing(items) => {
             for (i, item) in items.iter().enumerate() {
                 tick(i, n);
-                let asked = features::ask(gateway, &item.text, None, &format!("study-{i}"));
+                let asked = features::ask(gateway, &item.text, None, &format!("study-{i}"), false);
                 match asked.features {
                     Ok(fs) => {
                         out.latency_ms.push(asked.latency_ms);
@@ -407,14 +408,27 @@ fn study_engine(
                         Some(TierItem { tier: item.tier?, labels: item.labels.clone(), engine, head: head[i] })
                     })
                     .collect();
-                Some(figures::tiers(&TierData {
+                let tier_data = TierData {
                     rules: routing_cfg.rules.clone(),
                     default_tier: routing_cfg.default_tier,
                     threshold: routing_cfg.min_confidence,
                     fits,
                     items: tier_items,
                     has_head: has_heads,
-                }))
+                };
+                let mut tf = figures::tiers(&tier_data);
+                if let Some(emb) = &embedder {
+                    tf.head_first = head_first(
+                        emb,
+                        &xs,
+                        items,
+                        &got,
+                        &tier_data,
+                        tier_train,
+                        routing_cfg.tier_head_min_confidence,
+                    )?;
+                }
+                Some(tf)
             }
             _ => None,
         };
@@ -477,4 +491,37 @@ fn tier_head(
         out[i] = Some(answers[k]);
     }
     out
+}
+
+/// The tier head as the rule's first step on `items`, by nested cross-validation
+/// ([`tier_first::measure`]). The labelled tiers of `train` that are not among `items` (the labelled log's,
+/// on the seed set) are fitted on in every fold and never scored.
+fn head_first(
+    emb: &Embedder,
+    xs: &[Vec<f32>],
+    items: &[data::RoutingItem],
+    got: &Collected,
+    d: &TierData,
+    train: &[(String, Tier)],
+    head_from: f64,
+) -> std::result::Result<Option<tier_first::Measured>, String> {
+    let mut scored = Vec::new();
+    let mut texts: HashSet<String> = HashSet::new();
+    for (i, item) in items.iter().enumerate() {
+        let Some(tier) = item.tier else { continue };
+        let Some(answers) = got.answers[i].as_ref() else { continue };
+        let Some(answers) = Feature::ALL
+            .iter()
+            .zip(answers)
+            .map(|(f, a)| a.map(|a| (*f, (a.yes, a.calibrated(d.fits.get(f).copied().flatten()).confidence))))
+            .collect::<Option<BTreeMap<_, _>>>()
+        else {
+            continue;
+        };
+        texts.insert(local::state_text(&features::request(&item.text)));
+        scored.push(tier_first::Item { x: xs[i].clone(), example: rule_fit::Example { answers, tier } });
+    }
+    let extra: Vec<(Vec<f32>, Tier)> =
+        train.iter().filter(|(t, _)| !texts.contains(t)).map(|(t, tier)| (emb.embed_once(t), *tier)).collect();
+    tier_first::measure(&emb.name, &scored, &extra, &d.rules, d.default_tier, d.threshold, head_from)
 }

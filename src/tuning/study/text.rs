@@ -218,6 +218,9 @@ fn tier_block(t: &TierFigures) -> String {
             s.push_str(&format!("    {row}\n"));
         }
     }
+    if let Some(m) = &t.head_first {
+        s.push_str(&head_first_block(m));
+    }
     if t.per_rule.iter().any(|r| r.decided > 0) {
         s.push_str(&format!(
             "  Each rule on the engine's answers:\n    {:<44} {:>7} {:>7} {:>7} {:>7}\n",
@@ -227,6 +230,7 @@ fn tier_block(t: &TierFigures) -> String {
             let name = match r.rule {
                 Chosen::Rule(n) => format!("{n}: {} -> {}", r.when, r.tier),
                 Chosen::Default => format!("default ({}) -> {}", r.when, r.tier),
+                Chosen::Head => format!("the tier head -> {}", r.tier),
             };
             s.push_str(&format!(
                 "    {:<44} {:>7} {:>7} {:>7} {:>7}\n",
@@ -237,6 +241,38 @@ fn tier_block(t: &TierFigures) -> String {
                 share(r.hinted_agreement)
             ));
         }
+    }
+    s
+}
+
+fn head_first_block(m: &crate::tuning::tier_first::Measured) -> String {
+    let mut s = format!(
+        "  The tier head first, then the rule (nested: {} folds, {} items; each fold's head fitted on the other folds, and where it decides chosen on them too):\n",
+        m.folds, m.items
+    );
+    let head = |c: &crate::tuning::tier_first::Combined| {
+        format!(
+            "{}; the head decided {} of items, {} agree",
+            c.held.summary(),
+            pct(c.head_share, 1),
+            share(c.head_agreement)
+        )
+    };
+    s.push_str(&format!("    {:<36} {}\n", "the configured rule alone", m.rule.summary()));
+    s.push_str(&format!("    {:<36} {}\n", "the head alone (its pick everywhere)", pct(m.head_alone, 1)));
+    s.push_str(&format!(
+        "    {:<36} {} (chosen per fold: {})\n",
+        "head first where sure, then the rule",
+        head(&m.chosen),
+        crate::tuning::tier_first::describe_choices(&m.chosen_per_fold)
+    ));
+    s.push_str(
+        "    at each fixed confidence (for the record; picking the best here would choose on the scored folds):\n",
+    );
+    for c in &m.fixed {
+        let Some(from) = c.from else { continue };
+        let mark = if (from - m.configured).abs() < 1e-9 { " (tier_head_min_confidence)" } else { "" };
+        s.push_str(&format!("      from {from:.2}{mark}: {}\n", head(c)));
     }
     s
 }
