@@ -131,7 +131,7 @@ pub fn summary(ps: &[Proposal]) -> String {
     if !reasons.is_empty() {
         s.push_str("\nFailures by reason:\n");
         for (r, n) in &reasons {
-            s.push_str(&format!("  {n:>5}  {r}\n"));
+            s.push_str(&format!("  {n:>5}  {}\n", text::printable(r, 300)));
         }
     }
     let mut tiers: BTreeMap<Option<Tier>, (usize, usize)> = BTreeMap::new();
@@ -150,16 +150,18 @@ pub fn summary(ps: &[Proposal]) -> String {
     }
     if !doubtful.is_empty() {
         s.push_str("\nDoubtful (decide these with /system1:calibrate):\n");
+        // The id, the time, the reason and the description come from the transcript (the
+        // reason may quote the hand-back): escaped, and short enough for one line each.
         for p in doubtful {
             s.push_str(&format!(
-                "  {}  {}  {}  proposed {}: {}\n      why doubtful: {}\n      {:?}\n",
-                p.tool_use_id,
-                p.timestamp.get(..10).unwrap_or(&p.timestamp),
+                "  {}  {}  {}  proposed {}: {}\n      why doubtful: {}\n      \"{}\"\n",
+                text::printable(&p.tool_use_id, 100),
+                text::printable(p.timestamp.get(..10).unwrap_or(&p.timestamp), 30),
                 p.tier.map_or("?", Tier::name),
                 p.outcome.as_str(),
-                p.reason,
-                p.doubtful.as_deref().unwrap_or(""),
-                p.description,
+                text::printable(&p.reason, 300),
+                text::printable(p.doubtful.as_deref().unwrap_or(""), 300),
+                text::printable(&p.description, 200),
             ));
         }
     }

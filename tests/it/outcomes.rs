@@ -414,3 +414,23 @@ fn many_spawns_in_one_session_and_unreadable_timestamps() {
     assert_eq!(p["toolu_w4b"]["outcome"], "succeeded", "{}", p["toolu_w4b"]);
     assert_eq!(v["failed"], 0);
 }
+
+/// What a transcript says about a spawn (its id, its description) is printed escaped and short:
+/// a description of 100 KB with terminal escapes in it, on a spawn that is doubtful (no result),
+/// gives a line of a few hundred characters.
+#[test]
+fn a_hostile_description_is_printed_escaped_and_short() {
+    let env = TestEnv::new();
+    let evil = format!("\u{1b}]0;owned\u{7}\u{1b}[2J\r{}{}", "\n".repeat(50), "A".repeat(100_000));
+    let mut s = Session::new(&env, "11111111-aaaa");
+    let id = format!("toolu_\u{1b}[2J{}", "B".repeat(10_000));
+    s.spawn(&id, &evil, "Profile the build", "general-purpose", Some("opus"));
+    s.save();
+    let out = env.run(&["outcomes"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("doubtful 1"), "{text}");
+    assert!(!text.contains('\u{1b}') && !text.contains('\u{7}') && !text.contains('\r'), "{text:?}");
+    assert!(text.len() < 5_000, "printed {} bytes", text.len());
+    assert!(text.contains("\"\\u{1b}]0;owned\\u{7}"), "the description is there, escaped: {text}");
+}
