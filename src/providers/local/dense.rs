@@ -90,15 +90,16 @@ mod fma {
                 let xs = [row(x, i), row(x, i + r - 1)];
                 let mut acc = [[_mm256_setzero_ps(); 4]; 2];
                 let steps = xs[0].0.iter().zip(xs[1].0).zip(ws[0].0).zip(ws[1].0).zip(ws[2].0).zip(ws[3].0);
-                for (s, (((((x0, x1), w0), w1), w2), w3)) in steps.enumerate() {
-                    if i == 0 {
+                if i == 0 {
+                    // The first pair's loop of its own, so the others' stays as bare as before.
+                    for (s, (((((x0, x1), w0), w1), w2), w3)) in steps.enumerate() {
                         prefetch(w, ahead + s * 32);
                         prefetch(w, ahead + s * 32 + 16);
+                        step(&mut acc, [x0, x1], [w0, w1, w2, w3]);
                     }
-                    let (x0, x1) = (load(x0), load(x1));
-                    for (b, wv) in [load(w0), load(w1), load(w2), load(w3)].into_iter().enumerate() {
-                        acc[0][b] = _mm256_fmadd_ps(x0, wv, acc[0][b]);
-                        acc[1][b] = _mm256_fmadd_ps(x1, wv, acc[1][b]);
+                } else {
+                    for (((((x0, x1), w0), w1), w2), w3) in steps {
+                        step(&mut acc, [x0, x1], [w0, w1, w2, w3]);
                     }
                 }
                 for a in 0..r {
@@ -113,6 +114,17 @@ mod fma {
                 i += r;
             }
             j += c;
+        }
+    }
+
+    /// One step of 8 lanes: 2 rows of `x` against 4 of `w`, 8 fused multiply-adds into `acc`.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    fn step(acc: &mut [[__m256; 4]; 2], xs: [&Chunk; 2], ws: [&Chunk; 4]) {
+        let (x0, x1) = (load(xs[0]), load(xs[1]));
+        for (b, wv) in [load(ws[0]), load(ws[1]), load(ws[2]), load(ws[3])].into_iter().enumerate() {
+            acc[0][b] = _mm256_fmadd_ps(x0, wv, acc[0][b]);
+            acc[1][b] = _mm256_fmadd_ps(x1, wv, acc[1][b]);
         }
     }
 
