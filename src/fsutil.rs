@@ -1,7 +1,7 @@
 //! File helpers every module shares: replacing a file atomically ([`Staged`],
 //! [`write_atomically`], [`write_private`], and [`write_through`] for a file that may be a link),
-//! reading a JSON file that may be absent ([`read_json`]) and checking a versioned one's format
-//! and version ([`check_format`]), opening a file that is only read ([`open_read`], and
+//! reading a JSON file that may be absent ([`read_json`]), system1's versioned files
+//! ([`Versioned`]: read with their format and version checked, written privately), opening a file that is only read ([`open_read`], and
 //! [`read_file`], [`read_text`] on it: a regular file of bounded size, a link only where one may
 //! be, never a FIFO or a device that would hang or flood the reader), and system1's own private
 //! files ([`open_private`], [`private_dir`], and [`WriteLock`] for their writers).
@@ -533,9 +533,71 @@ pub fn read_json(path: &Path) -> Result<Option<Value>, ReadError> {
     serde_json::from_str(&text).map(Some).map_err(ReadError::NotJson)
 }
 
-/// Checks the `format` and `version` that one of system1's versioned JSON files names (the fits
-/// file, the local engine's heads) against the ones this build reads; the error says which is off.
-pub fn check_format(format: &str, version: u64, expected_format: &str, expected_version: u64) -> Result<(), String> {
+/// One of system1's versioned JSON files (the calibration fits, the local engine's heads): an object
+/// that names its `format` and `version`, which this build reads only when both are its own. It is
+/// read whole from a regular file of at most [`Versioned::MAX_BYTES`] in place (one of system1's
+/// own, so a link there was planted), and written back private and atomic, pretty-printed with a
+/// final newline.
+pub trait Versioned: Sized + serde::Serialize + serde::de::DeserializeOwned {
+    /// The `format` the file names.
+    const FORMAT: &'static str;
+    /// The `version` this build reads and writes.
+    const VERSION: u64;
+    /// What it is, for the error on one that does not parse: "a calibration file".
+    const WHAT: &'static str;
+    /// The largest file read.
+    const MAX_BYTES: u64;
+    /// The format and version this one names.
+    fn names(&self) -> (&str, u64);
+    /// Its own rules, past the format and the version.
+    fn check(&self) -> Result<(), String>;
+}
+
+/// Parses `text` as a `T`: JSON of its shape, its format and version, its own rules.
+pub fn parse_versioned<T: Versioned>(text: &str) -> Result<T, String> {
+    let file: T = serde_json::from_str(text).map_err(|e| format!("not {}: {e}", T::WHAT))?;
+    let (format, version) = file.names();
+    check_format(format, version, T::FORMAT, T::VERSION)?;
+    file.check()?;
+    Ok(file)
+}
+
+/// Why a versioned file that exists could not be used.
+#[derive(Debug)]
+pub enum VersionedError {
+    /// It could not be read (not a regular file, too big, a link, not UTF-8, ...).
+    Unreadable(io::Error),
+    /// It was read and is not one this build takes.
+    Invalid(String),
+}
+
+impl fmt::Display for VersionedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            VersionedError::Unreadable(e) => write!(f, "{e}"),
+            VersionedError::Invalid(why) => f.write_str(why),
+        }
+    }
+}
+
+/// The `T` in `path`: `Ok(None)` when there is no such file.
+pub fn read_versioned<T: Versioned>(path: &Path) -> Result<Option<T>, VersionedError> {
+    match read_text(path, T::MAX_BYTES, Links::Refuse) {
+        Ok(text) => parse_versioned(&text).map(Some).map_err(VersionedError::Invalid),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(VersionedError::Unreadable(e)),
+    }
+}
+
+/// Replaces `path` with `file`, privately and atomically.
+pub fn write_versioned<T: Versioned>(path: &Path, file: &T) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(file).map_err(io::Error::other)?;
+    write_private(path, format!("{text}\n").as_bytes())
+}
+
+/// Checks the `format` and `version` a versioned file names against the ones this build reads; the
+/// error says which is off.
+fn check_format(format: &str, version: u64, expected_format: &str, expected_version: u64) -> Result<(), String> {
     if format != expected_format {
         return Err(format!("format is {format:?}, expected {expected_format:?}"));
     }
@@ -678,5 +740,51 @@ mod tests {
             check_format("system1-x", 2, "system1-x", 1),
             Err("version 2 is not supported (this build reads version 1)".into())
         );
+    }
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Counted {
+        format: String,
+        version: u64,
+        count: u64,
+    }
+
+    impl Versioned for Counted {
+        const FORMAT: &'static str = "system1-counted";
+        const VERSION: u64 = 1;
+        const WHAT: &'static str = "a counted file";
+        const MAX_BYTES: u64 = 1 << 10;
+        fn names(&self) -> (&str, u64) {
+            (&self.format, self.version)
+        }
+        fn check(&self) -> Result<(), String> {
+            if self.count == 0 { Err("count is 0".into()) } else { Ok(()) }
+        }
+    }
+
+    #[test]
+    fn a_versioned_file_is_taken_only_when_its_format_version_and_rules_hold() {
+        let dir = scratch("versioned");
+        let path = dir.join("counted.json");
+        assert!(matches!(read_versioned::<Counted>(&path), Ok(None)), "absent");
+        let good = Counted { format: "system1-counted".into(), version: 1, count: 3 };
+        write_versioned(&path, &good).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), serde_json::to_string_pretty(&good).unwrap() + "\n");
+        assert_eq!(read_versioned::<Counted>(&path).unwrap(), Some(good));
+        for (text, why) in [
+            ("{broken", "not a counted file: "),
+            (r#"{"format": "other", "version": 1, "count": 3}"#, "format is \"other\""),
+            (r#"{"format": "system1-counted", "version": 2, "count": 3}"#, "version 2 is not supported"),
+            (r#"{"format": "system1-counted", "version": 1, "count": 0}"#, "count is 0"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            match read_versioned::<Counted>(&path) {
+                Err(VersionedError::Invalid(e)) => assert!(e.starts_with(why), "{text}: {e}"),
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+        std::fs::write(&path, " ".repeat(2048)).unwrap();
+        assert!(matches!(read_versioned::<Counted>(&path), Err(VersionedError::Unreadable(_))), "too big");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

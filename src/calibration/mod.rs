@@ -25,15 +25,6 @@ use serde_json::{Map, Value};
 pub const FORMAT: &str = "system1-calibration";
 pub const VERSION: u64 = 1;
 
-/// The largest fits file read from the install dir: a fit is a few hundred bytes, and `calibrate fit` writes one
-/// per (provider, model, question or option count).
-pub const MAX_FITTED_BYTES: u64 = 16 << 20;
-
-/// The text of the install dir's fits file, guarded as [`Calibration::load`] says.
-pub fn read_fitted(path: &Path) -> std::io::Result<String> {
-    crate::fsutil::read_text(path, MAX_FITTED_BYTES, crate::fsutil::Links::Refuse)
-}
-
 /// The fits shipped with this build.
 pub const SHIPPED: &str = include_str!("../../calibration/calibration.json");
 
@@ -71,9 +62,24 @@ impl File {
     }
 
     pub fn parse(text: &str) -> Result<File, String> {
-        let f: File = serde_json::from_str(text).map_err(|e| format!("not a calibration file: {e}"))?;
-        crate::fsutil::check_format(&f.format, f.version, FORMAT, VERSION)?;
-        for fit in &f.fits {
+        crate::fsutil::parse_versioned(text)
+    }
+}
+
+impl crate::fsutil::Versioned for File {
+    const FORMAT: &'static str = FORMAT;
+    const VERSION: u64 = VERSION;
+    const WHAT: &'static str = "a calibration file";
+    /// A fit is a few hundred bytes, and `calibrate fit` writes one per (provider, model, question
+    /// or option count).
+    const MAX_BYTES: u64 = 16 << 20;
+
+    fn names(&self) -> (&str, u64) {
+        (&self.format, self.version)
+    }
+
+    fn check(&self) -> Result<(), String> {
+        for fit in &self.fits {
             if !(fit.temperature.is_finite() && fit.temperature > 0.0) {
                 return Err(format!(
                     "temperature {} for {}/{} must be positive",
@@ -87,7 +93,7 @@ impl File {
                 ));
             }
         }
-        Ok(f)
+        Ok(())
     }
 }
 
@@ -109,16 +115,13 @@ pub struct Calibration {
 impl Calibration {
     /// The shipped fits plus the install dir's file, when it exists. A broken one is reported and
     /// skipped; the shipped fits still apply. That file is `calibrate`'s own, read only when
-    /// it is a regular file of at most [`MAX_FITTED_BYTES`] in place: a FIFO there would hang every
+    /// it is a regular file of at most 16 MiB in place: a FIFO there would hang every
     /// process that builds a gateway, a link to `/dev/zero` would fill its memory.
     pub fn load(path: &Path) -> Self {
         let mut cal = Calibration::default();
-        match read_fitted(path) {
-            Ok(text) => match File::parse(&text) {
-                Ok(f) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Local, fit))),
-                Err(e) => cal.errors.push(format!("{}: {e}", path.display())),
-            },
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        match crate::fsutil::read_versioned::<File>(path) {
+            Ok(Some(f)) => cal.fits.extend(f.fits.into_iter().map(|fit| (Origin::Local, fit))),
+            Ok(None) => {}
             Err(e) => cal.errors.push(format!("{}: {e}", path.display())),
         }
         match File::parse(SHIPPED) {
@@ -316,6 +319,21 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let cal = Calibration::load(&dir.join("missing.json"));
         assert!(cal.errors.is_empty(), "a missing fits file is not an error");
+    }
+
+    /// The shipped file was written as `calibrate fit --apply` writes the install dir's (pretty,
+    /// with a final newline): read and written back through the versioned-file wrapper, not a byte
+    /// changes.
+    #[test]
+    fn a_fits_file_read_and_written_back_is_the_same_bytes() {
+        let dir = std::env::temp_dir().join(format!("s1-cal-bytes-{}", std::process::id()));
+        let path = dir.join("calibration.json");
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        std::fs::write(&path, SHIPPED).expect("write");
+        let file = crate::fsutil::read_versioned::<File>(&path).expect("reads").expect("is there");
+        crate::fsutil::write_versioned(&path, &file).expect("writes");
+        assert_eq!(std::fs::read_to_string(&path).expect("read back"), SHIPPED);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

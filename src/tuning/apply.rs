@@ -19,17 +19,13 @@ fn same_slot(a: &Fit, b: &Fit) -> bool {
     a.provider == b.provider && a.model == b.model && key(a) == key(b) && a.options == b.options
 }
 
-/// The install dir's fits with `new` replacing any fit for the same engine and question (or option
-/// count). Fits for other engines stay. An install dir's file that does not parse is an error: replacing it
-/// would lose whatever it held.
-pub fn merge_fitted(existing: Option<&str>, new: Vec<Fit>) -> Result<File, String> {
-    let mut fits: Vec<Fit> = match existing {
-        None => Vec::new(),
-        Some(text) => File::parse(text)?.fits,
-    };
+/// The install dir's fits (`existing`) with `new` replacing any fit for the same engine and question
+/// (or option count). Fits for other engines stay.
+pub fn merge_fitted(existing: Vec<Fit>, new: Vec<Fit>) -> File {
+    let mut fits = existing;
     fits.retain(|old| !new.iter().any(|n| same_slot(old, n)));
     fits.extend(new);
-    Ok(File::new(fits))
+    File::new(fits)
 }
 
 /// Sets `[routing] min_confidence = value` in the TOML `text`, touching nothing else.
@@ -308,24 +304,17 @@ mod tests {
             temperature: t,
             extra: Default::default(),
         };
-        let old = File::new(vec![
-            fit(Some("design"), None, "typed-decisions", 0.3),
-            fit(Some("design"), None, "english", 0.9),
-        ]);
-        let text = serde_json::to_string(&old).unwrap();
+        let old = vec![fit(Some("design"), None, "typed-decisions", 0.3), fit(Some("design"), None, "english", 0.9)];
         let merged = merge_fitted(
-            Some(&text),
+            old,
             vec![fit(Some("design"), None, "typed-decisions", 0.5), fit(None, Some(2), "typed-decisions", 0.7)],
-        )
-        .unwrap();
+        );
         let ts: Vec<(String, f64)> = merged.fits.iter().map(|f| (f.model.clone(), f.temperature)).collect();
         assert_eq!(ts, vec![("english".into(), 0.9), ("typed-decisions".into(), 0.5), ("typed-decisions".into(), 0.7)]);
-        assert!(merge_fitted(Some("{broken"), vec![]).is_err());
 
         // A refit of the same question in another case or spacing replaces it: both would match.
-        let old = File::new(vec![fit(Some("Is it done?"), None, "m", 0.3), fit(Some("Is it late?"), None, "m", 0.4)]);
-        let text = serde_json::to_string(&old).unwrap();
-        let merged = merge_fitted(Some(&text), vec![fit(Some(" is IT  done?"), None, "m", 0.6)]).unwrap();
+        let old = vec![fit(Some("Is it done?"), None, "m", 0.3), fit(Some("Is it late?"), None, "m", 0.4)];
+        let merged = merge_fitted(old, vec![fit(Some(" is IT  done?"), None, "m", 0.6)]);
         let qs: Vec<(&str, f64)> =
             merged.fits.iter().map(|f| (f.question.as_deref().unwrap_or(""), f.temperature)).collect();
         assert_eq!(qs, vec![("Is it late?", 0.4), (" is IT  done?", 0.6)]);

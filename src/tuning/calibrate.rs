@@ -300,16 +300,18 @@ pub(super) fn write_plot(path: &std::path::Path, measured: &[QuestionFit], title
 pub(super) fn write_fits(measured: &[QuestionFit]) -> Result<usize> {
     let fits = fits_to_write(measured);
     let path = paths::fitted_calibration();
-    let existing = match crate::calibration::read_fitted(&path) {
-        Ok(t) => Some(t),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", path.display()))),
+    // One that does not parse is an error: replacing it would lose whatever it held.
+    let existing = match fsutil::read_versioned::<crate::calibration::File>(&path) {
+        Ok(f) => f.map(|f| f.fits).unwrap_or_default(),
+        Err(fsutil::VersionedError::Unreadable(e)) => {
+            return Err(Error::failure(format!("cannot read {}: {e}", path.display())));
+        }
+        Err(fsutil::VersionedError::Invalid(e)) => {
+            return Err(Error::failure(format!("{}: {e}; fix or remove it first", path.display())));
+        }
     };
     let n = fits.len();
-    let file = apply::merge_fitted(existing.as_deref(), fits)
-        .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", path.display())))?;
-    let text = serde_json::to_string_pretty(&file).map_err(|e| Error::failure(e.to_string()))?;
-    fsutil::write_private(&path, format!("{text}\n").as_bytes())
+    fsutil::write_versioned(&path, &apply::merge_fitted(existing, fits))
         .context(|| format!("cannot write {}", path.display()))?;
     Ok(n)
 }

@@ -4,6 +4,7 @@
 //! adds the user's labelled routing log and writes the result beside the install dir's calibration file.
 
 use crate::feature::Feature;
+use crate::fsutil;
 use crate::providers::local::heads::{self, Head};
 use crate::providers::local::model::Model;
 use crate::providers::local::state_text;
@@ -214,22 +215,20 @@ pub fn rule_examples(items: &[RoutingItem], answers: &[Vec<f64>]) -> Vec<rule_fi
 pub fn write_heads(fitted: &[Head], note: &str) -> crate::error::Result<std::path::PathBuf> {
     use crate::error::{Context, Error};
     let path = crate::providers::local::local_heads_file();
-    let mut kept = match crate::providers::local::read_local_heads(&path) {
-        Ok(text) => {
-            heads::File::parse(&text)
-                .map_err(|e| Error::failure(format!("{}: {e}; fix or remove it first", path.display())))?
-                .heads
+    let mut kept = match fsutil::read_versioned::<heads::File>(&path) {
+        Ok(f) => f.map(|f| f.heads).unwrap_or_default(),
+        Err(fsutil::VersionedError::Unreadable(e)) => {
+            return Err(Error::failure(format!("cannot read {}: {e}", path.display())));
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", path.display()))),
+        Err(fsutil::VersionedError::Invalid(e)) => {
+            return Err(Error::failure(format!("{}: {e}; fix or remove it first", path.display())));
+        }
     };
     let replaced: std::collections::HashSet<(String, String)> =
         fitted.iter().map(|h| (h.model.clone(), crate::text::question_key(&h.question))).collect();
     kept.retain(|h| !replaced.contains(&(h.model.clone(), crate::text::question_key(&h.question))));
     kept.extend(fitted.iter().cloned());
-    let f = file(&kept, note);
-    let text = serde_json::to_string_pretty(&f).unwrap_or_default() + "\n";
-    crate::fsutil::write_private(&path, text.as_bytes()).context(|| format!("cannot write {}", path.display()))?;
+    fsutil::write_versioned(&path, &file(&kept, note)).context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
 

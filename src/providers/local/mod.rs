@@ -273,15 +273,6 @@ impl Local {
     }
 }
 
-/// The largest local heads file read: a head is its model's dimension count of weights (768 for
-/// a base model, about 15 KB as JSON), one per question or option.
-const MAX_HEADS_BYTES: u64 = 16 << 20;
-
-/// The local heads file's text, read as a regular file of bounded size in place.
-pub fn read_local_heads(path: &Path) -> std::io::Result<String> {
-    crate::fsutil::read_text(path, MAX_HEADS_BYTES, crate::fsutil::Links::Refuse)
-}
-
 /// Heads for `model` with `dims` dimensions, as they take effect: the install dir's first, then the
 /// shipped ones for questions that file does not have (a question's heads all come from one
 /// file, so a refit with other options replaces the shipped set whole). The install dir's file is
@@ -291,12 +282,9 @@ fn load_heads(model: &str, dims: Option<usize>, local: &Path) -> (Vec<Head>, Vec
     let mut notes = Vec::new();
     let fits = |h: &Head| h.model == model && dims.is_none_or(|d| h.dims == d);
     let mut out: Vec<Head> = Vec::new();
-    match read_local_heads(local) {
-        Ok(text) => match heads::File::parse(&text) {
-            Ok(f) => out.extend(f.heads.into_iter().filter(fits)),
-            Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+    match crate::fsutil::read_versioned::<heads::File>(local) {
+        Ok(Some(f)) => out.extend(f.heads.into_iter().filter(fits)),
+        Ok(None) => {}
         Err(e) => notes.push(format!("{}: {e} (ignored)", local.display())),
     }
     let fitted_here: std::collections::HashSet<String> = out.iter().map(|h| text::question_key(&h.question)).collect();
@@ -327,9 +315,9 @@ pub fn fitting_heads(model: &str, dir: &Path) -> Option<Vec<Head>> {
 
 /// The questions `heads` answer, one entry per question, in order.
 pub fn taught(heads: &[Head]) -> Vec<Taught> {
-    let local: std::collections::HashSet<String> = read_local_heads(&local_heads_file())
+    let local: std::collections::HashSet<String> = crate::fsutil::read_versioned::<heads::File>(&local_heads_file())
         .ok()
-        .and_then(|t| heads::File::parse(&t).ok())
+        .flatten()
         .map(|f| f.heads.iter().map(|h| text::question_key(&h.question)).collect())
         .unwrap_or_default();
     let mut out: Vec<Taught> = Vec::new();
