@@ -92,59 +92,32 @@ mod tests {
     use super::super::testing::{Scripted, gateway};
     use super::*;
     use crate::calibration::Calibration;
-    use crate::providers::{Cause, EngineAnswer, EngineRequest, Failure, Probe, Provider};
-
-    /// A provider that is only probed: its health is whatever `probe` says, when it says it.
-    struct Probed(&'static str, Box<dyn Fn() -> Probe + Send + Sync>);
-
-    impl Provider for Probed {
-        fn name(&self) -> &'static str {
-            self.0
-        }
-        fn model(&self) -> String {
-            String::new()
-        }
-        fn capabilities(&self) -> providers::Capabilities {
-            providers::Capabilities::any(2, true)
-        }
-        fn decide(&self, _: &EngineRequest, _: Duration) -> Result<Vec<EngineAnswer>, Failure> {
-            Err(Failure::new(Cause::Other, "unused"))
-        }
-        fn health(&self, _timeout: Duration) -> Probe {
-            (self.1)()
-        }
-    }
+    use crate::providers::{Cause, Failure, Probe, Provider};
 
     /// A probe that takes `delay` (ok if it is waited for).
-    fn sleeps(name: &'static str, delay: Duration) -> Probed {
-        Probed(
-            name,
-            Box::new(move || {
-                std::thread::sleep(delay);
-                Probe::Up(None)
-            }),
-        )
+    fn sleeps(name: &'static str, delay: Duration) -> Arc<Scripted> {
+        Scripted::probed(name, move || {
+            std::thread::sleep(delay);
+            Probe::Up(None)
+        })
     }
 
     /// Probes that meet: each is ok only if all `n` are probed at once (each waits up to 3 s for
     /// the others), so probing one after another shows as failures whatever the machine's speed.
-    fn meets(name: &'static str, meeting: Arc<(Mutex<usize>, Condvar)>, n: usize) -> Probed {
-        Probed(
-            name,
-            Box::new(move || {
-                let (count, all_here) = &*meeting;
-                let mut here = count.lock().unwrap();
-                *here += 1;
-                all_here.notify_all();
-                let (here, _) = all_here.wait_timeout_while(here, Duration::from_secs(3), |h| *h < n).unwrap();
-                let ok = *here >= n;
-                if ok {
-                    Probe::Up(None)
-                } else {
-                    Probe::Down(Failure::new(Cause::Other, format!("probed alone ({} of {n})", *here)))
-                }
-            }),
-        )
+    fn meets(name: &'static str, meeting: Arc<(Mutex<usize>, Condvar)>, n: usize) -> Arc<Scripted> {
+        Scripted::probed(name, move || {
+            let (count, all_here) = &*meeting;
+            let mut here = count.lock().unwrap();
+            *here += 1;
+            all_here.notify_all();
+            let (here, _) = all_here.wait_timeout_while(here, Duration::from_secs(3), |h| *h < n).unwrap();
+            let ok = *here >= n;
+            if ok {
+                Probe::Up(None)
+            } else {
+                Probe::Down(Failure::new(Cause::Other, format!("probed alone ({} of {n})", *here)))
+            }
+        })
     }
 
     #[test]
@@ -167,7 +140,7 @@ mod tests {
             crate::config::load_from("/nonexistent/system1.toml".into(), &[("SYSTEM1_TIMEOUT_S".into(), "0.2".into())]);
         let g = Gateway::with_chain(
             loaded,
-            vec![Arc::new(sleeps("hangs", Duration::from_secs(30))), up.clone()],
+            vec![sleeps("hangs", Duration::from_secs(30)) as Arc<dyn Provider>, up.clone()],
             Calibration::default(),
         );
         let started = Instant::now();
@@ -181,7 +154,7 @@ mod tests {
         let loaded = crate::config::load_from("/nonexistent/system1.toml".into(), &[]);
         let meeting = Arc::new((Mutex::new(0), Condvar::new()));
         let chain: Vec<Arc<dyn Provider>> =
-            ["a", "b", "c"].into_iter().map(|n| Arc::new(meets(n, meeting.clone(), 3)) as Arc<dyn Provider>).collect();
+            ["a", "b", "c"].into_iter().map(|n| meets(n, meeting.clone(), 3) as Arc<dyn Provider>).collect();
         let h = Gateway::with_chain(loaded, chain, Calibration::default()).health_with_pause(false);
         assert_eq!(h.status, HealthStatus::Ok, "probes ran one after another: {h:?}");
         assert_eq!(h.providers.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["a", "b", "c"], "in chain order");

@@ -26,7 +26,7 @@ mod rounds;
 pub mod schema;
 mod stability;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,12 +1,12 @@
 //! Scripted providers and a gateway over them, for the unit tests of the chain, the attempt, the
-//! checks and health.
+//! checks and health, and of the fixes `servers::fix` words.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use super::Gateway;
 use crate::calibration::Calibration;
-use crate::providers::{self, EngineAnswer, EngineRequest, Failure, Provider, Question};
+use crate::providers::{self, Cause, EngineAnswer, EngineRequest, Failure, Probe, Provider, Question};
 
 pub fn q(options: &[&str]) -> Question {
     Question { key: "decision".into(), text: "?".into(), options: options.iter().map(|s| s.to_string()).collect() }
@@ -39,13 +39,18 @@ pub fn yes() -> EngineAnswer {
 /// The answers of an engine that is given each pass whole: `answer(request, timeout)`.
 type Answerer = dyn Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync;
 
-/// A provider that answers each request through a function of it, records every request, and is
-/// up when its `up` says so.
+/// What a health probe of it says.
+type Prober = dyn Fn() -> Probe + Send + Sync;
+
+/// A provider that answers each request through a function of it, records every request, and
+/// answers a health probe through its `probe`.
 pub struct Scripted {
     pub name: &'static str,
     pub max_options: usize,
     answer: Box<Answerer>,
-    up: bool,
+    probe: Box<Prober>,
+    /// Its fix names the cause it was given and nothing else, in place of the shared wording.
+    echoes_fixes: bool,
     pub asked: std::sync::Mutex<Vec<(EngineRequest, Duration)>>,
 }
 
@@ -74,13 +79,42 @@ impl Scripted {
         Scripted::build(name, max_options, true, answer)
     }
 
+    /// Only probed: its health is whatever `probe` says, when it says it.
+    pub fn probed(name: &'static str, probe: impl Fn() -> Probe + Send + Sync + 'static) -> Arc<Scripted> {
+        Arc::new(Scripted { probe: Box::new(probe), ..Scripted::unbuilt(name, 256, true, |_, _| Err(unused())) })
+    }
+
+    /// Up, and each of its fixes says which cause it was given, and nothing else.
+    pub fn echoing_fixes(name: &'static str) -> Arc<Scripted> {
+        Arc::new(Scripted { echoes_fixes: true, ..Scripted::unbuilt(name, 256, true, |_, _| Err(unused())) })
+    }
+
     fn build(
         name: &'static str,
         max_options: usize,
         up: bool,
         answer: impl Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync + 'static,
     ) -> Arc<Scripted> {
-        Arc::new(Scripted { name, max_options, answer: Box::new(answer), up, asked: Default::default() })
+        Arc::new(Scripted::unbuilt(name, max_options, up, answer))
+    }
+
+    fn unbuilt(
+        name: &'static str,
+        max_options: usize,
+        up: bool,
+        answer: impl Fn(&EngineRequest, Duration) -> Result<Vec<EngineAnswer>, Failure> + Send + Sync + 'static,
+    ) -> Scripted {
+        let probe = move || {
+            if up { Probe::Up(None) } else { Probe::Down(Failure::new(Cause::Other, "scripted as down")) }
+        };
+        Scripted {
+            name,
+            max_options,
+            answer: Box::new(answer),
+            probe: Box::new(probe),
+            echoes_fixes: false,
+            asked: Default::default(),
+        }
     }
 
     /// How often it was asked.
@@ -122,13 +156,21 @@ impl Provider for Scripted {
         self.asked.lock().expect("lock").push((request.clone(), timeout));
         (self.answer)(request, timeout)
     }
-    fn health(&self, _timeout: Duration) -> providers::Probe {
-        if self.up {
-            providers::Probe::Up(None)
+    fn health(&self, _timeout: Duration) -> Probe {
+        (self.probe)()
+    }
+    fn fix(&self, failure: &Failure) -> providers::Fix {
+        if self.echoes_fixes {
+            providers::Fix::new(format!("{:?}", failure.cause))
         } else {
-            providers::Probe::Down(Failure::new(providers::Cause::Other, "scripted as down"))
+            providers::failure::generic_fix(self.name, failure)
         }
     }
+}
+
+/// The failure of a provider that was not meant to be asked.
+fn unused() -> Failure {
+    Failure::new(Cause::Other, "not asked in this test")
 }
 
 /// A gateway over any providers, with `[gateway]` settings from `env` (`SYSTEM1_STABILITY`, ...).

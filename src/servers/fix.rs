@@ -34,48 +34,24 @@ fn log_hint(server: Option<&Spec>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::providers;
-
-    /// A provider whose every fix says which cause it was given, and nothing else.
-    struct Echo(&'static str);
-
-    impl Provider for Echo {
-        fn name(&self) -> &'static str {
-            self.0
-        }
-        fn model(&self) -> String {
-            String::new()
-        }
-        fn capabilities(&self) -> providers::Capabilities {
-            providers::Capabilities::any(2, true)
-        }
-        fn decide(
-            &self,
-            _: &providers::EngineRequest,
-            _: std::time::Duration,
-        ) -> Result<Vec<providers::EngineAnswer>, Failure> {
-            Err(Failure::new(Cause::Other, "unused"))
-        }
-        fn health(&self, _: std::time::Duration) -> providers::Probe {
-            providers::Probe::Up(None)
-        }
-        fn fix(&self, failure: &Failure) -> providers::Fix {
-            providers::Fix::new(format!("{:?}", failure.cause))
-        }
-    }
+    use crate::gateway::testing::Scripted;
 
     #[test]
     fn the_fix_is_the_providers_whatever_the_detail_says() {
         // A detail that reads like another cause changes nothing: only the cause is looked at.
         let failure = Failure::new(Cause::EngineTooOld, "connection refused: HTTP 422 unknown model not installed");
-        assert_eq!(engine_fix(&Echo("myengine"), &failure), "EngineTooOld");
+        assert_eq!(engine_fix(&*Scripted::echoing_fixes("myengine"), &failure), "EngineTooOld");
         let failure = Failure::new(Cause::Refused, "");
-        assert_eq!(engine_fix(&Echo("myengine"), &failure), "Refused", "not an engine System-1 runs");
+        assert_eq!(
+            engine_fix(&*Scripted::echoing_fixes("myengine"), &failure),
+            "Refused",
+            "not an engine System-1 runs"
+        );
     }
 
     #[test]
     fn a_refused_engine_that_system1_runs_is_started_or_installed() {
-        let fix = engine_fix(&Echo("laya"), &Failure::new(Cause::Refused, "whatever"));
+        let fix = engine_fix(&*Scripted::echoing_fixes("laya"), &Failure::new(Cause::Refused, "whatever"));
         assert!(fix.starts_with("start it with `") || fix.starts_with("laya is not installed: `"), "{fix}");
         assert!(fix.contains("engine start laya --wait 180"), "{fix}");
     }
