@@ -38,6 +38,7 @@ impl Gateway {
         let mut answers: Vec<Option<Answer>> = vec![None; n];
         // Per question: who passed it on, and why (and the failures of those asked after).
         let mut passes: Vec<Vec<String>> = vec![Vec::new(); n];
+        let mut pass_causes: Vec<Vec<crate::providers::PassCause>> = vec![Vec::new(); n];
         let mut answered_by: Option<(String, String)> = None;
         let mut attempts = Vec::new();
         let mut failure = None;
@@ -79,8 +80,9 @@ impl Gateway {
                     for (j, a) in got.into_iter().enumerate() {
                         let i = pending[j];
                         match a {
-                            Answer::Passed { reason } => {
+                            Answer::Passed { reason, causes } => {
                                 passes[i].push(crate::providers::named(&name, &reason));
+                                pass_causes[i].extend(causes);
                                 passed_here.push((i, reason));
                             }
                             a => answers[i] = Some(a),
@@ -126,8 +128,8 @@ impl Gateway {
         if any_answered || (any_passed && failure.is_none()) {
             let answers = answers
                 .into_iter()
-                .zip(passes)
-                .map(|(a, p)| a.unwrap_or_else(|| Answer::Passed { reason: p.join("; ") }))
+                .zip(passes.into_iter().zip(pass_causes))
+                .map(|(a, (p, causes))| a.unwrap_or_else(|| Answer::Passed { reason: p.join("; "), causes }))
                 .collect();
             let (provider, model) = answered_by.unzip();
             return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
@@ -299,7 +301,13 @@ mod tests {
             Scripted::new("second", Ok(vec![passed("left out")])),
         ])
         .run_chain(&yes_no(1), &["k".into()], None, "t");
-        assert_eq!(out.answers, Some(vec![Answer::Passed { reason: "first: no head; second: left out".into() }]));
+        assert_eq!(
+            out.answers,
+            Some(vec![Answer::Passed {
+                reason: "first: no head; second: left out".into(),
+                causes: vec![crate::providers::PassCause::NoHead; 2]
+            }])
+        );
         assert_eq!(out.attempts[1].outcome, Outcome::Passed);
         assert_eq!(out.attempts[1].detail.as_deref(), Some("passed on: left out"));
         assert!(out.failure.is_none() && out.provider.is_none());

@@ -71,7 +71,7 @@ pub(super) fn check_variant(
 pub(super) fn check_one(q: &Question, answer: EngineAnswer) -> Result<(Answer, Option<String>), String> {
     match answer {
         EngineAnswer::Abstained { rationale, detail } => Ok((Answer::Abstained { rationale, stability: None }, detail)),
-        EngineAnswer::Passed { reason, .. } => Ok((Answer::Passed { reason }, None)),
+        EngineAnswer::Passed { reason, cause } => Ok((Answer::Passed { reason, causes: vec![cause] }, None)),
         EngineAnswer::Decided { decision, confidence, probabilities, rationale, detail } => {
             if !q.options.contains(&decision) {
                 return Err(format!("decision {} is not one of the options", shown(&decision)));

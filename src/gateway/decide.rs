@@ -6,9 +6,11 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::request::{DecideRequest, Invalid};
-use super::{Answer, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Stability, Status, millis};
+use super::{
+    Answer, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Stability, Status, YES_NO_FIX, millis,
+};
 use crate::logging;
-use crate::providers::{EngineRequest, Question};
+use crate::providers::{EngineRequest, PassCause, Question};
 use crate::state;
 
 impl Gateway {
@@ -33,12 +35,15 @@ impl Gateway {
         resp.provider = outcome.provider;
         match outcome.answers.and_then(|mut a| a.pop()) {
             None => resp.error = outcome.failure,
-            Some(Answer::Passed { reason }) if req.options.is_none() && self.lacks_free_yes_no() => {
+            // Passed for want of a head, by a chain with no engine for free yes/no questions: the fix
+            // is such an engine, or the head. Passed for another cause, the fix is the general one.
+            Some(Answer::Passed { reason, causes })
+                if req.options.is_none() && causes.contains(&PassCause::NoHead) && self.lacks_free_yes_no() =>
+            {
                 resp.status = Status::Abstained;
                 resp.rationale = Some(format!(
                     "no engine in this chain answers free yes/no questions, only those taught to it ({reason}); to \
-                     have any yes/no question answered, add a System One server to the chain as a fallback \
-                     ([providers.systemone], docs/engines.md#system-one-servers)"
+                     have any yes/no question answered, {YES_NO_FIX}"
                 ));
             }
             Some(answer) => {
@@ -94,7 +99,7 @@ fn engine_request(req: &DecideRequest) -> EngineRequest {
 /// An answer that changed with the order of the options has abstained already (in the attempt).
 fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
     match answer {
-        Answer::Passed { reason } => {
+        Answer::Passed { reason, .. } => {
             resp.status = Status::Abstained;
             resp.rationale = Some(format!(
                 "no engine in the chain answers this question ({reason}); to have it answered, {}",

@@ -77,9 +77,10 @@ pub enum Answer {
         /// Set when the answer abstained because it changed with the order of the options.
         stability: Option<Stability>,
     },
-    /// No engine of the chain answers this question at all; `reason` says who passed and why.
+    /// No engine of the chain answers this question at all; `reason` says who passed and why, and
+    /// `causes` are the engines' own causes, in chain order (none for one past its option limit).
     /// (Within the chain, one engine passing hands the question to the next.)
-    Passed { reason: String },
+    Passed { reason: String, causes: Vec<crate::providers::PassCause> },
 }
 
 pub struct Gateway {

@@ -209,7 +209,7 @@ mod tests {
         assert_eq!(h.tier, Tier::Opus);
         assert!((h.confidence - 0.5).abs() < 1e-12, "{h:?}");
         // A tie goes to the cheaper tier; a tier without an answer is left out.
-        let passed = Answer::Passed { reason: "no head".into() };
+        let passed = Answer::Passed { reason: "no head".into(), causes: vec![crate::providers::PassCause::NoHead] };
         let h = head_answer(&[yes(0.4), passed.clone(), yes(0.4)]).unwrap();
         assert_eq!((h.tier, h.confidence), (Tier::Haiku, 0.5));
         assert_eq!(head_answer(&[yes(0.9), passed.clone(), passed]), None, "one tier is no choice");

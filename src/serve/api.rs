@@ -389,7 +389,7 @@ impl SoQuestion {
                 let why = rationale.as_deref().unwrap_or("no reason given");
                 return Err(format!("the engine abstained: {why}"));
             }
-            Answer::Passed { reason } => return Err(format!("no engine in the chain answers it: {reason}")),
+            Answer::Passed { reason, .. } => return Err(format!("no engine in the chain answers it: {reason}")),
         };
         let options = self.engine_options();
         let (values, estimated) = distribution(&options, decision, confidence, probabilities.as_ref());
@@ -581,7 +581,8 @@ mod tests {
         assert_eq!(s["probabilities"], json!({"0": 0.04, "1": 0.76, "2": 0.17, "3": 0.03}));
         let abstained = Answer::Abstained { rationale: Some("no head".into()), stability: None };
         assert_eq!(r.questions[0].answer(&abstained), Err("the engine abstained: no head".to_string()));
-        let passed = Answer::Passed { reason: "local: no head".into() };
+        let passed =
+            Answer::Passed { reason: "local: no head".into(), causes: vec![crate::providers::PassCause::NoHead] };
         assert_eq!(
             r.questions[0].answer(&passed),
             Err("no engine in the chain answers it: local: no head".to_string())

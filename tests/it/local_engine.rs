@@ -89,6 +89,24 @@ fn engine_status_and_a_missing_model() {
     assert_eq!(stdout(&out), "");
 }
 
+/// A free yes/no question the local engine passes on for another cause than a missing head (text it
+/// does not read) is told the fix for that, not to teach the engine a head or add a yes/no engine.
+#[test]
+fn a_yes_no_passed_for_text_not_read_is_not_told_to_teach_a_head() {
+    let Some(dir) = model_dir() else { return };
+    let env = local_env(&dir, "");
+    let context = r#"{"text": "先月の請求が二重になっています。返金をお願いできますか。"}"#;
+    let out = env.run(&["decide", "--json", "-q", "Is this a refund request?", "--context", context], "");
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let why = v["rationale"].as_str().unwrap_or_default();
+    assert!(
+        why.starts_with("no engine in the chain answers this question (local") && why.contains("not Latin script"),
+        "{why}"
+    );
+    assert!(!why.contains("free yes/no"), "{why}");
+}
+
 /// The install dir's folder for the default model, where `engine install local` puts it.
 fn installed_dir(env: &TestEnv) -> std::path::PathBuf {
     env.install_dir.join("engines/local/all-MiniLM-L6-v2")
