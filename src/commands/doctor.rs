@@ -418,19 +418,7 @@ fn check_routes(gateway: &Gateway, r: &mut Findings) {
     if described.len() < 2 && described.iter().all(|p| p.yes_no == crate::providers::Scope::Any) {
         return;
     }
-    let mut parts: Vec<String> =
-        routes.taught_by_engine().into_iter().map(|(p, qs)| format!("taught ({}) → {p}", qs.join("; "))).collect();
-    parts.push(match &routes.yes_no {
-        Some(p) => format!("free yes/no → {p}"),
-        None => "free yes/no → none: no engine of the chain answers them, so they abstain (a System One server as \
-                 a fallback would answer them)"
-            .to_string(),
-    });
-    if let Some(p) = &routes.choice {
-        parts.push(format!("choices → {p}"));
-    }
-    let limits: Vec<String> = described.iter().map(|p| format!("{} {}", p.name, p.max_options)).collect();
-    r.ok(format!("questions go: {}; options per question: {}", parts.join("; "), limits.join(", ")));
+    r.ok(routes.summary(&described));
 }
 
 /// An attempt's detail without the provider's name in front, for a line that names it already.

@@ -117,6 +117,23 @@ impl Routes {
         lines
     }
 
+    /// The same on one line, with each engine's option limit (`described`): doctor's finding.
+    pub fn summary(&self, described: &[ProviderInfo]) -> String {
+        let mut parts: Vec<String> =
+            self.taught_by_engine().into_iter().map(|(p, qs)| format!("taught ({}) → {p}", qs.join("; "))).collect();
+        parts.push(match &self.yes_no {
+            Some(p) => format!("free yes/no → {p}"),
+            None => "free yes/no → none: no engine of the chain answers them, so they abstain (a System One server \
+                     as a fallback would answer them)"
+                .to_string(),
+        });
+        if let Some(p) = &self.choice {
+            parts.push(format!("choices → {p}"));
+        }
+        let limits: Vec<String> = described.iter().map(|p| format!("{} {}", p.name, p.max_options)).collect();
+        format!("questions go: {}; options per question: {}", parts.join("; "), limits.join(", "))
+    }
+
     /// The taught questions by the engine they go to, engines in the order first named.
     pub fn taught_by_engine(&self) -> Vec<(&str, Vec<&str>)> {
         let mut by: Vec<(&str, Vec<&str>)> = Vec::new();

@@ -88,6 +88,8 @@ struct InFlight {
 
 struct Server {
     gateway: Arc<Gateway>,
+    /// What the tools offer, which the chain fixes for the server's life.
+    offer: tools::Offer,
     out: Mutex<std::io::Stdout>,
     /// The negotiated protocol version (the newest until `initialize` says otherwise).
     version: Mutex<Option<String>>,
@@ -151,6 +153,7 @@ impl Server {
 /// Runs the server until stdin closes.
 pub fn serve(gateway: Gateway) -> i32 {
     let server = Arc::new(Server {
+        offer: tools::Offer::of(&gateway),
         gateway: Arc::new(gateway),
         out: Mutex::new(std::io::stdout()),
         version: Mutex::new(None),
@@ -370,7 +373,7 @@ fn handle_message(server: &Arc<Server>, obj: Map<String, Value>, run: Run) -> Op
             if let Some(why) = cursor_problem(&request.params) {
                 return Some(error(request.id, INVALID_PARAMS, why));
             }
-            tools::list(modern.as_deref().unwrap_or(&server.version()), tools::Offer::of(&server.gateway))
+            tools::list(modern.as_deref().unwrap_or(&server.version()), server.offer)
         }
         "tools/call" => return call_tool(server, request, modern, run),
         other => return Some(error(request.id, METHOD_NOT_FOUND, format!("method not found: {other}"))),
@@ -409,7 +412,7 @@ fn initialize(server: &Server, request: &Request) -> Value {
         "protocolVersion": version,
         "capabilities": tools::capabilities(),
         "serverInfo": tools::server_info(),
-        "instructions": tools::Offer::of(&server.gateway).instructions(),
+        "instructions": server.offer.instructions(),
     })
 }
 
@@ -422,7 +425,7 @@ fn discover(server: &Server, request: &Request) -> Value {
         .and_then(Value::as_str)
         .unwrap_or("unknown client");
     logging::info(&request.rid, &format!("server/discover from {client}"));
-    tools::discover(tools::Offer::of(&server.gateway))
+    tools::discover(server.offer)
 }
 
 /// `tools/call`: inside a batch the tool runs inline; otherwise on its own thread, which sends the
