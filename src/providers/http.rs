@@ -149,18 +149,15 @@ fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
 }
 
 /// The failure for an HTTP reply that is not a success: `prefix` (`laya: `, `von at URL: `), then
-/// `HTTP status: explanation`. Its
-/// cause is the status, except for the two every engine means the same by: 401 and 403 (a key),
-/// and a model the server says it does not have (laya-serve's 422 `unknown model`, the System One
-/// API's `Unknown model: NAME`), which the server's own explanation is the only place to read.
+/// `HTTP status: explanation`. Its cause is the status, except for the two every engine means the
+/// same by: 401 and 403 (a key). What an engine means by a status beyond that (a model it does not
+/// have, say) is its adapter's to read, from what that engine sends.
 pub fn status_failure(prefix: &str, reply: &Reply) -> Failure {
-    let detail = error_detail(reply);
     let cause = match reply.status {
         401 | 403 => Cause::Unauthorised,
-        400 | 404 | 422 if detail.to_ascii_lowercase().contains("unknown model") => Cause::UnknownModel,
         status => Cause::HttpStatus(status),
     };
-    Failure::new(cause, format!("{prefix}{detail}"))
+    Failure::new(cause, format!("{prefix}{}", error_detail(reply)))
 }
 
 /// The most of an engine's error body quoted in an error: an explanation is a sentence or two.

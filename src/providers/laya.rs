@@ -259,7 +259,7 @@ impl Provider for Laya {
         match reply.status {
             200 => {}
             401 => return Err(answers::auth_failure("laya", self.api_key.is_some(), &http::error_detail(&reply))),
-            _ => return Err(http::status_failure("laya: ", &reply)),
+            _ => return Err(refusal(&reply)),
         }
         let Some(resp) = reply.json.as_object() else {
             return Err(Failure::malformed("laya: the answer is not a JSON object".to_string()));
@@ -391,6 +391,28 @@ impl Provider for Laya {
             _ => super::failure::generic_fix(self.name(), failure),
         }
     }
+}
+
+/// A decision laya-serve refused: a checkpoint it does not have (see [`names_an_unknown_model`]),
+/// or the status.
+fn refusal(reply: &Reply) -> Failure {
+    let failure = http::status_failure("laya: ", reply);
+    if names_an_unknown_model(reply) { Failure::new(Cause::UnknownModel, failure.detail) } else { failure }
+}
+
+/// Whether a 422 says the `model` sent is not one of the server's checkpoints. laya-serve 0.2.1
+/// says so in a field: `{"error": {"message": "unknown model 'NAME'; ...", "field": "model"}}`.
+/// laya-serve 0.4.15 says it only in words, in the same 422 it gives any invalid question:
+/// `{"detail": "unknown model 'NAME'; choose one of ['english', 'multilingual', 'typed-decisions']
+/// ..."}` (recorded from the server, for a name that looks like a path and for an unknown task);
+/// this is the one place the adapter reads its words.
+fn names_an_unknown_model(reply: &Reply) -> bool {
+    if reply.status != 422 {
+        return false;
+    }
+    let field = reply.json.get("error").and_then(|e| e.get("field")).and_then(Value::as_str);
+    let detail = reply.json.get("detail").and_then(Value::as_str);
+    field == Some("model") || detail.is_some_and(|d| d.starts_with("unknown model "))
 }
 
 fn short(s: &str) -> String {

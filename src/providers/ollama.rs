@@ -275,12 +275,19 @@ impl Provider for Ollama {
     }
 }
 
-/// An error reply from Ollama. It answers a model it does not have with HTTP 404 and `model "NAME"
-/// not found`, on every route that takes a model: that is a model to pull, not a route missing.
+/// An error reply from Ollama: a model to pull (see [`names_a_missing_model`]) or the status.
 fn ollama_refusal(reply: &http::Reply) -> Failure {
     let failure = http::status_failure("ollama: ", reply);
-    let named_model = reply.json.get("error").and_then(Value::as_str).is_some_and(|e| e.starts_with("model "));
-    if reply.status == 404 && named_model { Failure::new(Cause::ModelMissing, failure.detail) } else { failure }
+    if names_a_missing_model(reply) { Failure::new(Cause::ModelMissing, failure.detail) } else { failure }
+}
+
+/// Ollama answers a model it does not have with HTTP 404 on every route that takes a model, and
+/// says which only in words: `{"error": "model \"NAME\" not found, try pulling it first"}` (the
+/// error its API defines for a missing model; the test fixture is built from Ollama's API types,
+/// not recorded from a server). A 404 for a route missing has other words, so these words are
+/// read, here only.
+fn names_a_missing_model(reply: &http::Reply) -> bool {
+    reply.status == 404 && reply.json.get("error").and_then(Value::as_str).is_some_and(|e| e.starts_with("model "))
 }
 
 /// Whether a version string like `0.12.11` (or `0.13.0-rc1`) is at least `min`.

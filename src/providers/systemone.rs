@@ -180,14 +180,19 @@ impl SystemOne {
     }
 }
 
-/// An error that says the model is unknown: the reference `api_usage_error` "Unknown model: x",
-/// or a `not_found` about a model.
+/// Whether an error says the model is unknown. The System One API has no error type of its own for
+/// that, so the message is read, here only: the reference server (jevcompat 0.1.1's mock) answers
+/// 400 `{"detail": {"error_type": "api_usage_error", "message": "Unknown model: NAME"}}`, and 404
+/// `not_found` "Model not served: NAME" where a 404 `not_found` "No route /v1/systemone" is a route
+/// missing; a server with the flat error shape (the mock's `error-flat` fault) sends
+/// `{"error": "Unknown model: NAME"}`. Other servers word it "model ... not found".
 fn is_unknown_model(reply: &Reply) -> bool {
     let detail = reply.json.get("detail");
     let kind = detail.and_then(|d| d.get("error_type")).and_then(Value::as_str).unwrap_or("");
     let message = detail
         .and_then(|d| d.get("message").and_then(Value::as_str).or(d.as_str()))
-        .unwrap_or(&reply.text)
+        .or_else(|| reply.json.get("error").and_then(|e| e.get("message").and_then(Value::as_str).or(e.as_str())))
+        .unwrap_or_default()
         .to_ascii_lowercase();
     message.contains("model") && (message.contains("unknown") || message.contains("not found") || kind == "not_found")
 }

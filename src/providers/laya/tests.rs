@@ -435,4 +435,13 @@ fn a_refusal_is_read_into_its_cause_and_the_fix_follows_the_cause_not_the_words(
         let reworded = Failure::new(err.cause, "something else entirely");
         assert_eq!(l.fix(&err), l.fix(&reworded), "HTTP {status}");
     }
+    // laya-serve 0.2.1 names the field it refuses: `model` is a checkpoint it does not have, another
+    // field is another invalid request, whatever the message says.
+    for (field, cause) in [("model", Cause::UnknownModel), ("questions", Cause::HttpStatus(422))] {
+        let body =
+            json!({"error": {"message": "unknown model 'typed-decisions'; expected a Jev model name", "field": field}});
+        let server = FakeServer::start(move |_r: &Request| Reply::json(422, &body));
+        let err = laya(&server, "").decide(&req(None, vec![q("d", "Ok?", &["yes", "no"])]), T).unwrap_err();
+        assert_eq!(err.cause, cause, "field {field}: {err:?}");
+    }
 }

@@ -176,6 +176,22 @@ fn each_http_failure_says_what_it_is() {
     let err = answer(400, json!({"detail": {"error_type": "api_usage_error", "message": "Unknown model: jev-9"}}));
     assert_eq!(err.cause, Cause::UnknownModel);
     assert!(err.detail.contains("no model \"jev-9\"; it offers: jev-latest, kev-4b"), "{err:?}");
+    // The reference server's other ways of saying it, and a 404 of the same type that is a route.
+    for (status, body, cause) in [
+        (
+            404,
+            json!({"detail": {"error_type": "not_found", "message": "Model not served: jev-9"}}),
+            Cause::UnknownModel,
+        ),
+        (400, json!({"error": "Unknown model: jev-9"}), Cause::UnknownModel),
+        (
+            404,
+            json!({"detail": {"error_type": "not_found", "message": "No route /v1/systemone"}}),
+            Cause::HttpStatus(404),
+        ),
+    ] {
+        assert_eq!(answer(status, body.clone()).cause, cause, "{body}");
+    }
     let err = answer(422, json!({"detail": [{"loc": ["body", "state"], "msg": "Field required", "type": "missing"}]}));
     assert_eq!(
         err,
