@@ -28,66 +28,19 @@ pub fn merge_fitted(existing: Vec<Fit>, new: Vec<Fit>) -> File {
     File::new(fits)
 }
 
-/// Sets `[routing] min_confidence = value` in the TOML `text`, touching nothing else.
+/// Sets `[routing] min_confidence = value` in the TOML `text`, touching nothing else: the key's line
+/// (keeping its comment), else a line right after the `[routing]` header, else a new `[routing]`.
 pub fn set_routing_min_confidence(text: &str, value: f64) -> Result<String, String> {
     let new_line = format!("min_confidence = {value:?}");
-    let lines: Vec<&str> = text.lines().collect();
-    let header = |l: &str| {
-        let t = l.trim();
-        t.starts_with('[') && !t.starts_with("[[")
-    };
-    let is_routing = |l: &str| {
-        let t = l.split('#').next().unwrap_or("").trim();
-        t.strip_prefix('[').and_then(|r| r.strip_suffix(']')).map(|r| r.trim() == "routing").unwrap_or(false)
-    };
-    let mut out: Vec<String> = Vec::with_capacity(lines.len() + 2);
-    let mut done = false;
-    let mut i = 0;
-    while i < lines.len() {
-        out.push(lines[i].to_string());
-        if !done && is_routing(lines[i]) {
-            // Look through the section for the key; add it right after the header if absent.
-            let mut j = i + 1;
-            let mut found = None;
-            while j < lines.len() && !header(lines[j]) {
-                let key = lines[j].split('=').next().unwrap_or("").trim();
-                if lines[j].contains('=') && key == "min_confidence" {
-                    found = Some(j);
-                }
-                j += 1;
-            }
-            match found {
-                Some(k) => {
-                    for (idx, l) in lines.iter().enumerate().take(j).skip(i + 1) {
-                        if idx == k {
-                            // Keep a trailing comment on the line.
-                            let comment = l.find('#').map(|c| format!("  {}", l[c..].trim_end())).unwrap_or_default();
-                            out.push(format!("{new_line}{comment}"));
-                        } else {
-                            out.push(l.to_string());
-                        }
-                    }
-                }
-                None => {
-                    out.push(new_line.clone());
-                    out.extend(lines[i + 1..j].iter().map(|l| l.to_string()));
-                }
-            }
-            i = j;
-            done = true;
-            continue;
-        }
-        i += 1;
-    }
-    if !done {
-        if out.last().is_some_and(|l| !l.trim().is_empty()) {
-            out.push(String::new());
-        }
-        out.push("[routing]".into());
-        out.push(new_line);
-    }
-    let mut result = out.join("\n");
-    result.push('\n');
+    let result = replace_in_routing(
+        text,
+        |l| key_of(l) == Some("min_confidence"),
+        |old| {
+            // Keep a trailing comment on the line.
+            let comment = old.and_then(|l| l.find('#').map(|c| format!("  {}", l[c..].trim_end())));
+            vec![format!("{new_line}{}", comment.unwrap_or_default())]
+        },
+    );
     // Check the edit says what was meant (a dotted `routing.min_confidence` elsewhere, say, would not).
     let parsed: toml::Table = result.parse().map_err(|e| format!("the edited config would not parse: {e}"))?;
     let got = parsed.get("routing").and_then(|r| r.get("min_confidence")).and_then(|v| v.as_float());
@@ -126,6 +79,52 @@ fn bracket_depth(l: &str) -> i64 {
     code.chars().map(|c| i64::from(c == '[') - i64::from(c == ']')).sum()
 }
 
+/// `text` with the lines of the first `[routing]` table that `replaced` picks (a key's line, and
+/// the rest of a value over several lines, as a `rules = [` list) taken out, and `new(first line
+/// taken out)` put where the first of them stood, else right after the header; without a
+/// `[routing]` table, a new one at the end holds them. Nothing else changes.
+fn replace_in_routing(
+    text: &str,
+    replaced: impl Fn(&str) -> bool,
+    new: impl FnOnce(Option<&str>) -> Vec<String>,
+) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out: Vec<String> = Vec::with_capacity(lines.len() + 8);
+    let Some(header) = lines.iter().position(|l| is_routing_header(l)) else {
+        out.extend(lines.iter().map(|l| l.to_string()));
+        if out.last().is_some_and(|l| !l.trim().is_empty()) {
+            out.push(String::new());
+        }
+        out.push("[routing]".into());
+        out.extend(new(None));
+        return out.join("\n") + "\n";
+    };
+    out.extend(lines[..=header].iter().map(|l| l.to_string()));
+    let mut kept: Vec<&str> = Vec::new();
+    let mut at: Option<(usize, &str)> = None;
+    let mut j = header + 1;
+    while j < lines.len() && !is_header(lines[j]) {
+        if !replaced(lines[j]) {
+            kept.push(lines[j]);
+            j += 1;
+            continue;
+        }
+        at.get_or_insert((kept.len(), lines[j]));
+        let mut depth = bracket_depth(lines[j]);
+        j += 1;
+        while depth > 0 && j < lines.len() {
+            depth += bracket_depth(lines[j]);
+            j += 1;
+        }
+    }
+    let (at, first) = at.map_or((0, None), |(at, line)| (at, Some(line)));
+    out.extend(kept[..at].iter().map(|l| l.to_string()));
+    out.extend(new(first));
+    out.extend(kept[at..].iter().map(|l| l.to_string()));
+    out.extend(lines[j..].iter().map(|l| l.to_string()));
+    out.join("\n") + "\n"
+}
+
 /// How the comment above a learned rule starts: an earlier one is replaced with the rule.
 const LEARNED: &str = "# Learned by `system1 calibrate fit`";
 
@@ -154,62 +153,11 @@ pub fn rule_lines(rules: &[Rule], default_tier: Tier, note: &str) -> Vec<String>
 /// `[routing]` header, else in a new `[routing]` table at the end), with `note` in their comment.
 /// Nothing else changes.
 pub fn set_routing_rule(text: &str, rules: &[Rule], default_tier: Tier, note: &str) -> Result<String, String> {
-    let new_lines = rule_lines(rules, default_tier, note);
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out: Vec<String> = Vec::with_capacity(lines.len() + new_lines.len() + 2);
-    let mut done = false;
-    let mut i = 0;
-    while i < lines.len() {
-        out.push(lines[i].to_string());
-        if done || !is_routing_header(lines[i]) {
-            i += 1;
-            continue;
-        }
-        let mut section: Vec<String> = Vec::new();
-        let mut at: Option<usize> = None;
-        let mut j = i + 1;
-        while j < lines.len() && !is_header(lines[j]) {
-            if lines[j].trim_start().starts_with(LEARNED) {
-                at.get_or_insert(section.len());
-                j += 1;
-                continue;
-            }
-            match key_of(lines[j]) {
-                Some("default_tier") => {
-                    at.get_or_insert(section.len());
-                    j += 1;
-                }
-                Some("rules") => {
-                    at.get_or_insert(section.len());
-                    let mut depth = bracket_depth(lines[j]);
-                    j += 1;
-                    while depth > 0 && j < lines.len() {
-                        depth += bracket_depth(lines[j]);
-                        j += 1;
-                    }
-                }
-                _ => {
-                    section.push(lines[j].to_string());
-                    j += 1;
-                }
-            }
-        }
-        let at = at.unwrap_or(0);
-        out.extend(section[..at].iter().cloned());
-        out.extend(new_lines.iter().cloned());
-        out.extend(section[at..].iter().cloned());
-        i = j;
-        done = true;
-    }
-    if !done {
-        if out.last().is_some_and(|l| !l.trim().is_empty()) {
-            out.push(String::new());
-        }
-        out.push("[routing]".into());
-        out.extend(new_lines.iter().cloned());
-    }
-    let mut result = out.join("\n");
-    result.push('\n');
+    let result = replace_in_routing(
+        text,
+        |l| l.trim_start().starts_with(LEARNED) || matches!(key_of(l), Some("default_tier" | "rules")),
+        |_| rule_lines(rules, default_tier, note),
+    );
     // Check the edit says what was meant (a dotted `routing.rules` elsewhere, say, would not).
     let parsed: toml::Table = result.parse().map_err(|e| format!("the edited config would not parse: {e}"))?;
     let routing = parsed.get("routing");

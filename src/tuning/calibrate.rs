@@ -170,10 +170,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     if a.apply {
         let n = write_fits(&measured)?;
         outln!("\nWrote {n} fits to {}.", paths::fitted_calibration().display())?;
-        if let Some(t) = chosen {
-            write_threshold(t)?;
-        }
-        write_rule(rule.as_ref())?;
+        write_routing(chosen, rule.as_ref())?;
     } else {
         outln!(
             "\nNothing written. `{}` writes the fits, the threshold and a learned rule that beats the configured one.",
@@ -258,36 +255,6 @@ pub(super) fn learned_rule(examples: &[rule_fit::Example], threshold: f64) -> Re
     Ok(Some(ToWrite { comparison: c }))
 }
 
-/// Writes the learned rule into `[routing]` of the config (rules and default tier, as data the
-/// user can read and edit), changing only those keys, and says so; nothing when there is none.
-pub(super) fn write_rule(rule: Option<&ToWrite>) -> Result<()> {
-    let Some(w) = rule else { return Ok(()) };
-    let c = &w.comparison;
-    let cfg_path = paths::config_file();
-    let old = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
-    };
-    let day = chrono::Utc::now().format("%Y-%m-%d");
-    let note = format!(
-        "{day}, from {} labelled tiers; {} agreement held out, against {} for the rule it replaced (the same {} folds)",
-        c.items,
-        text::pct(c.fitted.agreement, 1),
-        text::pct(c.hand.agreement, 1),
-        c.folds
-    );
-    let new = apply::set_routing_rule(&old, &c.rule.rules, c.rule.default_tier, &note).map_err(Error::failure)?;
-    fsutil::write_through(&cfg_path, new.as_bytes()).context(|| format!("cannot write {}", cfg_path.display()))?;
-    outln!(
-        "Wrote the learned rule to [routing] in {} ({} agreement held out, against {}).",
-        cfg_path.display(),
-        text::pct(c.fitted.agreement, 1),
-        text::pct(c.hand.agreement, 1)
-    )?;
-    Ok(())
-}
-
 /// Writes the reliability diagram of `measured` to `path` (atomically) and says where.
 pub(super) fn write_plot(path: &std::path::Path, measured: &[QuestionFit], title: &str) -> Result<()> {
     fsutil::write_atomically(path, plot::svg(measured, title).as_bytes())
@@ -316,19 +283,48 @@ pub(super) fn write_fits(measured: &[QuestionFit]) -> Result<usize> {
     Ok(n)
 }
 
-/// Sets `[routing] min_confidence` to `t` in the config file, changing only that line, and says so.
-pub(super) fn write_threshold(t: f64) -> Result<()> {
+/// Writes what `--apply` chose into `[routing]` of the config, in one edit of the file: the
+/// threshold `t` (`min_confidence`) and the learned rule (rules and default tier, as data the user
+/// can read and edit), changing only those keys, and says so. Nothing for neither.
+pub(super) fn write_routing(t: Option<f64>, rule: Option<&ToWrite>) -> Result<()> {
+    if t.is_none() && rule.is_none() {
+        return Ok(());
+    }
     let cfg_path = paths::config_file();
-    let old = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
+    let mut edited = match fsutil::read_small_file(&cfg_path, crate::config::MAX_CONFIG_BYTES) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(Error::failure(format!("cannot read {}: {e}", cfg_path.display()))),
     };
-    let new = apply::set_routing_min_confidence(&old, t).map_err(Error::failure)?;
-    fsutil::write_through(&cfg_path, new.as_bytes()).context(|| format!("cannot write {}", cfg_path.display()))?;
-    outln!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display())?;
-    if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
-        outln!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.")?;
+    if let Some(t) = t {
+        edited = apply::set_routing_min_confidence(&edited, t).map_err(Error::failure)?;
+    }
+    if let Some(w) = rule {
+        let c = &w.comparison;
+        let day = chrono::Utc::now().format("%Y-%m-%d");
+        let note = format!(
+            "{day}, from {} labelled tiers; {} agreement held out, against {} for the rule it replaced (the same {} folds)",
+            c.items,
+            text::pct(c.fitted.agreement, 1),
+            text::pct(c.hand.agreement, 1),
+            c.folds
+        );
+        edited = apply::set_routing_rule(&edited, &c.rule.rules, c.rule.default_tier, &note).map_err(Error::failure)?;
+    }
+    fsutil::write_through(&cfg_path, edited.as_bytes()).context(|| format!("cannot write {}", cfg_path.display()))?;
+    if let Some(t) = t {
+        outln!("Set [routing] min_confidence = {t:.2} in {}.", cfg_path.display())?;
+        if std::env::var_os("SYSTEM1_ROUTING_MIN_CONFIDENCE").is_some() {
+            outln!("Note: SYSTEM1_ROUTING_MIN_CONFIDENCE is set in the environment and overrides the file.")?;
+        }
+    }
+    if let Some(w) = rule {
+        outln!(
+            "Wrote the learned rule to [routing] in {} ({} agreement held out, against {}).",
+            cfg_path.display(),
+            text::pct(w.comparison.fitted.agreement, 1),
+            text::pct(w.comparison.hand.agreement, 1)
+        )?;
     }
     Ok(())
 }

@@ -291,10 +291,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
         outln!("\nWrote {} (it wins over the shipped heads for these questions).", path.display())?;
         let n = super::calibrate::write_fits(&measured)?;
         outln!("Wrote {n} fits to {}.", crate::paths::fitted_calibration().display())?;
-        if let Some(t) = chosen {
-            super::calibrate::write_threshold(t)?;
-        }
-        super::calibrate::write_rule(rule.as_ref())?;
+        super::calibrate::write_routing(chosen, rule.as_ref())?;
     } else {
         outln!(
             "\nNothing written; add --apply to write the heads to {}, the fits, the threshold and a learned rule that beats the configured one.",
