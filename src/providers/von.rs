@@ -87,6 +87,16 @@ impl Von {
     }
 }
 
+/// Whether a 422 says the server could not load its model. von 1.3.7 says so only in words, in the
+/// status and shape (`{"detail": "..."}`) it gives an invalid question too: `{"detail": "Failed to
+/// load Option-Marker decision weights: could not find local '<checkpoint>/option_marker.pt' and
+/// failed to fetch 'option_marker.pt' from Hugging Face Hub ..."}` (recorded from a server started
+/// without its checkpoint); this is the one place the adapter reads its words.
+fn names_a_model_not_loaded(reply: &http::Reply) -> bool {
+    let said = http::error_detail(reply).to_ascii_lowercase();
+    said.contains("failed to load") || said.contains("weights")
+}
+
 impl Provider for Von {
     fn name(&self) -> &'static str {
         "von"
@@ -130,8 +140,7 @@ impl Provider for Von {
             401 => return Err(answers::auth_failure("von", self.api_key.is_some(), &http::error_detail(&reply))),
             422 => {
                 let failure = http::status_failure("von: ", &reply);
-                let lower = failure.detail.to_ascii_lowercase();
-                if lower.contains("failed to load") || lower.contains("weights") {
+                if names_a_model_not_loaded(&reply) {
                     return Err(Failure::new(
                         Cause::ModelBroken,
                         format!(
