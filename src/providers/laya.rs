@@ -6,7 +6,7 @@
 //! | yes/no (options `yes`, `no`) | the same two-option choice, never `noul` (Laya's `noul` follows its labels) |
 //! | `context` | `state` (without context, the question text, so it is read in the full window) |
 //! | several questions | one request, answered in one forward pass |
-//! | `confidence` | `answer_confidence` (max p after Laya's calibration); `confidence` is entropy, another scale |
+//! | `confidence` | `answer_confidence` (max p after Laya's own temperature scaling); `confidence` is entropy, another scale |
 //! | `probabilities` | Laya's per-option `probabilities` |
 //!
 //! Checkpoint pinning: every request carries the configured `model`, and an answer whose
