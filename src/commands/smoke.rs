@@ -173,7 +173,7 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
                 .filter(|p| p["ok"].as_bool() != Some(true))
                 .map(|p| p["name"].as_str().unwrap_or("?"))
                 .collect();
-            // The server's health report says what is down in words; the fix needs the cause,
+            // The server's health answer says what is down in words; the fix needs the cause,
             // which a probe from here (with the same config) gives.
             let fixes = checks::fixes_for(&Gateway::from_env(), &down)
                 .into_iter()

@@ -242,7 +242,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
     } else if s.api_error {
         p.reason = "the subagent died on an API error".into();
     } else if BLOCKED.is_match(&s.hand_back) {
-        p.reason = "the report says the agent was blocked".into();
+        p.reason = "its hand-back says the agent was blocked".into();
     } else if let Some((l, doubtful, how)) = redo {
         p.reason = format!("redone by {} ({how})", l.tool_use_id);
         if doubtful {
@@ -254,7 +254,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
         if !s.has_result && s.notification_status.is_empty() {
             p.doubtful = Some("no result in the transcripts (interrupted, or still running)".into());
         } else if let Some(m) = TROUBLE.find(&s.hand_back) {
-            p.doubtful = Some(format!("the report says {:?}", m.as_str()));
+            p.doubtful = Some(format!("its hand-back says {:?}", m.as_str()));
         }
     }
     if p.doubtful.is_none() && tier.is_none() {

@@ -138,7 +138,7 @@ fn fixtures(env: &TestEnv) {
     }
     s.notification("abgf", "failed", "The suite crashed.");
     s.notification("abgs", "stopped", "");
-    // the report says blocked.
+    // the hand-back says blocked.
     s.spawn("toolu_blocked", "Apply the migration", "Apply the DB migration", "general-purpose", Some("sonnet"));
     s.completed(
         "toolu_blocked",
