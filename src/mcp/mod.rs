@@ -137,17 +137,46 @@ impl Server {
     }
 
     fn send(&self, msg: &Value) {
-        let mut line = match serde_json::to_string(msg) {
-            Ok(s) => s,
-            Err(_) => return,
-        };
-        line.push('\n');
+        let Some(line) = line_of(msg) else { return };
         let Ok(mut out) = self.out.lock() else { return };
+        Self::write_line(&mut out, &line);
+    }
+
+    fn write_line(out: &mut std::io::Stdout, line: &str) {
         if out.write_all(line.as_bytes()).and_then(|_| out.flush()).is_err() {
             // The client is gone (broken pipe): nothing more can be said.
             std::process::exit(0);
         }
     }
+
+    /// Ends a running call: gives back what it holds of the bounds and its id, then writes its reply
+    /// unless the client cancelled it. Both happen under the output lock, so a client that has read
+    /// the reply finds the call over (its id free, its share of the bound given back: before, a call
+    /// sent right after a reply could be refused busy or "id in use"), while end of input, which
+    /// takes that lock last, still never exits before the reply is written. Whether it was sent.
+    fn answer(&self, key: &str, weight: Weight, reply: Option<Value>) -> bool {
+        let line = reply.as_ref().and_then(line_of);
+        let Ok(mut out) = self.out.lock() else {
+            self.finish(key, weight);
+            return false;
+        };
+        let cancelled = self.in_flight.lock().map(|f| f.by_key.get(key).is_some_and(|c| c.cancelled)).unwrap_or(false);
+        self.finish(key, weight);
+        match line {
+            Some(line) if !cancelled => {
+                Self::write_line(&mut out, &line);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One JSON-RPC message as the line that carries it.
+fn line_of(msg: &Value) -> Option<String> {
+    let mut line = serde_json::to_string(msg).ok()?;
+    line.push('\n');
+    Some(line)
 }
 
 /// Runs the server until stdin closes.
@@ -268,10 +297,8 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>, bytes: usize) {
     let worker = Arc::clone(server);
     let worker_key = key.clone();
     let spawned = std::thread::Builder::new().name("batch".into()).spawn(move || {
-        if let Some(reply) = batch_replies(&worker, items, Run::Inline) {
-            worker.send(&reply);
-        }
-        worker.finish(&worker_key, weight);
+        let reply = batch_replies(&worker, items, Run::Inline);
+        worker.answer(&worker_key, weight, reply);
     });
     if let Err(e) = spawned {
         server.finish(&key, weight);
@@ -497,7 +524,7 @@ enum Refused {
     NoThread(std::io::Error),
 }
 
-/// Runs a tool call on its own thread, registered in `in_flight` until its reply is written (or
+/// Runs a tool call on its own thread, registered in `in_flight` until its reply goes out (or
 /// dropped, when the client cancelled it); refused when it would pass the bounds.
 fn spawn_call(
     server: &Arc<Server>,
@@ -512,14 +539,9 @@ fn spawn_call(
     let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
         let (server, key) = (worker, worker_key);
         let reply = run(&server.gateway);
-        let cancelled =
-            server.in_flight.lock().map(|f| f.by_key.get(&key).is_some_and(|c| c.cancelled)).unwrap_or(false);
-        match reply {
-            Some(r) if !cancelled => server.send(&r),
-            _ => logging::info(&rid, "reply dropped: the request was cancelled"),
+        if !server.answer(&key, weight, reply) {
+            logging::info(&rid, "reply dropped: the request was cancelled");
         }
-        // Only now is the call over: end of input waits for this, so the reply is never cut off.
-        server.finish(&key, weight);
     });
     if spawned.is_err() {
         server.finish(&key, weight);

@@ -417,3 +417,20 @@ fn a_client_that_stops_reading_ends_the_server_quietly() {
     let status = wait_exit(&mut child, Duration::from_secs(10)).expect("the server ended with nobody reading");
     assert!(status.success(), "a broken pipe is a normal end: {status:?}");
 }
+
+/// A call sent the moment the previous call's reply is read finds that call over: its id free
+/// (and its share of the bound given back). The reply used to be written before the call was
+/// taken off the list of running calls, so a client quick to reuse the id got "already in use".
+#[test]
+fn an_id_is_free_again_as_soon_as_its_reply_is_read() {
+    let env = TestEnv::with_mock("");
+    let mut c = env.mcp();
+    c.initialize(NEWEST);
+    for round in 0..300 {
+        c.send(&json!({"jsonrpc": "2.0", "id": "again", "method": "tools/call",
+                       "params": {"name": "system1_decide", "arguments": {"question": "q?"}}}));
+        let reply = c.wait_for(&json!("again"), Duration::from_secs(10));
+        assert_eq!(reply["result"]["structuredContent"]["status"], "decided", "round {round}: {reply}");
+    }
+    assert!(c.close().success());
+}
