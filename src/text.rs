@@ -133,6 +133,13 @@ pub fn count(n: impl Into<u64>, noun: &str) -> String {
     if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
+/// `count` for a noun whose plural is not the singular and an s: `count_as(1, "entry", "entries")`
+/// is `1 entry`.
+pub fn count_as(n: impl Into<u64>, one: &str, many: &str) -> String {
+    let n = n.into();
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// How a message names the system1 binary, so that a command it prints runs as printed: `system1`
 /// when that is what `system1` on PATH runs; else the installed binary by its path (`~/...` under
 /// the home folder on Unix, quoted for a shell when needed) or, before it is installed, the binary

@@ -507,12 +507,16 @@ fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
 }
 
 /// With a `[serve]` table in the config: does `system1 serve` answer where it says, and is what
-/// answers this gateway (its health has a `gateway_version`), with the configured key?
+/// answers this gateway (its health has a `gateway_version`), with the configured key? A table that
+/// only spells out the defaults (as the config `system1 install` writes does) asks for no server:
+/// one that answers there is checked, and nothing answering is no finding.
 fn check_serve(gateway: &Gateway, r: &mut Findings) {
-    let configured = gateway.loaded.resolved.iter().any(|x| x.key.starts_with("serve.") && x.source != Source::Default);
-    if !configured {
+    let serve =
+        || gateway.loaded.resolved.iter().filter(|x| x.key.starts_with("serve.") && x.source != Source::Default);
+    if serve().next().is_none() {
         return;
     }
+    let asked_for = serve().any(|x| !x.is_default);
     let s = &gateway.loaded.config.serve;
     let host: IpAddr = match s.host.trim_start_matches('[').trim_end_matches(']').parse() {
         // A server on every address answers on loopback too.
@@ -554,6 +558,7 @@ fn check_serve(gateway: &Gateway, r: &mut Findings) {
             let status = reply.json.get("status").and_then(|v| v.as_str()).unwrap_or("?");
             r.ok(format!("system1 serve answers on {url} (health {status})"));
         }
+        _ if !asked_for => {}
         Ok(reply) if reply.status == 401 => r.fail(
             format!("system1 serve on {url} refuses the key in [serve] api_key_file"),
             "restart it so that it reads the current key file",
@@ -690,8 +695,8 @@ fn check_enforce(gateway: &Gateway, r: &mut Findings) {
         let when = latest.last_not_taken.map(|t| format!(", the latest at {t}")).unwrap_or_default();
         r.warn(
             format!(
-                "enforce {mode}: {} of the last {n} rewrites did not take effect (the spawn ran on another tier than was set{when})",
-                latest.not_taken
+                "enforce {mode}: {} did not take effect (the spawn ran on another tier than was set{when})",
+                if n == 1 { "the last rewrite".to_string() } else { format!("{} of the last {n} rewrites", latest.not_taken) }
             ),
             format!(
                 "this Claude Code may ignore a hook's updatedInput: update Claude Code, or set [routing] enforce = \"off\"; `{}` counts them",
@@ -699,7 +704,11 @@ fn check_enforce(gateway: &Gateway, r: &mut Findings) {
             ),
         );
     } else if latest.checked > 0 {
-        r.ok(format!("enforce {mode} ({}): the last {} checked rewrites took effect", mode.describe(), latest.checked));
+        let which = match latest.checked {
+            1 => "the one checked rewrite".to_string(),
+            n => format!("the last {n} checked rewrites"),
+        };
+        r.ok(format!("enforce {mode} ({}): {which} took effect", mode.describe()));
     } else if n >= 3 {
         r.warn(
             format!("enforce {mode}: none of the last {n} rewrites has a record of the model it ran on"),

@@ -6,7 +6,8 @@ use crate::tuning::readiness::{self, Options};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The engine to evaluate (laya, von, ollama, local, mock); only it is asked, no fallback.
+    /// The engine to evaluate (laya, von, systemone, ollama, local, mock, or the name of a
+    /// `[providers.<name>]` table); only it is asked, no fallback.
     #[arg(long)]
     provider: String,
     /// Every feature must be at least this accurate at the routing threshold.

@@ -82,10 +82,10 @@ pub fn run(args: Args) -> Result<i32> {
     out!("{}", summary(&proposals))?;
     if stats.malformed_lines > 0 || stats.truncated_files > 0 {
         outln!(
-            "\n({} malformed lines and {} truncated files in {} transcripts were skipped)",
-            stats.malformed_lines,
-            stats.truncated_files,
-            stats.files
+            "\n({} and {} in {} were skipped)",
+            text::count(stats.malformed_lines, "malformed line"),
+            text::count(stats.truncated_files, "truncated file"),
+            text::count(stats.files, "transcript")
         )?;
     }
     match applied {

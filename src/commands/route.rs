@@ -268,7 +268,8 @@ impl<'a> SkillsView<'a> {
 
     fn print(&self) -> Result<()> {
         let names: Vec<String> = self.candidates.iter().map(|c| format!("{} ({})", c.name, c.origin)).collect();
-        outln!("skills: {} candidates{}{}", names.len(), if names.is_empty() { "" } else { ": " }, names.join(", "))?;
+        let counted = crate::text::count(names.len() as u64, "candidate");
+        outln!("skills: {counted}{}{}", if names.is_empty() { "" } else { ": " }, names.join(", "))?;
         match (self.pick, &self.not_picked_because) {
             (Some(p), _) => outln!("skill pick: {p} ({:.2}, {:.1} ms)", self.confidence.unwrap_or(0.0), self.engine_ms),
             (None, why) => {

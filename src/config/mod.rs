@@ -654,11 +654,20 @@ fn read_routing(s: &Settings) -> RoutingConfig {
             s.default_shown("rules", &rules_value(&default_rules()));
             default_rules()
         }
-        Some(v) => parse_rules(&v).unwrap_or_else(|e| {
-            s.error(format!("routing.rules: {e}"));
-            s.mark_invalid("rules", &format!("{e}; the default rules apply"));
-            default_rules()
-        }),
+        Some(v) => match parse_rules(&v) {
+            Ok(rules) => {
+                // The config install writes spells the default rules out: `config show` says so.
+                if rules == default_rules() {
+                    s.mark_default("rules");
+                }
+                rules
+            }
+            Err(e) => {
+                s.error(format!("routing.rules: {e}"));
+                s.mark_invalid("rules", &format!("{e}; the default rules apply"));
+                default_rules()
+            }
+        },
     };
     let budget_ms = s.u64("budget_ms", 1500, 1, 60_000);
     let enforce = s.string("enforce", Enforce::Off.name()).parse().unwrap_or_else(|e| {

@@ -278,6 +278,15 @@ impl Settings {
         }
     }
 
+    /// Marks a key already read (with [`Settings::value`]) as holding the default, for a value
+    /// whose shape only its reader can compare.
+    pub fn mark_default(&self, key: &str) {
+        let dotted = self.dotted(key);
+        if let Some(r) = self.resolved.borrow_mut().iter_mut().rev().find(|r| r.key == dotted) {
+            r.is_default = r.invalid.is_none();
+        }
+    }
+
     /// Marks a key already read as invalid in what `config show` prints (`why`: what is wrong and
     /// what applies instead); the error itself is reported with [`Settings::error`].
     pub fn mark_invalid(&self, key: &str, why: &str) {

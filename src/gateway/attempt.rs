@@ -164,7 +164,11 @@ impl Gateway {
     ) -> Result<Vec<String>, Failure> {
         let asked = &pass.request.questions;
         if given.len() != asked.len() {
-            return Err(Failure::malformed(format!("{} answers for {} questions", given.len(), asked.len())));
+            return Err(Failure::malformed(format!(
+                "{} for {}",
+                crate::text::count(given.len() as u64, "answer"),
+                crate::text::count(asked.len() as u64, "question")
+            )));
         }
         let mut given: Vec<Option<EngineAnswer>> = given.into_iter().map(Some).collect();
         let mut take = |k: usize| given.get_mut(k).and_then(Option::take);

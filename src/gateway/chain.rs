@@ -162,7 +162,8 @@ fn passed_note(request: &EngineRequest, asked: &[usize], passed: &[(usize, Strin
         return Some(format!("passed on: {}", reasons.join("; ")));
     }
     let listed: Vec<String> = passed.iter().map(|(i, r)| format!("{:?} ({r})", request.questions[*i].key)).collect();
-    Some(format!("passed on {} of {} questions: {}", passed.len(), asked.len(), listed.join(", ")))
+    let of = crate::text::count(asked.len() as u64, "question");
+    Some(format!("passed on {} of {of}: {}", passed.len(), listed.join(", ")))
 }
 
 /// Why a provider is not asked at all: a question with more options than it takes, when

@@ -590,7 +590,8 @@ impl Report {
 fn rewrites_finding(logged: &SpawnSection) -> Option<String> {
     let rw = &logged.rewrites;
     (rw.not_taken > 0).then(|| {
-        format!("{} of {} checked model rewrites did not take effect (see `system1 doctor`)", rw.not_taken, rw.checked)
+        let checked = text::count(rw.checked, "checked model rewrite");
+        format!("{} of {checked} did not take effect (see `system1 doctor`)", rw.not_taken)
     })
 }
 
@@ -653,6 +654,11 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings, logged: &Spaw
     let suggested = !focus.is_empty();
     let instructions = if suggested {
         focus.join("; ")
+    } else if !findings.is_empty() {
+        // A finding with nothing to calibrate (rewrites Claude Code did not take) is not "nothing".
+        "nothing here for calibration to fix (for the rewrites, see `system1 doctor`); an occasional \
+         /system1:calibrate run on recent prompts keeps the fit current"
+            .to_string()
     } else {
         "nothing stands out; an occasional /system1:calibrate run on recent prompts keeps the fit current".to_string()
     };
@@ -863,6 +869,16 @@ mod tests {
         let said = "2 of 5 checked model rewrites did not take effect (see `system1 doctor`)";
         let with = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)), &logged);
         assert_eq!((with.findings.as_slice(), with.suggested), ([said.to_string()].as_slice(), false));
+        // ...and are not followed by "nothing stands out".
+        assert!(!with.instructions.contains("nothing stands out"), "{}", with.instructions);
+        assert!(with.instructions.starts_with("nothing here for calibration to fix"), "{}", with.instructions);
+        logged.rewrites = Default::default();
+        logged.rewrites.not_taken = 1;
+        logged.rewrites.checked = 1;
+        let one = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(1.0)), &logged);
+        assert_eq!(one.findings, ["1 of 1 checked model rewrite did not take effect (see `system1 doctor`)"]);
+        logged.rewrites.not_taken = 2;
+        logged.rewrites.checked = 5;
         let without = advise(&reach(0, 0, 0), &adherence(0, 0, 0), &savings(None), &logged);
         assert_eq!(without.findings.last().map(String::as_str), Some(said));
 

@@ -144,7 +144,11 @@ fn cards(o: &mut String, r: &Report) {
         (
             "adherence",
             pct(r.adherence.share),
-            format!("{} of {} hinted spawns followed", r.adherence.followed, r.adherence.hinted_spawns),
+            format!(
+                "{} of {} followed",
+                r.adherence.followed,
+                crate::text::count(r.adherence.hinted_spawns, "hinted spawn")
+            ),
             INK,
         ),
         (

@@ -90,7 +90,8 @@ pub fn serve(gateway: Gateway, opts: Options, ready: impl FnOnce(SocketAddr)) ->
     for w in workers {
         let _ = w.join();
     }
-    logging::info("shutdown", &format!("stopped after {} requests", shared.served.load(Ordering::Relaxed)));
+    let served = crate::text::count(shared.served.load(Ordering::Relaxed), "request");
+    logging::info("shutdown", &format!("stopped after {served}"));
     logging::flush(Duration::from_secs(1));
     Ok(())
 }

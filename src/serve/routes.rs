@@ -120,7 +120,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
     let chain = gateway.chain().len().max(1) as u32;
     let deadline = Instant::now() + gateway.timeout * chain + Duration::from_millis(50);
     let outcome = gateway.run_chain(&request.engine_request(), &request.calibration_keys(), Some(deadline), rid);
-    let n = request.questions.len();
+    let n = crate::text::count(request.questions.len() as u64, "question");
     let Some(answers) = outcome.answers else {
         let failure = outcome.failure;
         let message = failure.as_ref().map(|f| f.message.clone()).unwrap_or_else(|| "no engine answered".into());
@@ -129,7 +129,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
             Some(ErrorCode::ConfigError) => error(503, "config_error", &message),
             _ => error(502, "engine_error", &message),
         };
-        return refused(resp, format!("{n} questions: {message}"));
+        return refused(resp, format!("{n}: {message}"));
     };
     let provider = outcome.provider.unwrap_or_default();
     let mut out = Map::new();
@@ -140,10 +140,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
             }
             Err(why) => {
                 let msg = format!("question {:?} ({}): {why}", q.id, q.type_name());
-                return refused(
-                    error(400, "unanswerable_question", &msg),
-                    format!("{n} questions via {provider}: {msg}"),
-                );
+                return refused(error(400, "unanswerable_question", &msg), format!("{n} via {provider}: {msg}"));
             }
         }
     }
@@ -155,7 +152,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
         "x_provider": provider,
         "x_engine_model": outcome.model,
     });
-    Handled { response: Response::json(200, &body), note: format!("{n} questions via {provider}") }
+    Handled { response: Response::json(200, &body), note: format!("{n} via {provider}") }
 }
 
 /// A log line's words for a request that could not be read.

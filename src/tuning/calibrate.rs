@@ -111,14 +111,14 @@ pub fn fit(a: FitOptions) -> Result<i32> {
     let measured = measure_all(&answers.labelled);
 
     outln!(
-        "Fitted on {} labelled log entries{} ({} answers). Engine failures: {}; abstentions: {}.\n",
-        from_log,
+        "Fitted on {}{} ({}). Engine failures: {}; abstentions: {}.\n",
+        text::count_as(from_log as u64, "labelled log entry", "labelled log entries"),
         if a.no_seeds {
             String::new()
         } else {
-            format!(" plus {} seed prompts and the command set", items.len() - from_log)
+            format!(" plus {} and the command set", text::count((items.len() - from_log) as u64, "seed prompt"))
         },
-        answers.labelled.len(),
+        text::count(answers.labelled.len() as u64, "answer"),
         answers.failed.len(),
         answers.abstained
     )?;
@@ -169,7 +169,7 @@ pub fn fit(a: FitOptions) -> Result<i32> {
 
     if a.apply {
         let n = write_fits(&measured)?;
-        outln!("\nWrote {n} fits to {}.", paths::fitted_calibration().display())?;
+        outln!("\nWrote {} to {}.", text::count(n as u64, "fit"), paths::fitted_calibration().display())?;
         write_routing(chosen, rule.as_ref())?;
     } else {
         outln!(
@@ -222,8 +222,8 @@ pub(super) fn learned_rule(examples: &[rule_fit::Example], threshold: f64) -> Re
     let routing = config::load().config.routing;
     let Some(c) = rule_fit::compare(examples, &routing.rules, routing.default_tier, threshold) else {
         outln!(
-            "\nRouting rule: none learned: {} items have a labelled tier and four answers; the cross-validation needs {}.",
-            examples.len(),
+            "\nRouting rule: none learned: {} a labelled tier and four answers; the cross-validation needs {}.",
+            if examples.len() == 1 { "1 item has".to_string() } else { format!("{} items have", examples.len()) },
             rule_fit::FOLDS
         )?;
         return Ok(None);

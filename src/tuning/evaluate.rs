@@ -202,7 +202,8 @@ pub fn evaluate(rows: &[Row], rules: &[Rule], default_tier: Tier, threshold: f64
         None => reasons.push("safety: no failed spawn with a known tier to judge the rule on".into()),
     }
     if failures_labelled < bars.min_failures {
-        reasons.push(format!("{failures_labelled} failed spawns labelled, fewer than {}", bars.min_failures));
+        let labelled = crate::text::count(failures_labelled as u64, "failed spawn");
+        reasons.push(format!("{labelled} labelled, fewer than {}", bars.min_failures));
     }
     Evaluation {
         threshold,

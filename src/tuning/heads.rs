@@ -290,7 +290,7 @@ pub fn fit_command(items: &[RoutingItem], source: &str, a: &FitOptions) -> crate
         let path = write_heads(&fitted, &format!("Fitted by `system1 calibrate fit` on {source}."))?;
         outln!("\nWrote {} (it wins over the shipped heads for these questions).", path.display())?;
         let n = super::calibrate::write_fits(&measured)?;
-        outln!("Wrote {n} fits to {}.", crate::paths::fitted_calibration().display())?;
+        outln!("Wrote {} to {}.", crate::text::count(n as u64, "fit"), crate::paths::fitted_calibration().display())?;
         super::calibrate::write_routing(chosen, rule.as_ref())?;
     } else {
         outln!(

@@ -114,11 +114,12 @@ impl QuestionFit {
             Binning::EqualWidth => "equal-width",
         };
         let counts: Vec<String> = self.bins_after.iter().map(|b| b.n.to_string()).collect();
+        let answers = if counts == ["1"] { "answer" } else { "answers" };
         s.push_str(&format!(
-            "  ECE {:.3} -> {:.3}  ({} {kind} bins of {} answers)\n",
+            "  ECE {:.3} -> {:.3}  ({} of {} {answers})\n",
             self.ece_before,
             self.ece_after,
-            self.bins_after.len(),
+            crate::text::count(self.bins_after.len() as u64, &format!("{kind} bin")),
             counts.join("/")
         ));
         let row = |bins: &[Bin]| {

@@ -360,6 +360,7 @@ fn evaluate_says_n_a_where_nothing_was_labelled() {
     assert!(line("design").contains("n/a") && line("design").ends_with("nothing labelled"), "{text}");
     assert!(text.contains("no spawn with an outcome has all four feature labels"), "{text}");
     assert!(text.contains("design: no entry has a label for it"), "{text}");
+    assert!(text.contains("1 failed spawn labelled, fewer than 30"), "one, and singular: {text}");
 }
 
 #[test]
@@ -496,4 +497,20 @@ fn evaluate_with_an_engine_that_is_down_gives_its_fix() {
     let env = TestEnv::with_mock(EVAL_MOCK);
     write_log(&env, &[spawn("f1", labels(false, true, false, false), "failed", "sonnet")]);
     assert!(evaluate(&env, &[])["engine_down"].is_null());
+}
+
+/// One labelled entry with one feature labelled: what `calibrate fit` counts (entries, answers,
+/// bins) is said in the singular.
+#[test]
+fn fit_on_one_entry_says_its_counts_in_the_singular() {
+    let env = TestEnv::with_mock(MOCK);
+    write_log(
+        &env,
+        &[json!({"id": "p0", "source": "prompt", "prompt": format!("{PROMPT} once"), "labels": {"design": false}})],
+    );
+    let out = env.run(&["calibrate", "fit", "--no-seeds", "--apply"], "");
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}{}", stderr(&out));
+    assert!(text.contains("Fitted on 1 labelled log entry (1 answer)."), "{text}");
+    assert!(text.contains("(1 equal-mass bin of 1 answer)"), "{text}");
 }

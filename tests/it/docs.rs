@@ -457,3 +457,24 @@ fn the_citation_check_knows_inside_from_outside() {
         assert_eq!(outside_citation(inside), None, "{inside}");
     }
 }
+
+/// README's context cost is docs/tools.md's measured total (characters / 4 of what the requests
+/// carry), and where either names Claude Code's own larger `/context` estimate it says whose it is.
+#[test]
+fn the_context_cost_in_readme_is_the_measured_one_and_claude_codes_estimate_is_named() {
+    let flat = |p: &str| read(&root().join(p)).split_whitespace().collect::<Vec<_>>().join(" ");
+    let (readme, tools) = (flat("README.md"), flat("docs/tools.md"));
+    // The total row's last figure: the later Claude Code version's.
+    let row = tools.split("| **total** |").nth(1).and_then(|r| r.split(" | |").next()).expect("the total row");
+    let measured = row.rsplit("**about ").next().and_then(|r| r.split(' ').next()).expect("a figure");
+    assert!(
+        readme.contains(&format!("the plugin adds about {measured} tokens to each session")),
+        "README gives docs/tools.md's {measured}"
+    );
+    for text in [&readme, &tools] {
+        let estimate = text.find("283 tokens").expect("Claude Code's estimate");
+        let before = &text[estimate.saturating_sub(200)..estimate];
+        assert!(before.contains("Claude Code's own") && before.contains("/context"), "{before}");
+        assert!(text.contains("characters / 4"), "the measured figure says how it is counted");
+    }
+}

@@ -352,3 +352,78 @@ fn claude_code_copies_no_build_output_and_puts_the_plugins_system1_on_path() {
         assert!(shown.contains(&format!("system1 {}", env!("CARGO_PKG_VERSION"))), "{version}: {shown}");
     }
 }
+
+/// The config `system1 install` writes spells out the defaults: `config show` says each such value
+/// is the default (the routing rules too), a value the user changed shows as set, and `doctor`
+/// does not take the spelled-out `[serve]` table for a server the user wants running.
+#[test]
+fn the_defaults_the_written_config_spells_out_read_as_defaults() {
+    let env = installed_without_engine();
+    let show = stdout(&env.run(&["config", "show"], ""));
+    let file = format!("# file {}", env.config.display());
+    let from_file: Vec<&str> = show.lines().filter(|l| l.contains(&file)).collect();
+    assert!(from_file.len() > 30, "{show}");
+    for line in &from_file {
+        // The placeholder provider and answer are what install chose, not defaults.
+        if line.starts_with("gateway.provider ") || line.starts_with("providers.mock.") {
+            continue;
+        }
+        assert!(line.ends_with(", the same as the default"), "{line}");
+    }
+    assert!(from_file.iter().any(|l| l.starts_with("routing.rules = ")), "{show}");
+
+    // A value changed by hand is the user's.
+    let text = std::fs::read_to_string(&env.config).unwrap();
+    env.write_config(&text.replacen("timeout_s = 5.0", "timeout_s = 2.0", 1).replacen(
+        "{ when = { design = true }, tier = \"opus\" },",
+        "{ when = { design = true }, tier = \"sonnet\" },",
+        1,
+    ));
+    let show = stdout(&env.run(&["config", "show"], ""));
+    for key in ["gateway.timeout_s = 2.0", "routing.rules = "] {
+        let line = show.lines().find(|l| l.starts_with(key)).unwrap_or_else(|| panic!("{key}: {show}"));
+        assert!(line.ends_with(&file), "set by the user: {line}");
+    }
+
+    // The [serve] table the install spelled out asks for no server: nothing answering is no finding.
+    let doctor = stdout(&env.run(&["doctor"], ""));
+    assert!(!doctor.contains("[serve] is configured") && !doctor.contains("other than system1 serve"), "{doctor}");
+}
+
+/// Every list of the engines a user can name has them all, `local` included: evaluate's help, the
+/// config install writes, docs/configuration.md and README's picture against the names the binary
+/// itself knows (its error for an unknown one); engine's help and the plugin's description name the
+/// local engine.
+#[test]
+fn every_list_of_the_providers_names_them_all() {
+    let env = TestEnv::new();
+    let err = stderr(&env.run(&["evaluate", "--provider", "nonsense"], ""));
+    let known: Vec<String> = err
+        .split("known: ")
+        .nth(1)
+        .and_then(|k| k.lines().next())
+        .unwrap_or_else(|| panic!("the known providers: {err}"))
+        .split(", ")
+        .map(str::to_string)
+        .collect();
+    assert!(known.len() >= 6 && known.contains(&"local".to_string()), "{known:?}");
+
+    let help = stdout(&env.run(&["evaluate", "--help"], ""));
+    let provider_help = help.rsplit("--provider <PROVIDER>").next().and_then(|h| h.split("\n  -").next()).unwrap();
+    let read = |rel: &str| std::fs::read_to_string(Path::new(ROOT).join(rel)).unwrap();
+    let example = read("config.example.toml");
+    let config_line = example.lines().find(|l| l.contains("# primary engine:")).expect("the provider line");
+    let docs = read("docs/configuration.md");
+    let docs_row = docs.lines().find(|l| l.starts_with("| `provider` |")).expect("the provider row");
+    let readme = read("README.md");
+    let picture = readme.split("Claude Code ──stdio").nth(1).and_then(|p| p.split("```").next()).unwrap();
+    for name in &known {
+        assert!(provider_help.contains(name.as_str()), "evaluate --help: {name}: {provider_help}");
+        assert!(config_line.contains(&format!(" {name} ")) || config_line.ends_with(name.as_str()), "{config_line}");
+        assert!(docs_row.contains(&format!("`{name}`")), "docs/configuration.md: {name}");
+        assert!(picture.contains(name.as_str()), "README's picture: {name}");
+    }
+    let engine_help = stdout(&env.run(&["engine", "--help"], ""));
+    assert!(engine_help.contains("and the local engine"), "{engine_help}");
+    assert!(read(".claude-plugin/plugin.json").contains("the built-in local engine"), "plugin.json");
+}

@@ -434,3 +434,20 @@ fn a_hostile_description_is_printed_escaped_and_short() {
     assert!(text.len() < 5_000, "printed {} bytes", text.len());
     assert!(text.contains("\"\\u{1b}]0;owned\\u{7}"), "the description is there, escaped: {text}");
 }
+
+/// What was skipped is counted in the singular where it is one.
+#[test]
+fn one_skipped_line_in_one_transcript_is_said_in_the_singular() {
+    let env = TestEnv::new();
+    let mut s = Session::new(&env, "s1");
+    s.spawn("toolu_1", "look", "Find where the config is parsed", "general-purpose", Some("haiku"));
+    s.completed("toolu_1", "a1", "Done: it is parsed in config/mod.rs", "claude-haiku-4-5-20251001");
+    s.save();
+    let path = s.dir.join("s1.jsonl");
+    let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(b"{not json\n").unwrap();
+    let out = env.run(&["outcomes"], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("(1 malformed line and 0 truncated files in 1 transcript were skipped)"), "{text}");
+}

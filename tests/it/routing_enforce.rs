@@ -374,7 +374,7 @@ fn toggle_status_and_doctor_show_the_mode_and_doctor_warns_of_rewrites_that_did_
     hook(&taken.env, "agent", &pre_payload(&taken.repo, &input(Some("opus"), "general-purpose", BRIEF), "t1"));
     hook(&taken.env, "spawned", &post_payload(&taken.repo, "t1", "sonnet", Some("claude-sonnet-5-5")));
     assert!(doctor_enforce(&taken.env).contains("ok    enforce set ("), "{}", doctor_enforce(&taken.env));
-    assert!(doctor_enforce(&taken.env).contains("the last 1 checked rewrites took effect"));
+    assert!(doctor_enforce(&taken.env).contains("the one checked rewrite took effect"), "one, and singular");
 
     write(&c.env.install_dir.join("paused"), "");
     let status = stdout(&c.env.run(&["toggle", "status"], ""));

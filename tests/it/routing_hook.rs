@@ -576,3 +576,23 @@ fn budget_caps_an_engine_that_never_answers() {
     assert_silent(&env, &prompt_payload(TASK, Path::new("/")), "engine slower than the budget");
     assert!(started.elapsed() < CUT_OFF, "the budget cut the wait: {:?}", started.elapsed());
 }
+
+/// docs/tools.md gives the hint's length as the hook writes it: one line whose length runs from the
+/// shortest tier's to the longest's.
+#[test]
+fn the_hint_is_as_long_as_docs_tools_says() {
+    let mut lengths = Vec::new();
+    for (mock, tier) in
+        [(HAIKU_ANSWERS, "haiku"), ("answer = \"no\"", "sonnet"), ("answers = { design = \"yes\" }", "opus")]
+    {
+        let env = env_with("hint = true", mock);
+        let ctx = context(&hook(&env, "prompt", &prompt_payload(TASK, &env.home))).expect("a hint");
+        assert!(ctx.contains(&format!("model \"{tier}\"")), "{ctx}");
+        assert_eq!(ctx.lines().count(), 1, "{ctx}");
+        lengths.push(ctx.chars().count());
+    }
+    let (min, max) = (lengths.iter().min().unwrap(), lengths.iter().max().unwrap());
+    let docs = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tools.md")).unwrap();
+    let said = format!("one line of {min} to {max} characters");
+    assert!(docs.split_whitespace().collect::<Vec<_>>().join(" ").contains(&said), "docs/tools.md: {said:?}");
+}

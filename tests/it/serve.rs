@@ -199,12 +199,16 @@ fn every_route_and_error_shape_over_the_mock_engine() {
         mixed().to_string().as_bytes(),
     );
     assert_eq!(status, 200);
+    let (status, _) = server.post(&json!({"state": "x", "questions": {"q": {"type": "noul"}}}));
+    assert_eq!(status, 200);
 
     let (exit, log) = server.terminate();
     assert!(exit.success(), "SIGTERM ends the server with 0: {exit:?}\n{log}");
     let requests = log.lines().filter(|l| l.contains(" INFO [s1-")).count();
-    assert_eq!(requests, 10, "one log line per request:\n{log}");
+    assert_eq!(requests, 11, "one log line per request:\n{log}");
     assert!(log.contains("POST /v1/systemone 200 in"), "{log}");
+    assert!(log.contains("3 questions via mock") && log.contains("1 question via mock"), "{log}");
+    assert!(log.contains("stopped after 11 requests"), "{log}");
 }
 
 #[test]

@@ -297,3 +297,18 @@ fn skill_names_from_the_hook_input_are_plain_or_skipped() {
     assert!(out.status.success());
     assert!(!stdout(&out).contains("SYSTEM"), "{}", stdout(&out));
 }
+
+/// `route` counts one candidate in the singular.
+#[test]
+fn route_says_one_candidate_in_the_singular() {
+    let env = env_with("");
+    skill(
+        &env.claude_dir.join("skills"),
+        "pdf-forms",
+        "---\nname: pdf-forms\ndescription: Fill and merge PDF forms\n---",
+    );
+    let out = env.run(&["route", "--prompt", TASK, "--cwd", env.root.to_str().unwrap()], "");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.lines().any(|l| l.starts_with("skills: 1 candidate: pdf-forms (")), "{text}");
+}

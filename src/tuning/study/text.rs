@@ -4,7 +4,7 @@ use super::figures::{Covered, QuestionFigures, TierFigures};
 use super::{EngineResult, SetResult, StudyResult};
 use crate::calibration::Origin;
 use crate::routing::rule::Chosen;
-use crate::text::pct;
+use crate::text::{count, pct};
 use crate::tuning::plot::{self, EnginePoint, Panel};
 use crate::tuning::seeds::DESTRUCTIVE_QUESTION;
 
@@ -39,18 +39,15 @@ pub fn render(r: &StudyResult) -> String {
         .iter()
         .map(|x| {
             if x.name == x.source {
-                format!("{} ({} items)", x.name, x.items)
+                format!("{} ({})", x.name, count(x.items as u64, "item"))
             } else {
-                format!("{} ({}, {} items)", x.name, x.source, x.items)
+                format!("{} ({}, {})", x.name, x.source, count(x.items as u64, "item"))
             }
         })
         .collect();
     let mut s = format!(
         "Study of {} on {}.\nEach item is asked once with calibration off; \"on\" applies the fit in force to the same answers. Nothing is written.\n",
-        match r.engines.len() {
-            1 => "1 engine".to_string(),
-            n => format!("{n} engines"),
-        },
+        count(r.engines.len() as u64, "engine"),
         sets.join(" and ")
     );
     for e in &r.engines {
@@ -88,9 +85,9 @@ pub fn render(r: &StudyResult) -> String {
 
 fn set_block(set: &SetResult) -> String {
     let mut s = format!(
-        "{}: {} items, {} failed{}; latency per decision p50 {}, p95 {}\n",
+        "{}: {}, {} failed{}; latency per decision p50 {}, p95 {}\n",
         set.set,
-        set.items,
+        count(set.items as u64, "item"),
         set.failed,
         set.first_failure.as_ref().map(|f| format!(" (first: {f})")).unwrap_or_default(),
         ms(set.latency.p50_ms),
@@ -296,8 +293,8 @@ pub fn svg(r: &StudyResult) -> String {
         .map(|e| Panel {
             title: engine_name(e),
             subtitle: format!(
-                "{} answers, accuracy {}, ECE off {} → on {}",
-                e.overall.answered,
+                "{}, accuracy {}, ECE off {} → on {}",
+                count(e.overall.answered as u64, "answer"),
                 share(e.overall.accuracy),
                 ece(e.overall.ece_off),
                 ece(e.overall.ece_on)
@@ -313,7 +310,7 @@ pub fn svg(r: &StudyResult) -> String {
         .iter()
         .map(|s| {
             let name = std::path::Path::new(&s.name).file_name().map(|n| n.to_string_lossy().to_string());
-            format!("{} ({} items)", name.unwrap_or_else(|| s.name.clone()), s.items)
+            format!("{} ({})", name.unwrap_or_else(|| s.name.clone()), count(s.items as u64, "item"))
         })
         .collect();
     plot::study(
