@@ -34,7 +34,7 @@ impl Gateway {
         resp.attempts = outcome.attempts;
         resp.provider = outcome.provider;
         match outcome.answers.and_then(|mut a| a.pop()) {
-            None => resp.error = outcome.failure,
+            None => resp.error = outcome.failure.map(|e| self.with_fix(e, &resp.attempts)),
             // Passed for want of a head, by a chain with no engine for free yes/no questions: the fix
             // is such an engine, or the head. Passed for another cause, the fix is the general one.
             Some(Answer::Passed { reason, causes })
@@ -52,6 +52,21 @@ impl Gateway {
             }
         }
         self.finish(resp, req.received)
+    }
+
+    /// A failed decision's error, ending with the fix the last failing provider gives for its
+    /// cause (the one doctor and smoke print): schema "1" gives the error only a code and a message.
+    fn with_fix(&self, mut error: ErrorInfo, attempts: &[super::Attempt]) -> ErrorInfo {
+        let last = attempts.iter().rev().find_map(|a| Some((a, a.cause?)));
+        let fix = last.and_then(|(a, cause)| {
+            let provider = self.chain.iter().find(|p| p.name() == a.provider)?;
+            let failure = crate::providers::Failure::new(cause, a.detail.clone().unwrap_or_default());
+            Some(provider.fix(&failure).action)
+        });
+        if let Some(fix) = fix {
+            error.message = format!("{}; fix: {fix}", error.message);
+        }
+        error
     }
 
     /// The answer to a request that failed validation: `invalid_request`, with the request's id.

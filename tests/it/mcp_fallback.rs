@@ -159,6 +159,9 @@ fn when_every_provider_fails_the_last_failure_is_the_error() {
     assert_eq!(tried(&s), pairs(&[("mock", "malformed"), ("laya", "error")]), "{s}");
     assert_eq!((s["status"].as_str(), s["error"]["code"].as_str()), (Some("error"), Some("provider_error")));
     assert!(s["error"]["message"].as_str().is_some_and(|m| m.starts_with("laya: ")), "{s}");
+    // The message ends with the fix for a refused connection, the one doctor gives.
+    let message = s["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("; fix: start the laya engine, or check [providers.laya] endpoint"), "{s}");
     assert_eq!(s["decision"], Value::Null);
     assert_eq!(s["provider"], Value::Null);
 }
