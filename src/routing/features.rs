@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 use super::entry::{LoggedAnswer, PerFeature};
 use crate::feature::Feature;
 use crate::gateway::{Answer, Gateway};
-use crate::providers::{EngineRequest, Question};
+use crate::providers::{EngineRequest, Question, Taught};
 use crate::tier::Tier;
 
 /// The question asked for each feature, in `Feature::ALL` order.
@@ -130,14 +130,20 @@ fn head_answer(answers: &[Answer]) -> Option<HeadAnswer> {
     Some(HeadAnswer { tier, confidence: best / total })
 }
 
+/// Whether `taught` holds a head for every tier of [`HEAD_TIERS`].
+fn has_tier_heads(taught: &[Taught]) -> bool {
+    HEAD_TIERS.iter().all(|t| taught.iter().any(|q| q.question == t.head_key()))
+}
+
 /// Asks the four features about `text` in one `run_chain` call, within `deadline`; with
 /// `tier_head`, and the local engine first in the chain, the tier head's questions in the same
 /// request (one embedding answers them all).
 pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str, tier_head: bool) -> Asked {
     let started = Instant::now();
     let mut request = request(text);
-    // Only the local engine has the trained heads; any other engine would guess at the tier.
-    let head = tier_head && gateway.primary().is_some_and(|p| p.name() == "local");
+    // Only the local engine has the trained heads, and only for a model it has tier heads for: any
+    // other engine would guess at the tier, and the questions passed on would cost the hook a call.
+    let head = tier_head && gateway.primary().is_some_and(|p| p.name() == "local" && has_tier_heads(&p.taught()));
     if head {
         request.questions.extend(HEAD_TIERS.iter().map(|t| yes_no(t.head_key(), tier_question(*t))));
     }

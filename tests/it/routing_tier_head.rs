@@ -104,3 +104,41 @@ fn config_check_names_a_bad_tier_head_key() {
     assert!(show.lines().any(|l| l.starts_with("routing.tier_head = true")), "{show}");
     assert!(show.lines().any(|l| l.starts_with("routing.tier_head_min_confidence = 0.7")), "{show}");
 }
+
+#[test]
+fn a_local_model_without_tier_heads_asks_no_one_the_tier() {
+    let Some(dir) = model_dir() else { return };
+    let Some(mock) = crate::engines_systemone::Mock::start(&[]) else { return };
+    // The model under another name, with the four feature heads fitted for it and no tier heads.
+    let shipped: Value =
+        serde_json::from_str(include_str!("../../calibration/local-heads.json")).expect("the shipped heads");
+    let mut heads: Vec<Value> = shipped["heads"]
+        .as_array()
+        .expect("heads")
+        .iter()
+        .filter(|h| {
+            ["read_only", "design", "review", "specified"].contains(&h["question"].as_str().unwrap_or_default())
+        })
+        .cloned()
+        .collect();
+    assert_eq!(heads.len(), 4);
+    for h in &mut heads {
+        h["model"] = json!("my-minilm");
+    }
+    let mut env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\nfallback = [\"systemone\"]\ntimeout_s = 30\n[providers.local]\nmodel = \"my-minilm\"\n\
+         model_dir = {dir:?}\n[routing]\nenabled = true\nhint = true\nbudget_ms = 60000\ntier_head = true\n\
+         tier_head_min_confidence = 0.0\n"
+    ));
+    std::fs::create_dir_all(&env.install_dir).unwrap();
+    let file = json!({"format": "system1-local-heads", "version": 1, "heads": heads});
+    std::fs::write(env.install_dir.join("local-heads.json"), file.to_string()).unwrap();
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &mock.url());
+    let v = route_json(&env, DESIGN);
+    // The features are the local engine's; the tier questions were never put, so the mock saw nothing.
+    assert_eq!(v["routing"]["provider"], "local", "{v}");
+    assert_eq!(v["routing"]["tier_head"], Value::Null, "{v}");
+    assert_eq!((&v["routing"]["tier"], &v["routing"]["rule"]), (&json!("opus"), &json!(1)), "{v}");
+    assert_eq!(mock.decisions(), 0, "the tier questions went to the fallback: {v}");
+}
