@@ -478,3 +478,62 @@ fn the_context_cost_in_readme_is_the_measured_one_and_claude_codes_estimate_is_n
         assert!(text.contains("characters / 4"), "the measured figure says how it is counted");
     }
 }
+
+/// calibration/README.md's figures for the second, blind reading of the seed tiers are the two files':
+/// the table of the two readings, their agreement and kappa, and the rules' agreement with each.
+#[test]
+fn the_second_reading_figures_in_the_calibration_readme_are_the_files() {
+    let tiers = |p: &str| -> Vec<(serde_json::Value, String)> {
+        read(&root().join(p))
+            .lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{p}: {e}: {l}"));
+                (v["labels"].clone(), v["tier"].as_str().expect("a tier").to_string())
+            })
+            .collect()
+    };
+    let (first, second) = (tiers("calibration/routing.jsonl"), tiers("calibration/routing-second-reading.jsonl"));
+    assert_eq!(first.len(), second.len());
+    assert!(first.iter().zip(&second).all(|(a, b)| a.0 == b.0), "the feature labels are the first reading's");
+    let names = ["haiku", "sonnet", "opus"];
+    let mut table = [[0usize; 3]; 3];
+    for ((_, a), (_, b)) in first.iter().zip(&second) {
+        let at = |t: &str| names.iter().position(|n| *n == t).expect("a tier the seed set uses");
+        table[at(a)][at(b)] += 1;
+    }
+    let n = first.len() as f64;
+    let agree: usize = (0..3).map(|i| table[i][i]).sum();
+    let row = |i: usize| table[i].iter().sum::<usize>() as f64;
+    let col = |j: usize| (0..3).map(|i| table[i][j]).sum::<usize>() as f64;
+    let expected = (0..3).map(|i| row(i) * col(i)).sum::<f64>() / (n * n);
+    let kappa = (agree as f64 / n - expected) / (1.0 - expected);
+    let flat = read(&root().join("calibration/README.md")).split_whitespace().collect::<Vec<_>>().join(" ");
+    for (i, name) in names.iter().enumerate() {
+        let line = format!("| {name} ({}) | {} | {} | {} |", row(i), table[i][0], table[i][1], table[i][2]);
+        assert!(flat.contains(&line), "missing {line}");
+    }
+    let said = format!(
+        "agree on {agree} of {} prompts ({:.1}%, Cohen's kappa {kappa:.2})",
+        first.len(),
+        100.0 * agree as f64 / n
+    );
+    assert!(flat.contains(&said), "missing {said}");
+    // The default rule (config.example.toml), and `specified -> haiku` in place of its third rule.
+    let rule = |labels: &serde_json::Value, spec_alone: bool| {
+        let l = |k: &str| labels[k].as_bool().unwrap_or(false);
+        if l("design") || l("review") {
+            "opus"
+        } else if l("specified") && (spec_alone || l("read_only")) {
+            "haiku"
+        } else {
+            "sonnet"
+        }
+    };
+    let share = |set: &[(serde_json::Value, String)], spec_alone: bool| {
+        100.0 * set.iter().filter(|(l, t)| rule(l, spec_alone) == t).count() as f64 / n
+    };
+    for spec_alone in [false, true] {
+        let said = format!("({:.1}% against {:.1}%", share(&second, spec_alone), share(&first, spec_alone));
+        assert!(flat.contains(&said), "missing {said}");
+    }
+}
