@@ -136,8 +136,8 @@ fn has_tier_heads(taught: &[Taught]) -> bool {
 }
 
 /// Asks the four features about `text` in one `run_chain` call, within `deadline`; with
-/// `tier_head`, and the local engine first in the chain, the tier head's questions in the same
-/// request (one embedding answers them all).
+/// `tier_head`, and the local engine first in the chain with tier heads for its model, the tier
+/// head's questions in the same request (one embedding answers them all).
 pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str, tier_head: bool) -> Asked {
     let started = Instant::now();
     let mut request = request(text);
