@@ -428,12 +428,14 @@ impl Cache {
         true
     }
 
-    /// A session's dir and its subagents dir, where its new subagent files appear; those new to
-    /// the watch list.
+    /// A session's dir, its subagents dir and the folders below that (a Workflow agent's file sits
+    /// two levels down), where its new subagent files appear; those new to the watch list.
     fn watch_session(&self, state: &mut State, project: &str, session: &str) -> Vec<PathBuf> {
         let dir = self.projects.join(project).join(session);
         let sub = dir.join("subagents");
-        [dir, sub].into_iter().filter(|d| self.watch(state, d)).collect()
+        let mut dirs = vec![dir, sub];
+        dirs.extend(transcripts::subagent_dirs(&self.projects, project, session));
+        dirs.into_iter().filter(|d| self.watch(state, d)).collect()
     }
 
     /// Holds every file of the session whose main transcript `main` is, whatever its day.
@@ -497,12 +499,18 @@ impl Cache {
                 }
                 [project, session, ..] => {
                     let whole = state.sessions.contains(session);
-                    transcripts::session_subagents(
+                    let (files, dirs) = transcripts::session_subagent_tree(
                         &self.projects,
                         project,
                         session,
                         if whole { None } else { since_time },
-                    )
+                    );
+                    // A folder made since (a new workflow's) is watched from now on; its files
+                    // are in `files` already.
+                    for d in dirs {
+                        self.watch(state, &d);
+                    }
+                    files
                 }
             };
             for f in new {

@@ -3,7 +3,9 @@
 //!
 //! Layout, as Claude Code writes it: `<projects>/<project>/<session>.jsonl` is a session's main
 //! transcript; `<projects>/<project>/<session>/subagents/agent-<id>.jsonl` is one subagent's, with
-//! `agent-<id>.meta.json` beside it (`agentType`, `description`, `toolUseId`, `spawnDepth`).
+//! `agent-<id>.meta.json` beside it (`agentType`, `description`, `toolUseId`, `spawnDepth`). A
+//! subagent's file may also sit in a folder below `subagents/` (a Workflow agent's in
+//! `subagents/workflows/<wf>/`), with its `.meta.json` beside it there.
 //!
 //! How to use it:
 //! 1. [`list`] walks the projects dir (by default [`crate::paths::claude_projects_dir`], which honours
@@ -61,7 +63,7 @@ pub struct Scope {
     /// Keep lines strictly before this instant.
     pub until: Option<DateTime<Utc>>,
     /// Keep projects whose directory name contains this (a path is first encoded the way Claude Code
-    /// names project dirs: every `/`, `\`, `:` and `.` becomes `-`).
+    /// names project dirs: every character but an ASCII letter or digit becomes `-`).
     pub project: Option<String>,
     /// Reader threads; 0 means `available_parallelism`.
     pub threads: usize,
@@ -121,9 +123,19 @@ pub fn project_names(scope: &Scope) -> Vec<String> {
     names
 }
 
-/// How Claude Code turns a working directory into a project directory name.
+/// How Claude Code turns a working directory into a project directory name: every character but
+/// an ASCII letter or digit becomes `-` (`/home/u/web_app.v2` is `-home-u-web-app-v2`).
 pub fn encode_project(path: &str) -> String {
-    path.chars().map(|c| if matches!(c, '/' | '\\' | ':' | '.') { '-' } else { c }).collect()
+    // Claude Code replaces per UTF-16 unit: a character outside the BMP becomes two dashes.
+    let mut out = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n('-', c.len_utf16()));
+        }
+    }
+    out
 }
 
 /// One transcript file.
@@ -261,8 +273,8 @@ pub fn project_files(root: &Path, project: &str, since: Option<SystemTime>) -> V
     list_project(&root.join(project), project, since).0
 }
 
-/// The subagent transcripts of one session (`<root>/<project>/<session>/subagents/`), each with
-/// its `.meta.json` read, without those last written before `since`.
+/// The subagent transcripts of one session (`<root>/<project>/<session>/subagents/`, at any depth
+/// below it), each with its `.meta.json` read, without those last written before `since`.
 pub fn session_subagents(root: &Path, project: &str, session_id: &str, since: Option<SystemTime>) -> Vec<FileInfo> {
     let session = SessionDir {
         dir: root.join(project).join(session_id),
@@ -316,16 +328,80 @@ fn list_project(dir: &Path, project: &str, since: Option<SystemTime>) -> (Vec<Fi
     (main, sessions)
 }
 
-/// One session dir's `subagents/agent-<id>.jsonl` files, each with its `.meta.json` read.
+/// How deep below `subagents/` a transcript may sit: Claude Code nests Workflow agents two levels
+/// down (`subagents/workflows/<wf>/`); the bound only stops a runaway tree.
+const MAX_SUBAGENT_DEPTH: usize = 8;
+
+/// One session dir's subagent transcripts, each with its `.meta.json` read: `agent-<id>.jsonl` in
+/// `subagents/` and in any folder below it (Claude Code writes a Workflow agent's under
+/// `subagents/workflows/<wf>/`).
 fn list_subagents(session: &SessionDir, since: Option<SystemTime>) -> Vec<FileInfo> {
     let mut agents = Vec::new();
-    let dir = session.dir.join("subagents");
-    let Ok(entries) = std::fs::read_dir(&dir) else { return agents };
+    walk_subagents(session, &session.dir.join("subagents"), since, 0, &mut agents, &mut |_| {});
+    agents
+}
+
+/// The folders below a session's `subagents/` (itself included, when it exists), where a new
+/// subagent transcript would appear, with the transcripts in them.
+pub fn session_subagent_tree(
+    root: &Path,
+    project: &str,
+    session_id: &str,
+    since: Option<SystemTime>,
+) -> (Vec<FileInfo>, Vec<PathBuf>) {
+    let session = SessionDir {
+        dir: root.join(project).join(session_id),
+        project: project.to_string(),
+        session_id: session_id.to_string(),
+    };
+    let (mut agents, mut dirs) = (Vec::new(), Vec::new());
+    walk_subagents(&session, &session.dir.join("subagents"), since, 0, &mut agents, &mut |d| {
+        dirs.push(d.to_path_buf())
+    });
+    (agents, dirs)
+}
+
+/// The folders below a session's `subagents/`, itself included when it exists: where a new
+/// subagent transcript would appear.
+pub fn subagent_dirs(root: &Path, project: &str, session_id: &str) -> Vec<PathBuf> {
+    fn walk(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else { return };
+        out.push(dir.to_path_buf());
+        for e in entries.flatten() {
+            if depth < MAX_SUBAGENT_DEPTH && e.file_type().is_ok_and(|k| k.is_dir()) {
+                walk(&e.path(), depth + 1, out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&root.join(project).join(session_id).join("subagents"), 0, &mut out);
+    out
+}
+
+/// The transcripts in `dir` and the folders below it, depth first. Links are not followed: a
+/// link to a folder above would loop, and Claude Code writes none.
+fn walk_subagents(
+    session: &SessionDir,
+    dir: &Path,
+    since: Option<SystemTime>,
+    depth: usize,
+    agents: &mut Vec<FileInfo>,
+    on_dir: &mut dyn FnMut(&Path),
+) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    on_dir(dir);
     for e in entries.flatten() {
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_dir() {
+            if depth < MAX_SUBAGENT_DEPTH {
+                walk_subagents(session, &e.path(), since, depth + 1, agents, on_dir);
+            }
+            continue;
+        }
         let name = e.file_name();
         let name = name.to_string_lossy();
         let Some(agent_id) = name.strip_suffix(".jsonl").and_then(|s| s.strip_prefix("agent-")) else { continue };
-        if !e.file_type().is_ok_and(|k| k.is_file()) {
+        if !kind.is_file() {
             continue;
         }
         let Some(size) = listed_size(&e, since) else { continue };
@@ -338,7 +414,6 @@ fn list_subagents(session: &SessionDir, since: Option<SystemTime>) -> Vec<FileIn
             size,
         });
     }
-    agents
 }
 
 /// The file's size, or `None` when it cannot be read or was last written before `since`.
@@ -728,6 +803,10 @@ mod tests {
         let scope = Scope { project: Some("w1".into()), ..Scope::default() };
         assert!(scope.project_matches("-home-u-w1"));
         assert_eq!(encode_project("/home/u/my.repo"), "-home-u-my-repo");
+        // Claude Code maps every character but an ASCII letter or digit, not only separators.
+        assert_eq!(encode_project("/home/user/code/web_app.v2"), "-home-user-code-web-app-v2");
+        assert_eq!(encode_project("C:\\src\\my repo+é"), "C--src-my-repo--");
+        assert_eq!(encode_project("/a/\u{1F600}"), "-a---");
     }
 
     #[test]

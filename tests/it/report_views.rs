@@ -483,3 +483,100 @@ fn a_reply_whose_blocks_straddle_midnight_counts_on_the_day_it_finished_as_ccusa
     let Some(daily) = ccusage(&env, "daily") else { return };
     same_rows(&ours, daily["daily"].as_array().unwrap(), "date");
 }
+
+/// A subagent transcript below `subagents/`, with its `.meta.json` beside it.
+fn nested_subagent(dir: &std::path::Path, agent: &str, agent_type: &str, f: &File) {
+    f.write(&dir.join(format!("agent-{agent}.jsonl")), true);
+    std::fs::write(
+        dir.join(format!("agent-{agent}.meta.json")),
+        json!({"agentType": agent_type, "description": "a workflow step", "spawnDepth": 2}).to_string(),
+    )
+    .unwrap();
+}
+
+/// Every API request under `projects`, counted without system1's reader: each `.jsonl` file at any
+/// depth, each line that parses and is an assistant reply with usage, deduplicated on `message.id` +
+/// `requestId` keeping the copy with the most tokens. (input, output, cache writes, cache reads).
+fn independent_count(projects: &std::path::Path) -> [u64; 4] {
+    fn files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                out.push(p);
+            }
+        }
+    }
+    let mut paths = Vec::new();
+    files(projects, &mut paths);
+    let mut best: std::collections::HashMap<String, [u64; 4]> = std::collections::HashMap::new();
+    let mut unkeyed = [0u64; 4];
+    for p in paths {
+        for line in std::fs::read_to_string(&p).unwrap().lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
+            if v["type"] != "assistant" || !v["message"]["usage"].is_object() {
+                continue;
+            }
+            let u = &v["message"]["usage"];
+            let n = |k: &str| u[k].as_u64().unwrap_or(0);
+            let t =
+                [n("input_tokens"), n("output_tokens"), n("cache_creation_input_tokens"), n("cache_read_input_tokens")];
+            match (v["message"]["id"].as_str(), v["requestId"].as_str()) {
+                (Some(id), Some(req)) => {
+                    let e = best.entry(format!("{id}:{req}")).or_default();
+                    if t.iter().sum::<u64>() > e.iter().sum::<u64>() {
+                        *e = t;
+                    }
+                }
+                _ => (0..4).for_each(|i| unkeyed[i] += t[i]),
+            }
+        }
+    }
+    best.values().fold(unkeyed, |mut acc, t| {
+        (0..4).for_each(|i| acc[i] += t[i]);
+        acc
+    })
+}
+
+/// Claude Code writes a Workflow agent's transcript in folders below `subagents/`
+/// (`subagents/workflows/<wf>/agent-<id>.jsonl`, with its `.meta.json`). The report reads them at
+/// any depth: its totals equal a count of every transcript made without its reader, and ccusage's.
+#[test]
+fn nested_subagent_transcripts_are_read_and_agree_with_an_independent_count_and_ccusage() {
+    let env = TestEnv::new();
+    let projects = fixtures(&env.claude_dir);
+    let flat = report_json(&env, &[]);
+    let sub = projects.join("-home-u-w1").join("sA").join("subagents");
+    let t = "2026-11-10T12:00:00.000Z";
+    // Two levels down: haiku 4.5, 300 input and 30 output tokens, $0.00045.
+    let mut w1 = File::new("sA", t).in_dir("/home/u/w1");
+    w1.reply("w1a", "w1", "rw1", "claude-haiku-4-5-20251001", usage(300, 2, 0, 0, 0), text_block(), true);
+    w1.reply("w1b", "w1", "rw1", "claude-haiku-4-5-20251001", usage(300, 30, 0, 0, 0), text_block(), true);
+    nested_subagent(&sub.join("workflows").join("wf_1"), "w1", "workflow-step", &w1);
+    // Three levels down: sonnet 4.5, 200 input and 20 output tokens, $0.0009.
+    let mut w2 = File::new("sA", t).in_dir("/home/u/w1");
+    w2.reply("w2a", "w2", "rw2", "claude-sonnet-4-5-20250929", usage(200, 20, 0, 0, 0), text_block(), true);
+    nested_subagent(&sub.join("workflows").join("wf_1").join("steps"), "w2", "Explore", &w2);
+
+    let r = report_json(&env, &[]);
+    let n = |v: &Value| v.as_u64().unwrap();
+    assert_eq!(n(&r["read"]["subagent_files"]), n(&flat["read"]["subagent_files"]) + 2);
+    assert_eq!(n(&r["totals"]["subagents"]["requests"]), n(&flat["totals"]["subagents"]["requests"]) + 2);
+    close(&r["totals"]["all"]["cost_usd"], flat["totals"]["all"]["cost_usd"].as_f64().unwrap() + 0.00045 + 0.0009);
+    // The .meta.json beside each is read: the agent view names their types.
+    let agents = by(&env, "agent", &[]);
+    assert_eq!(usage_of(row(&agents, "workflow-step", Some("haiku"))).0, 1);
+    assert_eq!(usage_of(row(&agents, "Explore", Some("sonnet"))).0, 1);
+
+    let ours = by(&env, "day", &["--timezone", "UTC"]);
+    let [input, output, cache_creation, cache_read] = independent_count(&projects);
+    let total = &ours["total"];
+    assert_eq!(
+        [n(&total["input"]), n(&total["output"]), n(&total["cache_creation"]), n(&total["cache_read"])],
+        [input, output, cache_creation, cache_read]
+    );
+    assert_eq!(n(&r["totals"]["all"]["tokens"]["total"]), input + output + cache_creation + cache_read);
+    let Some(daily) = ccusage(&env, "daily") else { return };
+    same_rows(&ours, daily["daily"].as_array().unwrap(), "date");
+}
