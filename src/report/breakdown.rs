@@ -423,7 +423,7 @@ pub fn build(
                 Fate::Followed => acc.followed += 1,
                 Fate::Upgraded(_) => acc.upgraded += 1,
                 Fate::Downgraded => acc.downgraded += 1,
-                Fate::Unknown => {}
+                Fate::Unknown | Fate::NotRun => {}
             }
             acc.hinted_spawns += u64::from(j.fate != Fate::Unhinted);
         }

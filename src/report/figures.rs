@@ -298,6 +298,9 @@ pub(super) enum Fate {
     Downgraded,
     /// The hint or the tier that ran could not be told.
     Unknown,
+    /// Nothing says it ran: no agent result with its model or agent id, no subagent transcript
+    /// (refused, denied, or cut off). It followed nothing.
+    NotRun,
 }
 
 /// One spawn, with the subagent run it started, the tier it ran on, and its fate.
@@ -330,6 +333,7 @@ impl<'a> Spawns<'a> {
                 upgraded: 0,
                 downgraded: 0,
                 unknown: 0,
+                not_run: 0,
                 share: None,
                 with_model_given: 0,
             },
@@ -345,8 +349,10 @@ impl<'a> Spawns<'a> {
             let agent = spawn_agent(agg, &by_tool_use, s);
             let tier = spawn_tier(agg, s, agent);
             *out.by_tier.entry(tier).or_default() += 1;
+            let ran = s.resolved.is_some() || s.agent_id.is_some() || agent.is_some();
             let fate = match (s.hint, tier) {
                 (None, _) => Fate::Unhinted,
+                (Some(_), _) if !ran => Fate::NotRun,
                 (Some(Some(h)), Some(t)) if t == h => Fate::Followed,
                 (Some(Some(h)), Some(t)) if t > h => Fate::Upgraded(h),
                 (Some(Some(_)), Some(_)) => Fate::Downgraded,
@@ -354,7 +360,8 @@ impl<'a> Spawns<'a> {
             };
             match fate {
                 Fate::Unhinted => {
-                    if let Some(t) = tier {
+                    // A spawn that never ran is no part of the usual mix.
+                    if let Some(t) = tier.filter(|_| ran) {
                         out.unhinted_by_tier[t.index()] += 1;
                     }
                 }
@@ -362,6 +369,7 @@ impl<'a> Spawns<'a> {
                 Fate::Upgraded(_) => a.upgraded += 1,
                 Fate::Downgraded => a.downgraded += 1,
                 Fate::Unknown => a.unknown += 1,
+                Fate::NotRun => a.not_run += 1,
             }
             if fate != Fate::Unhinted {
                 a.hinted_spawns += 1;

@@ -389,6 +389,8 @@ pub struct Adherence {
     pub downgraded: u64,
     /// Hinted spawns whose hint or model named no tier.
     pub unknown: u64,
+    /// Hinted spawns that never ran (no agent result, no subagent transcript): not followed.
+    pub not_run: u64,
     /// followed / (followed + upgraded + downgraded).
     pub share: Option<f64>,
     /// Hinted spawns where the orchestrator passed a `model` itself.
@@ -644,11 +646,22 @@ fn advise(reach: &Reach, adherence: &Adherence, savings: &Savings, logged: &Spaw
     // Below half a cent the loss prints as $0.00: not a finding.
     if let Some(net) = savings.net_usd.filter(|n| *n <= -0.005) {
         findings.push(format!("the hints cost ${:.2} more than they saved", -net));
-        focus.push(format!(
-            "the hints cost more than they saved: see which hinted tiers were dearer than needed with `{}`, and label \
-             those prompts",
-            text::command("report --what-if raise")
-        ));
+        // What would have helped depends on where the loss is: hints to dearer tiers than the
+        // usual mix (a raise would only add to it), or hint text that costs more than the few
+        // spawns that follow it save (setting the tier instead of hinting it would).
+        if savings.realised_usd.is_some_and(|r| r < 0.0) {
+            focus.push(format!(
+                "the hinted tiers were dearer than the usual mix: label the hinted prompts to see which needed a \
+                 cheaper tier than the rule gave (hints too high), and see where the spend went with `{}`",
+                text::command("report --by agent")
+            ));
+        } else {
+            focus.push(format!(
+                "the hint text cost more than the spawns that followed it saved: see what setting the tier instead \
+                 would have saved with `{}` before turning [routing] enforce on",
+                text::command("report --what-if fill")
+            ));
+        }
     }
     findings.extend(rewrites_finding(logged));
     let suggested = !focus.is_empty();
@@ -810,6 +823,7 @@ mod tests {
             upgraded,
             downgraded,
             unknown: 0,
+            not_run: 0,
             share: ratio(followed, decided),
             with_model_given: 0,
         }
@@ -859,6 +873,14 @@ mod tests {
         let dear = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(-0.2)), &SpawnSection::default());
         assert!(dear.findings.iter().any(|f| f.contains("$0.20 more than they saved")), "{:?}", dear.findings);
         assert!(dear.suggested && !dear.instructions.contains("nothing stands out"), "{}", dear.instructions);
+        // Hints to dearer tiers than the usual mix: a raise would only add to it, so none is suggested.
+        assert!(dear.instructions.contains("hints too high"), "{}", dear.instructions);
+        assert!(!dear.instructions.contains("--what-if raise"), "{}", dear.instructions);
+        // Savings eaten by the hint text: setting the tier is what would have helped.
+        let mut thin = savings(Some(-0.2));
+        thin.realised_usd = Some(0.1);
+        let thin = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &thin, &SpawnSection::default());
+        assert!(thin.instructions.contains("--what-if fill"), "{}", thin.instructions);
         let even = advise(&reach(10, 6, 6), &adherence(8, 1, 1), &savings(Some(-0.004)), &SpawnSection::default());
         assert!(even.findings.is_empty() && !even.suggested, "{:?}", even.findings);
 

@@ -111,7 +111,7 @@ fn group_line(out: &mut String, name: &str, g: &Group) {
     };
     let _ = writeln!(
         out,
-        "  {name:<22} {:>6} {:>9} {:>5} {:>6} {:>6}   {outcomes}",
+        "  {name:<24} {:>6} {:>9} {:>5} {:>6} {:>6}   {outcomes}",
         g.spawns,
         format!("{} of {}", g.on_rule_tier, g.compared),
         pct(g.agreement),
@@ -127,7 +127,7 @@ fn rules_section(out: &mut String, rows: &[RuleRow]) {
     }
     let _ = writeln!(
         out,
-        "\nRules in the routing log   tier    prompts  hinted   spawns  rewritten  labelled  agree  subagent spend"
+        "\nRules in the routing log  tier     prompts  hinted   spawns  rewritten  labelled  agree  subagent spend"
     );
     for r in rows {
         let _ = writeln!(
@@ -187,7 +187,7 @@ fn spawn_section(out: &mut String, s: &SpawnSection) {
             "  enforced {:>10}   {} that took effect, against the tier each call named (else the usual mix){}",
             signed_money(e.usd),
             text::count(e.spawns_priced, "rewrite"),
-            if e.not_priced > 0 { format!("; {} not priced", e.not_priced) } else { String::new() }
+            if e.not_priced > 0 { format!("; {}", not_priced(e.not_priced)) } else { String::new() }
         );
     }
     if s.subagent_model_env > 0 {
@@ -202,6 +202,14 @@ fn spawn_section(out: &mut String, s: &SpawnSection) {
     }
 }
 
+/// Spawns left out of a cost, and why that can be.
+fn not_priced(n: u64) -> String {
+    format!(
+        "{} not priced (its subagent's transcript is not among those read, or a model it ran on or would run on has no price), left out of both sums",
+        text::count(n, "spawn")
+    )
+}
+
 /// `--what-if`: what enforcement would have changed, what it would have cost, and how spawns
 /// already on those tiers fared.
 fn what_if_section(out: &mut String, w: &WhatIf) {
@@ -214,9 +222,19 @@ fn what_if_section(out: &mut String, w: &WhatIf) {
     let _ = writeln!(out, "  {}", w.estimate);
     let _ = writeln!(
         out,
-        "  changed    {:>4}: {} lowered, {} raised; {} set to the tier it ran on",
+        "  changed    {:>4}: {} lowered, {} raised from the tier it ran on; {} set to the tier it ran on",
         w.changed, w.lowered, w.raised, w.unchanged
     );
+    if w.changed > 0 {
+        let rw = &w.rewrites;
+        let _ = writeln!(
+            out,
+            "  rewrites   {:>4}: {} filled, {} raised, {} lowered\n             \
+             filled: the call named no model and ran on its parent's tier, which every mode fills, up or down; \
+             raised: it named a tier below the rule's; lowered: above it, which only set changes",
+            w.changed, rw.filled, rw.raised, rw.lowered
+        );
+    }
     let left: u64 = w.left_alone.values().sum();
     let why: Vec<String> = w.left_alone.iter().map(|(k, n)| format!("{} {n}", k.replace('_', " "))).collect();
     let _ = writeln!(
@@ -231,7 +249,7 @@ fn what_if_section(out: &mut String, w: &WhatIf) {
         money(w.projected_cost_usd),
         if w.savings_usd >= 0.0 { "saves" } else { "costs" },
         money(w.savings_usd.abs()),
-        if w.not_priced > 0 { format!(" ({} not priced)", w.not_priced) } else { String::new() }
+        if w.not_priced > 0 { format!("; {}", not_priced(w.not_priced)) } else { String::new() }
     );
     for m in &w.moves {
         let _ = writeln!(
@@ -241,7 +259,7 @@ fn what_if_section(out: &mut String, w: &WhatIf) {
             text::count(m.spawns, "spawn"),
             money(m.cost_usd),
             money(m.projected_cost_usd),
-            if m.not_priced > 0 { format!(" ({} not priced)", m.not_priced) } else { String::new() }
+            if m.not_priced > 0 { format!(" ({} of them not priced)", m.not_priced) } else { String::new() }
         );
     }
     if !w.outcomes.is_empty() {
@@ -287,6 +305,21 @@ pub fn table(r: &Report) -> String {
     }
     usage(&mut out, r);
     prices_and_next(&mut out, r);
+    trim_line_ends(out)
+}
+
+/// Every line without the blanks an empty last column leaves at its end.
+fn trim_line_ends(text: String) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        match line.strip_suffix('\n') {
+            Some(l) => {
+                out.push_str(l.trim_end_matches(' '));
+                out.push('\n');
+            }
+            None => out.push_str(line.trim_end_matches(' ')),
+        }
+    }
     out
 }
 
@@ -321,6 +354,24 @@ fn read_line(out: &mut String, rd: &ReadStats) {
 
 fn reach_and_adherence(out: &mut String, r: &Report) {
     let reach = &r.reach;
+    if reach.prompts == 0 {
+        let _ = writeln!(out, "Reach       no prompts in scope, so no share to give");
+    } else {
+        reach_line(out, reach);
+    }
+    let a = &r.adherence;
+    if a.hinted_spawns == 0 {
+        let _ = writeln!(
+            out,
+            "Adherence   no spawn in a hinted turn ({} in scope), so no share to give",
+            text::count(a.spawns, "spawn")
+        );
+        return;
+    }
+    adherence_line(out, a);
+}
+
+fn reach_line(out: &mut String, reach: &super::Reach) {
     let _ = writeln!(
         out,
         "Reach       {} of prompts got a routing hint ({} of {}); {} of those long enough for one ({} of {}); {}",
@@ -332,16 +383,19 @@ fn reach_and_adherence(out: &mut String, r: &Report) {
         reach.long_prompts,
         text::count(reach.skill_hints, "skill hint")
     );
-    let a = &r.adherence;
+}
+
+fn adherence_line(out: &mut String, a: &super::Adherence) {
     let _ = writeln!(
         out,
-        "Adherence   {} of hinted spawns ran on the hinted tier ({} of {}: {} upgraded, {} downgraded{})",
+        "Adherence   {} of hinted spawns ran on the hinted tier ({} of {}: {} upgraded, {} downgraded{}{})",
         pct(a.share),
         a.followed,
         a.hinted_spawns,
         a.upgraded,
         a.downgraded,
-        if a.unknown > 0 { format!(", {} unknown", a.unknown) } else { String::new() }
+        if a.unknown > 0 { format!(", {} unknown", a.unknown) } else { String::new() },
+        if a.not_run > 0 { format!(", {} never ran", a.not_run) } else { String::new() }
     );
 }
 
@@ -399,7 +453,7 @@ fn savings(out: &mut String, s: &Savings) {
 
 /// All usage by thread, then by model, with the models no price covers.
 fn usage(out: &mut String, r: &Report) {
-    let _ = writeln!(out, "\nAll usage                 requests    tokens       cost");
+    let _ = writeln!(out, "\nAll usage                 requests    tokens      cost");
     part_line(out, "main threads", &r.totals.main);
     part_line(out, "subagents", &r.totals.subagents);
     part_line(out, "total", &r.totals.all);
@@ -463,10 +517,30 @@ fn short_key(view: View, key: &str, tier: Option<&str>, project: Option<&str>) -
     if n <= KEY_WIDTH {
         shown
     } else if view == View::Project {
-        format!("…{}", shown.chars().skip(n - (KEY_WIDTH - 1)).collect::<String>())
+        project_tail(&shown)
     } else {
         text::ellipsis(&shown, KEY_WIDTH)
     }
+}
+
+/// A project path too long for the key column: its last folders whole, after `…/`, as many as fit
+/// (a folder name cut in two reads as another folder); a last folder too long alone is cut at its
+/// end instead.
+fn project_tail(path: &str) -> String {
+    let parts: Vec<&str> = path.split(['/', '\\']).filter(|s| !s.is_empty()).collect();
+    let mut tail = String::new();
+    for part in parts.iter().rev() {
+        let longer = if tail.is_empty() { part.to_string() } else { format!("{part}/{tail}") };
+        if longer.chars().count() + 2 > KEY_WIDTH {
+            break;
+        }
+        tail = longer;
+    }
+    if tail.is_empty() {
+        let last = parts.last().copied().unwrap_or(path);
+        return text::ellipsis(&format!("…/{last}"), KEY_WIDTH);
+    }
+    format!("…/{tail}")
 }
 
 /// `3/4`, or `-` when the view has no such figure.
@@ -555,7 +629,7 @@ pub fn breakdown_table(b: &Breakdown) -> String {
         "Costs at API list prices as of {}; a Claude Code subscription does not pay these.",
         b.prices_as_of
     );
-    out
+    trim_line_ends(out)
 }
 
 /// The figures of a row in the order the Markdown and CSV columns name them.
@@ -730,5 +804,19 @@ mod tests {
         assert_eq!(signed_money(2.0), "+$2.00");
         assert_eq!(pct(Some(0.625)), "62%");
         assert_eq!(pct(None), "n/a");
+    }
+
+    #[test]
+    fn a_long_project_path_keeps_its_last_folders_whole() {
+        let key = |p: &str| short_key(View::Project, p, None, None);
+        assert_eq!(key("/home/u/w1"), "/home/u/w1");
+        assert_eq!(key("/home/user/code/clients/web_app.v2"), "…/clients/web_app.v2");
+        assert_eq!(key("/home/user/code/a-very-long-folder-name-indeed"), "…/a-very-long-folder-…");
+        assert!(key("/home/user/code/a-very-long-folder-name-indeed").chars().count() <= KEY_WIDTH);
+    }
+
+    #[test]
+    fn no_line_ends_in_blanks() {
+        assert_eq!(trim_line_ends("a  \nb \n\n c".into()), "a\nb\n\n c");
     }
 }

@@ -110,6 +110,14 @@ pub struct EngineUse {
     pub gave_up: bool,
 }
 
+/// What the rewrites would have done to the calls' `model`.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Rewrites {
+    pub filled: u64,
+    pub raised: u64,
+    pub lowered: u64,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WhatIf {
     pub mode: String,
@@ -122,6 +130,11 @@ pub struct WhatIf {
     pub raised: u64,
     /// Set to the tier they ran on anyway (a filled call that got its parent's tier).
     pub unchanged: u64,
+    /// The changed ones by what the rewrite would have done to the call's `model`, as the spawn
+    /// section counts rewrites: filled (it named none, so it ran on its parent's or its agent
+    /// file's tier; every mode sets one, up or down), raised (it named a tier below the rule's),
+    /// lowered (above it: only `set`).
+    pub rewrites: Rewrites,
     /// Left as Claude made them, by why (the routing log's words: `fork`, `short_brief`,
     /// `at_tier`, `above_rule`, `low_confidence`, ..., and `no_engine_answer`, `no_brief`).
     pub left_alone: BTreeMap<String, u64>,
@@ -345,6 +358,7 @@ pub fn build(
         lowered: 0,
         raised: 0,
         unchanged: 0,
+        rewrites: Rewrites::default(),
         left_alone: BTreeMap::new(),
         cost_usd: 0.0,
         projected_cost_usd: 0.0,
@@ -361,10 +375,10 @@ pub fn build(
         let s = j.spawn;
         // What the spawn cost, and what it would have on each tier; `None` when not priced.
         let spent = j.agent.and_then(|a| usage.spent(Some(a), &models)).filter(|sp| sp.tokens.total() > 0);
+        let model = Model::read(s.requested.clone().map(Value::String).as_ref());
         let verdict = match s.brief.as_deref().filter(|b| !b.trim().is_empty()) {
             None => Err(WhyLeft::NoBrief),
             Some(brief) => {
-                let model = Model::read(s.requested.clone().map(Value::String).as_ref());
                 let words = crate::routing::gate::words(brief);
                 match enforce::before_engine(mode, &model, s.subagent_type.as_deref(), words) {
                     Some(l) => Err(WhyLeft::of(&l)),
@@ -399,6 +413,11 @@ pub fn build(
             Ok(t) => t,
         };
         w.changed += 1;
+        match model.tier() {
+            None => w.rewrites.filled += 1,
+            Some(named) if named < to => w.rewrites.raised += 1,
+            Some(_) => w.rewrites.lowered += 1,
+        }
         match j.tier {
             Some(t) if t > to => w.lowered += 1,
             _ => w.raised += 1,

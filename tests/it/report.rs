@@ -726,12 +726,12 @@ fn the_spawn_section_matches_the_hand_computed_value() {
     assert_eq!(out.status.code(), Some(0), "{}", support::stderr(&out));
     let text = stdout(&out);
     for line in [
-        "  record only                 2    1 of 2   50%      1      0   1 of 2 succeeded",
-        "  enforced                    5    3 of 4   75%      0      1   1 of 1 succeeded",
-        "    rewritten                 4    3 of 4   75%      0      1   1 of 1 succeeded",
+        "  record only                   2    1 of 2   50%      1      0   1 of 2 succeeded",
+        "  enforced                      5    3 of 4   75%      0      1   1 of 1 succeeded",
+        "    rewritten                   4    3 of 4   75%      0      1   1 of 1 succeeded",
         "  rule's tier→ran, record only: haiku→haiku 1, sonnet→opus 1",
         "  rewrites   4: 1 filled, 2 raised, 1 lowered; 1 of 4 checked did not take effect (25%)",
-        "  enforced   +$0.0009   2 rewrites that took effect, against the tier each call named (else the usual mix); 1 not priced",
+        "  enforced   +$0.0009   2 rewrites that took effect, against the tier each call named (else the usual mix); 1 spawn not priced (its subagent's transcript is not among those read, or a model it ran on or would run on has no price), left out of both sums",
         "Finding: 1 of 4 checked model rewrites did not take effect (see `system1 doctor`).",
     ] {
         assert!(text.lines().any(|l| l == line), "missing {line:?} in\n{text}");
@@ -754,4 +754,90 @@ fn the_spawn_section_matches_the_hand_computed_value() {
     let r = report_json(&env, &[]);
     assert_eq!(r["spawns"]["spawns"], 0);
     assert!(r["spawns"]["read_error"].is_null());
+}
+
+/// The columns the `n`th word of `line` spans (its start, and one past its end).
+fn cell(line: &str, n: usize) -> (usize, usize) {
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in line.chars().chain([' ']).enumerate() {
+        match (c == ' ', start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                words.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    words[n]
+}
+
+/// Where `word` starts and ends in `line`.
+fn at(line: &str, word: &str) -> (usize, usize) {
+    let b = line.find(word).unwrap_or_else(|| panic!("{word:?} not in {line:?}"));
+    let start = line[..b].chars().count();
+    (start, start + word.chars().count())
+}
+
+/// The smaller findings of a new user (issue 39): a path with `_` in it names its project; every
+/// column lines up with its heading; no line ends in blanks; a filter that leaves nothing says so
+/// in words; a spawn that never ran follows no hint.
+#[test]
+fn what_a_new_user_tripped_on() {
+    let env = TestEnv::new();
+    let projects = fixtures(&env.claude_dir);
+    // Claude Code names the project dir with every character but a letter or digit as `-`.
+    let mut f = File::new("sW", "2026-11-12T12:00:00.000Z").in_dir("/home/user/code/web_app.v2");
+    f.prompt("pw");
+    f.hint("hw", "pw", &routing_hint("haiku"));
+    // A spawn refused before it ran: an error result, no agent id, no subagent transcript.
+    f.reply("aw", "mw", "rw", OPUS, usage(10, 10, 0, 0, 0), spawn("tuw", Some("haiku")), false);
+    f.push(json!({"type":"user","uuid":"rtuw","message":{"role":"user","content":[{"tool_use_id":"tuw",
+        "type":"tool_result","is_error":true,"content":"The subagent was not started"}]}}));
+    f.write(&projects.join("-home-user-code-web-app-v2").join("sW.jsonl"), true);
+    let r = report_json(&env, &["--project", "/home/user/code/web_app.v2"]);
+    assert_eq!(r["reach"]["prompts"], 1, "{}", r["reach"]);
+    assert_eq!(r["adherence"]["hinted_spawns"], 1);
+    assert_eq!((r["adherence"]["followed"].as_u64(), r["adherence"]["not_run"].as_u64()), (Some(0), Some(1)));
+    let text = stdout(&env.run(&["report", "--project", "/home/user/code/web_app.v2"], ""));
+    assert!(text.contains("(0 of 1: 0 upgraded, 0 downgraded, 1 never ran)"), "{text}");
+
+    // An empty filter: no "n/a of prompts (0 of 0)".
+    let text = stdout(&env.run(&["report", "--until", "2026-11-09"], ""));
+    assert!(text.contains("Reach       no prompts in scope, so no share to give\n"), "{text}");
+    assert!(
+        text.contains("Adherence   no spawn in a hinted turn (0 spawns in scope), so no share to give\n"),
+        "{text}"
+    );
+    assert!(!text.contains("n/a of"), "{text}");
+
+    // Every line of the full report, with its routing-log sections.
+    let log = env.install_dir.join("logs/routing.jsonl");
+    routing_log(&log);
+    let rule = json!({"id": "e-r1", "time": "2026-11-10T12:00:02.000Z", "source": "prompt", "session_id": "sA",
+        "cwd": "/home/u/w1", "rule": 1, "rule_tier": "opus", "decision": "opus"});
+    let mut lines = std::fs::read_to_string(&log).unwrap();
+    lines.push_str(&format!("{rule}\n"));
+    std::fs::write(&log, lines).unwrap();
+    let text = stdout(&env.run(&["report"], ""));
+    assert!(text.lines().all(|l| !l.ends_with(' ')), "a line ends in blanks:\n{text}");
+    let line = |start: &str| {
+        text.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("no {start:?} in\n{text}")).to_string()
+    };
+    // Right-aligned figures end where their heading ends; the rule's tier starts where its heading does.
+    let (head, total) = (line("All usage"), line("  total"));
+    assert_eq!(at(&head, "requests").1, cell(&total, 1).1, "\n{head}\n{total}");
+    assert_eq!(at(&head, "tokens").1, cell(&total, 2).1, "\n{head}\n{total}");
+    assert_eq!(at(&head, "cost").1, cell(&total, 3).1, "\n{head}\n{total}");
+    let (head, row) = (line("Spawns in the routing log  spawns"), line("  record only"));
+    assert_eq!(at(&head, "spawns").1, cell(&row, 2).1, "\n{head}\n{row}");
+    assert_eq!(at(&head, "above").1, cell(&row, 7).1, "\n{head}\n{row}");
+    let head = line("Rules in the routing log");
+    let row = text.lines().skip_while(|l| *l != head).nth(1).unwrap_or_default().to_string();
+    let tier = at(&head, "tier").0;
+    let chars: Vec<char> = row.chars().collect();
+    assert!(chars[tier - 1] == ' ' && chars[tier] != ' ', "the tier starts under its heading:\n{head}\n{row}");
+    let prompts = (0..8).map(|n| cell(&row, n)).find(|c| c.0 > tier + 1).unwrap();
+    assert_eq!(at(&head, "prompts").1, prompts.1, "\n{head}\n{row}");
 }

@@ -175,6 +175,17 @@ fn set_raise_and_fill_replayed_on_every_spawn_and_priced() {
     // tu1 names opus, above the rule's haiku: raise keeps it; tu3 names nothing and gets haiku.
     assert_eq!([&raise["changed"], &raise["lowered"], &raise["raised"]], [2, 1, 1].map(|n| json!(n)).each_ref());
     assert_eq!(raise["left_alone"]["above_rule"], 1);
+    // What raise "lowered" is tu3, a call that named no model and ran on its parent's opus: filled,
+    // as every mode fills; set differs from it by lowering tu1, a call that named opus.
+    assert_eq!(raise["rewrites"], json!({"filled": 1, "raised": 1, "lowered": 0}));
+    assert_eq!(w["rewrites"], json!({"filled": 1, "raised": 1, "lowered": 1}));
+    let text = stdout(&env.run(&["report", "--what-if", "raise"], ""));
+    assert!(
+        text.contains(
+            "\n  rewrites      2: 1 filled, 1 raised, 0 lowered\n             filled: the call named no model"
+        ),
+        "{text}"
+    );
     close(&raise["savings_usd"], 0.0);
     let fill = what_if(&env, "fill");
     // Only tu3 names no model: fill sets it, and asks the engine nothing it did not know.
@@ -191,7 +202,8 @@ fn set_raise_and_fill_replayed_on_every_spawn_and_priced() {
     for line in [
         "What routing would have done with [routing] enforce = \"set\", on 7 spawns",
         "  an estimate: a cheaper model may need more turns, or fail where the one that ran did not",
-        "  changed       3: 2 lowered, 1 raised; 0 set to the tier it ran on",
+        "  changed       3: 2 lowered, 1 raised from the tier it ran on; 0 set to the tier it ran on",
+        "  rewrites      3: 1 filled, 1 raised, 1 lowered",
         "  left alone    4: at tier 1, fork 1, low confidence 1, short brief 1",
         "  cost       $0.3150 as they ran, $0.2550 projected: saves $0.0600",
         "  opus→haiku   2 spawns    $0.1500 → $0.0300",
