@@ -5,7 +5,7 @@
 //! is one line (`ok`, `warn` or `FAIL`) with a `fix:` line when there is something to do.
 //!
 //! Exit code: 1 when any finding is FAIL, else 0 (a warning, such as being paused on purpose, is
-//! not a fault). The test decision goes through `Gateway::run_chain`, not `decide`, so it is not
+//! not a fault). The test decision goes through `Gateway::ask` as a check, not `decide`, so it is not
 //! counted in the tallies that the abstention check reads.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -16,10 +16,10 @@ use crate::checks::{self, NoEngine};
 use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope, SubagentModel};
 use crate::config::{Enforce, Source, secret};
 use crate::error::{Result, exit};
-use crate::gateway::{Answer, Gateway, Outcome, VERSION};
+use crate::gateway::{Answer, Ask, Gateway, Outcome, Purpose, Query, Refusal, VERSION};
 use crate::install::claude;
 use crate::providers::http::Endpoint;
-use crate::providers::{Cause, EngineRequest, Failure, Question, local};
+use crate::providers::{Cause, Failure, Question, local};
 use crate::routing::{self, spawn_log};
 use crate::{logging, paths, servers, state, text};
 
@@ -429,19 +429,23 @@ fn unnamed<'a>(provider: &str, detail: &'a str) -> &'a str {
 fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
     // A question every engine answers, the local one too (it answers only the yes/no questions
     // it has a trained head for, and this is one): an abstention then says something.
-    let request = EngineRequest {
-        context: Some(serde_json::json!({"command": "rm -rf build/"})),
-        questions: vec![Question {
-            key: "decision".into(),
-            text: crate::tuning::seeds::DESTRUCTIVE_QUESTION.into(),
-            options: vec!["yes".into(), "no".into()],
-        }],
+    let question = Question {
+        key: "decision".into(),
+        text: crate::tuning::seeds::DESTRUCTIVE_QUESTION.into(),
+        options: vec!["yes".into(), "no".into()],
     };
+    let context = Some(serde_json::json!({"command": "rm -rf build/"}));
+    // A check, not a use: it runs while paused, and its calibration key matches no fit.
+    let ask = Ask::new(context, vec![Query::new(question, "doctor")], Purpose::Check);
     let started = Instant::now();
-    let outcome = gateway.run_chain(&request, &["doctor".to_string()], None, "doctor");
+    let outcome = gateway.ask(&ask, "doctor");
     let ms = started.elapsed().as_secs_f64() * 1e3;
+    let attempts = match &outcome {
+        Ok(a) => a.attempts.as_slice(),
+        Err(refusal) => refusal.attempts(),
+    };
     let timeout_s = gateway.loaded.config.gateway.timeout_s;
-    for a in &outcome.attempts {
+    for a in attempts {
         let detail = unnamed(&a.provider, a.detail.as_deref().unwrap_or(""));
         let provider = gateway.chain().iter().find(|p| p.name() == a.provider);
         let fix = |cause: Cause| match provider {
@@ -466,8 +470,9 @@ fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
             Outcome::Ok | Outcome::Abstained | Outcome::Passed => {}
         }
     }
-    match (&outcome.answers, outcome.provider) {
-        (Some(answers), Some(p)) => {
+    let answered = outcome.as_ref().map(|a| (a.answers.as_slice(), a.provider.as_deref()));
+    match answered {
+        Ok((answers, Some(p))) => {
             let what = match answers.first() {
                 Some(Answer::Decided { decision, confidence, .. }) => format!("{decision:?} at {confidence:.2}"),
                 _ => "abstained".to_string(),
@@ -481,10 +486,9 @@ fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
                 r.ok(format!("test decision by {p} in {ms:.0} ms ({what})"));
             }
         }
-        (Some(answers), None) => {
+        Ok((answers, None)) => {
             if let Some(Answer::Passed { .. }) = answers.first() {
-                let passed: Vec<&str> = outcome
-                    .attempts
+                let passed: Vec<&str> = attempts
                     .iter()
                     .filter(|a| a.outcome == Outcome::Passed)
                     .map(|a| a.provider.as_str())
@@ -498,11 +502,10 @@ fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
                 );
             }
         }
-        _ if outcome.attempts.is_empty() => {
-            let why = outcome.failure.map(|f| f.message).unwrap_or_default();
-            r.fail(format!("test decision: {why}"), "set [gateway] provider in the config");
+        Err(refusal @ Refusal::NoEngine) => {
+            r.fail(format!("test decision: {refusal}"), "set [gateway] provider in the config");
         }
-        _ => {}
+        Err(_) => {}
     }
 }
 

@@ -88,7 +88,7 @@ pub fn run(args: Args) -> Result<i32> {
 struct RoutingView<'a> {
     /// `null` when the engine gave no answers.
     features: Option<Features<'a>>,
-    engine_error: Option<&'a String>,
+    engine_error: Option<&'a crate::gateway::Refusal>,
     provider: Option<&'a str>,
     model: Option<&'a str>,
     engine_ms: f64,

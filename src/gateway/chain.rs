@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Answer, Attempt, ErrorCode, ErrorInfo, Gateway, Outcome};
+use super::{Answer, Attempt, Gateway, Outcome};
 use crate::logging;
 use crate::providers::{Cause, EngineRequest, Failure, Provider};
 
@@ -17,8 +17,8 @@ pub struct ChainOutcome {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub attempts: Vec<Attempt>,
-    /// The code and message of the last failure, when no provider answered.
-    pub failure: Option<ErrorInfo>,
+    /// The last failure and whose it is, when no provider answered; `None` with no provider at all.
+    pub failure: Option<(String, Failure)>,
 }
 
 impl Gateway {
@@ -27,7 +27,7 @@ impl Gateway {
     /// engine budget). A provider that passes on some questions (it does not answer them at all)
     /// leaves them to the next provider, which is asked only those; what no provider answers ends
     /// as [`Answer::Passed`], saying who passed and why.
-    pub fn run_chain(
+    pub(super) fn run_chain(
         &self,
         request: &EngineRequest,
         cal_keys: &[String],
@@ -46,9 +46,9 @@ impl Gateway {
             let name = provider.name().to_string();
             let pending: Vec<usize> = (0..n).filter(|i| answers[*i].is_none()).collect();
             let Some(timeout) = self.attempt_timeout(provider.as_ref(), deadline) else {
-                let detail = "the engine time budget was used up".to_string();
-                attempts.push(not_asked(name, Outcome::Timeout, Cause::Timeout, &detail));
-                failure = Some(ErrorInfo { code: ErrorCode::ProviderTimeout, message: detail });
+                let detail = "the engine time budget was used up";
+                attempts.push(not_asked(name.clone(), Outcome::Timeout, Cause::Timeout, detail));
+                failure = Some((name, Failure::new(Cause::Timeout, detail)));
                 break;
             };
             let asked = if pending.len() == n {
@@ -115,10 +115,10 @@ impl Gateway {
                     }
                 }
                 Err(f) => {
-                    let (attempt, info) = failed(name, &f, latency_ms, rid);
-                    pending.iter().for_each(|&i| passes[i].push(info.message.clone()));
-                    attempts.push(attempt);
-                    failure = Some(info);
+                    let message = crate::providers::named(&name, f.detail());
+                    pending.iter().for_each(|&i| passes[i].push(message.clone()));
+                    attempts.push(failed(name.clone(), &f, latency_ms, rid));
+                    failure = Some((name, f));
                 }
             }
         }
@@ -133,9 +133,6 @@ impl Gateway {
                 .collect();
             let (provider, model) = answered_by.unzip();
             return ChainOutcome { answers: Some(answers), provider, model, attempts, failure: None };
-        }
-        if failure.is_none() {
-            failure = Some(ErrorInfo { code: ErrorCode::ConfigError, message: "no provider is configured".into() });
         }
         ChainOutcome { answers: None, provider: None, model: None, attempts, failure }
     }
@@ -193,18 +190,12 @@ fn outcome_of(cause: Cause) -> Outcome {
     }
 }
 
-/// A failed attempt, and the error it makes if no provider after it answers.
-fn failed(provider: String, f: &Failure, latency_ms: f64, rid: &str) -> (Attempt, ErrorInfo) {
+/// A failed attempt, logged.
+fn failed(provider: String, f: &Failure, latency_ms: f64, rid: &str) -> Attempt {
     let outcome = outcome_of(f.cause);
-    let code = match outcome {
-        Outcome::Timeout => ErrorCode::ProviderTimeout,
-        Outcome::Malformed => ErrorCode::MalformedResponse,
-        _ => ErrorCode::ProviderError,
-    };
     let message = crate::providers::named(&provider, f.detail());
     logging::warn(rid, &format!("{message} ({outcome:?} after {latency_ms} ms)"));
-    let info = ErrorInfo { code, message };
-    (Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()), cause: Some(f.cause) }, info)
+    Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()), cause: Some(f.cause) }
 }
 
 #[cfg(test)]
@@ -219,11 +210,11 @@ mod tests {
 
     #[test]
     fn each_failure_kind_falls_back_and_every_try_is_recorded() {
-        for (failure, outcome, code) in [
-            (Failure::new(Cause::Refused, "refused"), Outcome::Error, ErrorCode::ProviderError),
-            (Failure::new(Cause::Timeout, "no answer within 0.5 s"), Outcome::Timeout, ErrorCode::ProviderTimeout),
-            (Failure::malformed("not JSON"), Outcome::Malformed, ErrorCode::MalformedResponse),
-            (Failure::new(Cause::Other, "x"), Outcome::Error, ErrorCode::ProviderError),
+        for (failure, outcome) in [
+            (Failure::new(Cause::Refused, "refused"), Outcome::Error),
+            (Failure::new(Cause::Timeout, "no answer within 0.5 s"), Outcome::Timeout),
+            (Failure::malformed("not JSON"), Outcome::Malformed),
+            (Failure::new(Cause::Other, "x"), Outcome::Error),
         ] {
             let first = Scripted::new("first", Err(failure.clone()));
             let second = Scripted::new("second", Ok(vec![yes()]));
@@ -237,11 +228,11 @@ mod tests {
             assert_eq!(tried, [("first", outcome), ("second", Outcome::Ok)]);
             assert_eq!(out.attempts[0].detail.as_deref(), Some(failure.detail()));
             assert_eq!((first.calls(), second.calls(), third.calls()), (1, 1, 0), "stops at the first answer");
-            // With no fallback, the failure's code is the answer.
+            // With no fallback, the failure is the outcome, typed and with whose it is.
             let alone = gateway(&[Scripted::new("only", Err(failure.clone()))]);
             let out = alone.run_chain(&yes_no(1), &["k".into()], None, "t");
             assert!(out.answers.is_none());
-            assert_eq!(out.failure.map(|f| f.code), Some(code));
+            assert_eq!(out.failure, Some(("only".to_string(), failure.clone())));
         }
     }
 
@@ -262,7 +253,7 @@ mod tests {
         let first = Scripted::new("first", Ok(vec![yes()]));
         let out = gateway(&[first]).run_chain(&yes_no(2), &["a".into(), "b".into()], None, "t");
         assert_eq!(out.attempts[0].outcome, Outcome::Malformed);
-        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::MalformedResponse));
+        assert_eq!(out.failure.map(|(_, f)| f.cause), Some(Cause::Malformed));
     }
 
     #[test]
@@ -320,7 +311,7 @@ mod tests {
         ])
         .run_chain(&yes_no(1), &["k".into()], None, "t");
         assert!(out.answers.is_none());
-        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::ProviderError));
+        assert_eq!(out.failure.map(|(p, f)| (p, f.cause)), Some(("second".to_string(), Cause::Refused)));
     }
 
     #[test]
@@ -359,6 +350,6 @@ mod tests {
         let out = gateway(std::slice::from_ref(&first)).run_chain(&yes_no(1), &["k".into()], Some(Instant::now()), "t");
         assert_eq!(first.calls(), 0);
         assert_eq!(out.attempts[0].outcome, Outcome::Timeout);
-        assert_eq!(out.failure.map(|f| f.code), Some(ErrorCode::ProviderTimeout));
+        assert_eq!(out.failure.map(|(_, f)| f.cause), Some(Cause::Timeout));
     }
 }

@@ -7,11 +7,11 @@ use serde_json::Value;
 
 use super::request::{DecideRequest, Invalid};
 use super::{
-    Answer, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Stability, Status, YES_NO_FIX, millis,
+    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Purpose, Query, Refusal, Stability,
+    Status, YES_NO_FIX, millis,
 };
-use crate::logging;
-use crate::providers::{EngineRequest, PassCause, Question};
-use crate::state;
+use crate::providers::{Cause, PassCause, Question};
+use crate::{logging, state};
 
 impl Gateway {
     /// `system1_decide`: one decision on a request validated at the edge (`request::validate`).
@@ -21,20 +21,18 @@ impl Gateway {
         if logging::enabled(logging::Level::Debug) {
             logging::debug(rid, &format!("question: {:?}", req.question));
         }
-        if !self.is_ok() {
-            resp.error = Some(ErrorInfo { code: ErrorCode::ConfigError, message: self.config_errors.join("; ") });
-            return self.finish(resp, req.received);
-        }
-        if state::is_paused() {
-            resp.status = Status::Abstained;
-            resp.rationale = Some(PAUSED_RATIONALE.to_string());
-            return self.finish(resp, req.received);
-        }
-        let outcome = self.run_chain(&engine_request(req), &[req.question.trim().to_string()], None, rid);
-        resp.attempts = outcome.attempts;
-        resp.provider = outcome.provider;
-        match outcome.answers.and_then(|mut a| a.pop()) {
-            None => resp.error = outcome.failure.map(|e| self.with_fix(e, &resp.attempts)),
+        let answered = match self.ask(&ask_of(req), rid) {
+            Ok(answered) => answered,
+            Err(refusal) => {
+                refuse(&mut resp, refusal);
+                return self.finish(resp, req.received);
+            }
+        };
+        resp.attempts = answered.attempts;
+        resp.provider = answered.provider;
+        match answered.answers.into_iter().next() {
+            // The chain gives one answer per question.
+            None => resp.error = Some(ErrorInfo { code: ErrorCode::MalformedResponse, message: "no answer".into() }),
             // Passed for want of a head, by a chain with no engine for free yes/no questions: the fix
             // is such an engine, or the head. Passed for another cause, the fix is the general one.
             Some(Answer::Passed { reason, causes })
@@ -52,21 +50,6 @@ impl Gateway {
             }
         }
         self.finish(resp, req.received)
-    }
-
-    /// A failed decision's error, ending with the fix the last failing provider gives for its
-    /// cause (the one doctor and smoke print): schema "1" gives the error only a code and a message.
-    fn with_fix(&self, mut error: ErrorInfo, attempts: &[super::Attempt]) -> ErrorInfo {
-        let last = attempts.iter().rev().find_map(|a| Some((a, a.cause?)));
-        let fix = last.and_then(|(a, cause)| {
-            let provider = self.chain.iter().find(|p| p.name() == a.provider)?;
-            let failure = crate::providers::Failure::new(cause, a.detail.clone().unwrap_or_default());
-            Some(provider.fix(&failure).action)
-        });
-        if let Some(fix) = fix {
-            error.message = format!("{}; fix: {fix}", error.message);
-        }
-        error
     }
 
     /// The answer to a request that failed validation: `invalid_request`, with the request's id.
@@ -101,13 +84,39 @@ impl Gateway {
     }
 }
 
-/// The one engine question a request asks: its options, or yes and no.
-fn engine_request(req: &DecideRequest) -> EngineRequest {
+/// The one question a request asks (its options, or yes and no), calibrated by its own text.
+fn ask_of(req: &DecideRequest) -> Ask {
     let options = req.options.clone().unwrap_or_else(|| vec!["yes".to_string(), "no".to_string()]);
-    EngineRequest {
-        context: req.context.clone().map(Value::Object),
-        questions: vec![Question { key: "decision".to_string(), text: req.question.clone(), options }],
-    }
+    let question = Question { key: "decision".to_string(), text: req.question.clone(), options };
+    let context = req.context.clone().map(Value::Object);
+    Ask::new(context, vec![Query::new(question, req.question.trim())], Purpose::Use)
+}
+
+/// Schema "1"'s translation of a refusal: the pause is an abstention that says why; anything
+/// else an error whose code is its cause's, and whose message ends with the fix of the provider
+/// that failed last (the one doctor and smoke print): schema "1" gives the error only a code and
+/// a message.
+fn refuse(resp: &mut DecideResponse, refusal: Refusal) {
+    let (code, message) = match refusal {
+        Refusal::Paused => {
+            resp.status = Status::Abstained;
+            resp.rationale = Some(PAUSED_RATIONALE.to_string());
+            return;
+        }
+        Refusal::Config(errors) => (ErrorCode::ConfigError, errors.join("; ")),
+        Refusal::NoEngine => (ErrorCode::ConfigError, refusal.to_string()),
+        Refusal::Failed(failed) => {
+            let code = match failed.failure.cause {
+                Cause::Timeout => ErrorCode::ProviderTimeout,
+                Cause::Malformed => ErrorCode::MalformedResponse,
+                _ => ErrorCode::ProviderError,
+            };
+            let message = format!("{}; fix: {}", failed.message(), failed.fix.action);
+            resp.attempts = failed.attempts;
+            (code, message)
+        }
+    };
+    resp.error = Some(ErrorInfo { code, message });
 }
 
 /// Fills in the engine's answer: below the threshold a decision is an abstention that says why.

@@ -14,6 +14,7 @@
 //! and `capabilities` are the other two tools; [`response`] and [`schema`] are what the tools
 //! answer and the JSON Schemas of it.
 
+mod ask;
 mod attempt;
 mod capabilities;
 mod chain;
@@ -35,6 +36,7 @@ use crate::calibration::Calibration;
 use crate::config::Loaded;
 use crate::paths;
 use crate::providers::{self, Probabilities, Provider};
+pub use ask::{Ask, Budget, Purpose, Query, Refusal};
 pub use request::new_request_id;
 pub use response::{
     Attempt, DecideResponse, ErrorCode, ErrorInfo, HealthResponse, Outcome, ProviderProbe, Status, millis,

@@ -107,8 +107,7 @@ impl Server {
     /// and when a call with this key is running already: a second call under one id would take the
     /// first's place, and whichever finished first would end the wait for both at end of input.
     fn start(&self, key: &str, rounds: u32, weight: Weight) -> Result<(), Refused> {
-        let chain = self.gateway.chain().len().max(1) as u32;
-        let deadline = Instant::now() + self.gateway.timeout * chain * rounds.max(1) + REPLY_MARGIN;
+        let deadline = Instant::now() + self.gateway.chain_budget() * rounds.max(1) + REPLY_MARGIN;
         let mut f = self.in_flight.lock().map_err(|_| Refused::Busy("the server is shutting down".to_string()))?;
         if f.by_key.contains_key(key) {
             return Err(Refused::IdInUse);

@@ -28,7 +28,7 @@ use super::prices::{Prices, usd};
 use super::spawns::SpawnLog;
 use crate::config::{Enforce, Loaded};
 use crate::feature::Feature;
-use crate::gateway::{Gateway, new_request_id};
+use crate::gateway::{Budget, Gateway, Purpose, Refusal, new_request_id};
 use crate::routing::enforce::{self, Left, Model};
 use crate::routing::entry::Outcome;
 use crate::routing::features::{Asked, FeatureAnswer};
@@ -191,6 +191,8 @@ pub struct EngineAsker {
     used: EngineUse,
     answered: u64,
     failed_in_a_row: u32,
+    /// Why the last brief asked got no answer: what every brief not asked after giving up gets.
+    last_refusal: Option<Refusal>,
     meter: Meter,
     total: u64,
     done: u64,
@@ -225,6 +227,7 @@ impl EngineAsker {
             used: EngineUse::default(),
             answered: 0,
             failed_in_a_row: 0,
+            last_refusal: None,
             meter: Meter::after(Duration::from_millis(500), Duration::from_millis(200)),
             total,
             done: 0,
@@ -290,14 +293,15 @@ impl Asker for EngineAsker {
         if self.used.gave_up {
             self.progress();
             return Asked {
-                features: Err("not asked: the engine answered none of the first briefs".into()),
+                features: Err(self.last_refusal.clone().unwrap_or(Refusal::NoEngine)),
                 tier_head: None,
                 provider: None,
                 model: None,
                 latency_ms: 0.0,
             };
         }
-        let asked = features::ask(&self.gateway, brief, Some(Instant::now() + self.budget), &new_request_id(), false);
+        let budget = Budget::Until(Instant::now() + self.budget);
+        let asked = features::ask(&self.gateway, brief, budget, Purpose::Check, &new_request_id(), false);
         self.used.asked += 1;
         match &asked.features {
             Ok(fs) => {
@@ -318,7 +322,8 @@ impl Asker for EngineAsker {
             }
             Err(e) => {
                 self.used.failed += 1;
-                self.used.failure.get_or_insert_with(|| e.clone());
+                self.used.failure.get_or_insert_with(|| e.to_string());
+                self.last_refusal = Some(e.clone());
                 self.failed_in_a_row += 1;
                 if self.answered == 0 && self.failed_in_a_row >= GIVE_UP_AFTER {
                     self.used.gave_up = true;

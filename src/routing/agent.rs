@@ -145,12 +145,11 @@ pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
     }
     let gateway = Gateway::new(loaded.clone());
     // A provider's own settings can be wrong where the config file parses.
-    let provider_errors = (!gateway.is_ok()).then(|| Gate::ConfigError(gateway.config_errors.clone()));
-    if meet(&mut run.gates, provider_errors, until) {
+    if meet(&mut run.gates, gate::refused(&gateway), until) {
         return run.ended(started);
     }
     let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
-    let routed = route(&gateway, cfg, &spawn.brief, deadline, &new_request_id());
+    let routed = route(&gateway, cfg, &spawn.brief, deadline, until, &new_request_id());
     let mut action = action(cfg, cfg.enforce, &spawn.model, early, &routed);
     if run.gates.is_empty()
         && let Ok(tier) = action

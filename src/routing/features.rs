@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use super::entry::{LoggedAnswer, PerFeature};
 use crate::feature::Feature;
-use crate::gateway::{Answer, Gateway};
+use crate::gateway::{Answer, Ask, Budget, Gateway, Purpose, Query, Refusal};
 use crate::providers::{EngineRequest, Question, Taught};
 use crate::tier::Tier;
 
@@ -73,8 +73,8 @@ pub struct HeadAnswer {
 /// What asking the features gave.
 #[derive(Debug, Clone)]
 pub struct Asked {
-    /// One entry per feature, or the reason there are none (the engine failed, timed out, is absent).
-    pub features: Result<Vec<FeatureAnswer>, String>,
+    /// One entry per feature, or why there are none (the engine failed, timed out, is absent).
+    pub features: Result<Vec<FeatureAnswer>, Refusal>,
     /// The tier head's answer, when it was asked (`[routing] tier_head`) and the local engine's
     /// trained heads answered for two tiers or more.
     pub tier_head: Option<HeadAnswer>,
@@ -135,32 +135,42 @@ fn has_tier_heads(taught: &[Taught]) -> bool {
     HEAD_TIERS.iter().all(|t| taught.iter().any(|q| q.question == t.head_key()))
 }
 
-/// Asks the four features about `text` in one `run_chain` call, within `deadline`; with
-/// `tier_head`, and the local engine first in the chain with tier heads for its model, the tier
-/// head's questions in the same request (one embedding answers them all).
-pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str, tier_head: bool) -> Asked {
+/// Asks the four features about `text` in one request to the gateway, within `budget`; with
+/// `tier_head`, and a first engine of the chain taught the tier heads' questions for its model
+/// (the local engine's trained heads), the tier head's questions in the same request (one
+/// embedding answers them all).
+pub fn ask(gateway: &Gateway, text: &str, budget: Budget, purpose: Purpose, rid: &str, tier_head: bool) -> Asked {
     let started = Instant::now();
-    let mut request = request(text);
-    // Only the local engine has the trained heads, and only for a model it has tier heads for: any
-    // other engine would guess at the tier, and the questions passed on would cost the hook a call.
-    let head = tier_head && gateway.primary().is_some_and(|p| p.name() == "local" && has_tier_heads(&p.taught()));
-    if head {
-        request.questions.extend(HEAD_TIERS.iter().map(|t| yes_no(t.head_key(), tier_question(*t))));
+    // Each question is calibrated by its key: the feature's name, or the tier head's.
+    let EngineRequest { context, questions } = request(text);
+    let mut ask = Ask { context, questions: questions.into_iter().map(Query::keyed).collect(), purpose, budget };
+    // Only trained heads answer the tier for routing, and only for a model they were trained for:
+    // an engine that answers any question would guess at the tier, and the questions passed on
+    // would cost the hook a call.
+    let heads = gateway.primary().filter(|p| tier_head && has_tier_heads(&p.taught()));
+    if heads.is_some() {
+        let heads = HEAD_TIERS.iter().map(|t| Query::keyed(yes_no(t.head_key(), tier_question(*t))));
+        ask.questions.extend(heads);
     }
-    let keys: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
-    let outcome = gateway.run_chain(&request, &keys, deadline, rid);
+    let outcome = gateway.ask(&ask, rid);
     let latency_ms = crate::gateway::millis(started.elapsed());
-    // Trusted only when the local engine answered the request alone: a question it passed on (no
-    // head for its model) went to the next engine of the chain, which would only guess.
-    let by_local = !outcome.attempts.is_empty() && outcome.attempts.iter().all(|a| a.provider == "local");
-    let tier_head = match &outcome.answers {
-        Some(answers) if head && by_local => head_answer(answers.get(QUESTIONS.len()..).unwrap_or_default()),
+    let (provider, model) = match &outcome {
+        Ok(a) => (a.provider.clone(), a.model.clone()),
+        Err(_) => (None, None),
+    };
+    // Trusted only when the engine with the heads answered the request alone: a question it
+    // passed on (no head for its model) went to the next engine of the chain, which would only
+    // guess.
+    let tier_head = match (&outcome, heads) {
+        (Ok(a), Some(heads)) if !a.attempts.is_empty() && a.attempts.iter().all(|t| t.provider == heads.name()) => {
+            head_answer(a.answers.get(QUESTIONS.len()..).unwrap_or_default())
+        }
         _ => None,
     };
-    let features = match outcome.answers {
-        Some(answers) => Ok(QUESTIONS
+    let features = outcome.map(|a| {
+        QUESTIONS
             .iter()
-            .zip(answers)
+            .zip(a.answers)
             .map(|(&(feature, _), a)| match a {
                 Answer::Decided { decision, confidence, calibrated, .. } => {
                     FeatureAnswer { feature, answer: Some(decision == "yes"), confidence, calibrated }
@@ -169,10 +179,9 @@ pub fn ask(gateway: &Gateway, text: &str, deadline: Option<Instant>, rid: &str, 
                     FeatureAnswer { feature, answer: None, confidence: 0.0, calibrated: false }
                 }
             })
-            .collect()),
-        None => Err(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".to_string())),
-    };
-    Asked { features, tier_head, provider: outcome.provider, model: outcome.model, latency_ms }
+            .collect()
+    });
+    Asked { features, tier_head, provider, model, latency_ms }
 }
 
 /// Keeps the head and the tail of an over-long text, cut at character boundaries.

@@ -9,6 +9,7 @@ use std::fmt;
 use super::MIN_WORDS;
 use crate::config::Loaded;
 use crate::feature::Feature;
+use crate::gateway::{Gateway, Purpose, Refusal};
 use crate::state;
 
 /// Why a routing hook does nothing at all. A run meets them in order; the hooks stop at the first.
@@ -92,6 +93,15 @@ fn config_error(loaded: &Loaded) -> Option<Gate> {
     (!loaded.errors.is_empty()).then(|| Gate::ConfigError(loaded.errors.clone()))
 }
 
+/// The gate of a gateway that takes no question: its providers' own settings do not load (checked
+/// once the run has built it; the config file's errors and the pause are gates before that).
+pub fn refused(gateway: &Gateway) -> Option<Gate> {
+    match gateway.admit(Purpose::Check) {
+        Err(Refusal::Config(errors)) => Some(Gate::ConfigError(errors)),
+        _ => None,
+    }
+}
+
 fn not_a_spawn(tool_name: Option<&str>) -> Option<Gate> {
     match tool_name {
         Some(t) if !crate::claude_code::is_spawn_tool(t) => Some(Gate::NotASpawn(t.to_string())),
@@ -157,8 +167,8 @@ pub fn spawn_gate(loaded: &Loaded, tool_name: Option<&str>) -> Option<Gate> {
 /// Why the rule's tier is not settled: the one bar both the hint and enforcement must clear.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unsettled {
-    /// The engine failed, timed out or was not there (the gateway's words).
-    EngineFailed(String),
+    /// The engine failed, timed out or was not there, or the gateway took no question.
+    EngineFailed(Refusal),
     Abstained(Feature),
     LowConfidence {
         feature: Feature,
@@ -207,8 +217,8 @@ pub enum NoSkillHint {
     PickerOff,
     /// No engine was asked.
     NotAsked(super::skills::NotAsked),
-    /// The engine failed or timed out (the gateway's words).
-    EngineFailed(String),
+    /// The engine failed or timed out, or the gateway took no question.
+    EngineFailed(Refusal),
     Abstained,
     /// The engine picked `none`.
     PickedNone,
@@ -225,7 +235,7 @@ impl fmt::Display for NoSkillHint {
         match self {
             NoSkillHint::PickerOff => f.write_str("the skill picker is off ([skills] enabled = false)"),
             NoSkillHint::NotAsked(why) => why.fmt(f),
-            NoSkillHint::EngineFailed(e) => f.write_str(e),
+            NoSkillHint::EngineFailed(e) => e.fmt(f),
             NoSkillHint::Abstained => f.write_str("the engine abstained"),
             NoSkillHint::PickedNone => f.write_str("the engine picked no skill"),
             NoSkillHint::LowConfidence { confidence, min } => {

@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::config::{Loaded, RoutingConfig};
 use crate::feature::Feature;
-use crate::gateway::{Gateway, new_request_id};
+use crate::gateway::{Budget, Gateway, Purpose, new_request_id};
 use crate::tier::Tier;
 use entry::{Entry, Source};
 use features::Asked;
@@ -51,6 +51,17 @@ pub enum Until {
     /// `system1 route`: go on past every gate and do all the work, to show every gate the hook
     /// would meet and what it would have asked anyway.
     End,
+}
+
+impl Until {
+    /// What the gateway is asked for: the hooks' decisions are used, `route`'s only shown (the
+    /// pause, one of its gates, does not stop it).
+    pub fn purpose(self) -> Purpose {
+        match self {
+            Until::FirstGate => Purpose::Use,
+            Until::End => Purpose::Check,
+        }
+    }
 }
 
 /// Records `gate` among the gates a run met, when there is one; whether the run stops there.
@@ -154,21 +165,21 @@ pub fn run_prompt(loaded: &Loaded, input: &Input, until: Until) -> Run {
     }
     let gateway = Gateway::new(loaded.clone());
     // A provider's own settings can be wrong where the config file parses (e.g. a bad mock `fail`).
-    let provider_errors = (!gateway.is_ok()).then(|| Gate::ConfigError(gateway.config_errors.clone()));
-    if meet(&mut run.gates, provider_errors, until) {
+    if meet(&mut run.gates, gate::refused(&gateway), until) {
         return run.ended(started);
     }
     let everything = until == Until::End;
     let rid = new_request_id();
     let deadline = Instant::now() + Duration::from_millis(routing_cfg.budget_ms);
-    let routing = (want_routing || everything).then(|| route(&gateway, routing_cfg, input.prompt, deadline, &rid));
+    let routing =
+        (want_routing || everything).then(|| route(&gateway, routing_cfg, input.prompt, deadline, until, &rid));
     let picked = (want_skills || everything).then(|| {
         // The file walk happens only here, when the picker runs.
         let candidates = match &input.skills {
             Some(list) => list.clone(),
             None => skills::discover(input.cwd.as_deref(), deadline),
         };
-        skills::pick(&gateway, input.prompt, candidates, deadline, &rid)
+        skills::pick(&gateway, input.prompt, candidates, deadline, until.purpose(), &rid)
     });
     run.hints = Some(Hints {
         routing_hint: routing_hint(routing_cfg, routing.as_ref()),
@@ -180,8 +191,9 @@ pub fn run_prompt(loaded: &Loaded, input: &Input, until: Until) -> Run {
 }
 
 /// Asks the features of `text` and applies the rule.
-pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Instant, rid: &str) -> Routed {
-    apply_rule(cfg, features::ask(gateway, text, Some(deadline), rid, cfg.tier_head))
+pub fn route(gateway: &Gateway, cfg: &RoutingConfig, text: &str, deadline: Instant, until: Until, rid: &str) -> Routed {
+    let budget = Budget::Until(deadline);
+    apply_rule(cfg, features::ask(gateway, text, budget, until.purpose(), rid, cfg.tier_head))
 }
 
 /// The rule's tier for the features `asked` gave (none unless every feature has an answer); with

@@ -25,10 +25,10 @@ use super::gate::NoSkillHint;
 use crate::claude_code::{self, InstalledPlugins, PluginManifest};
 use crate::fsutil::ReadError;
 use crate::gateway::request::MAX_OPTIONS;
-use crate::gateway::{Answer, Gateway};
+use crate::gateway::{Answer, Ask, Gateway, Purpose, Query, Refusal};
 use crate::logging;
 use crate::paths;
-use crate::providers::{EngineRequest, Question};
+use crate::providers::Question;
 
 /// The option meaning "no skill fits".
 pub const NONE: &str = "none";
@@ -284,8 +284,8 @@ fn skip<T>(path: &Path, e: ReadError) -> Option<T> {
 pub enum Pick {
     /// No engine call, and why.
     NotAsked(NotAsked),
-    /// The engine failed or timed out.
-    Failed(String),
+    /// The engine failed or timed out, or the gateway took no question.
+    Failed(Refusal),
     /// The engine abstained.
     Abstained,
     /// The engine's pick (`NONE` when no skill fits) with its calibrated confidence.
@@ -346,30 +346,36 @@ pub struct Picked {
     pub latency_ms: f64,
 }
 
-/// The picker's question and its options: every candidate's name, then `none`.
-pub fn request(prompt: &str, candidates: &[Skill]) -> EngineRequest {
+/// The picker's question and its options: every candidate's name, then `none`; calibrated by its
+/// key, `skill`.
+pub fn request(prompt: &str, candidates: &[Skill], purpose: Purpose) -> Ask {
     let descriptions: Map<String, Value> = candidates
         .iter()
         .map(|s| (s.name.clone(), json!(s.description.chars().take(MAX_DESCRIPTION_CHARS).collect::<String>())))
         .collect();
     let mut options: Vec<String> = candidates.iter().map(|s| s.name.clone()).collect();
     options.push(NONE.to_string());
-    EngineRequest {
-        context: Some(json!({"request": prompt, "skills": descriptions})),
-        questions: vec![Question {
-            key: "skill".to_string(),
-            text: "Which one of the listed skills should the assistant load to handle this request? \
-                   Answer none unless one clearly fits."
-                .to_string(),
-            options,
-        }],
-    }
+    let question = Question {
+        key: "skill".to_string(),
+        text: "Which one of the listed skills should the assistant load to handle this request? \
+               Answer none unless one clearly fits."
+            .to_string(),
+        options,
+    };
+    Ask::new(Some(json!({"request": prompt, "skills": descriptions})), vec![Query::keyed(question)], purpose)
 }
 
 /// Asks the engine to pick among `candidates` (in elimination rounds when they are more than it
 /// takes at once), unless they cannot be asked (then dormant, with no engine call) or the budget is
 /// gone.
-pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: Instant, rid: &str) -> Picked {
+pub fn pick(
+    gateway: &Gateway,
+    prompt: &str,
+    candidates: Vec<Skill>,
+    deadline: Instant,
+    purpose: Purpose,
+    rid: &str,
+) -> Picked {
     let not_asked = |candidates, why: NotAsked| Picked {
         candidates,
         pick: Pick::NotAsked(why),
@@ -397,14 +403,19 @@ pub fn pick(gateway: &Gateway, prompt: &str, candidates: Vec<Skill>, deadline: I
         return not_asked(candidates, NotAsked::OverDecisionLimit { skills });
     }
     let started = Instant::now();
-    let outcome = gateway.run_chain(&request(prompt, &candidates), &["skill".to_string()], Some(deadline), rid);
+    let outcome = gateway.ask(&request(prompt, &candidates, purpose).until(deadline), rid);
     let latency_ms = crate::gateway::millis(started.elapsed());
-    let pick = match outcome.answers.and_then(|mut a| a.pop()) {
-        Some(Answer::Decided { decision, confidence, .. }) => Pick::Picked { skill: decision, confidence },
-        Some(Answer::Abstained { .. } | Answer::Passed { .. }) => Pick::Abstained,
-        None => Pick::Failed(outcome.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".into())),
+    let (pick, provider, model) = match outcome {
+        Ok(mut a) => {
+            let pick = match a.answers.pop() {
+                Some(Answer::Decided { decision, confidence, .. }) => Pick::Picked { skill: decision, confidence },
+                _ => Pick::Abstained,
+            };
+            (pick, a.provider, a.model)
+        }
+        Err(refusal) => (Pick::Failed(refusal), None, None),
     };
-    Picked { candidates, pick, provider: outcome.provider, model: outcome.model, latency_ms }
+    Picked { candidates, pick, provider, model, latency_ms }
 }
 
 #[cfg(test)]
@@ -435,8 +446,9 @@ mod tests {
     #[test]
     fn picker_options_end_with_none() {
         let skills = vec![Skill { name: "pdf".into(), description: "d".repeat(1000), origin: "user" }];
-        let r = request("fill the form", &skills);
-        assert_eq!(r.questions[0].options, ["pdf", "none"]);
+        let r = request("fill the form", &skills, Purpose::Use);
+        assert_eq!(r.questions[0].question.options, ["pdf", "none"]);
+        assert_eq!(r.questions[0].calibration, "skill");
         let ctx = r.context.unwrap();
         assert_eq!(ctx["skills"]["pdf"].as_str().unwrap().len(), MAX_DESCRIPTION_CHARS);
     }

@@ -5,8 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::gateway::Answer;
-use crate::providers::{EngineRequest, Question};
+use crate::gateway::{Answer, Ask, Purpose, Query};
+use crate::providers::Question;
 use crate::text;
 
 /// The API's documented option range for a choice is 2 to 255; more are answered through the
@@ -293,20 +293,24 @@ pub fn text_of(v: &Value) -> String {
 }
 
 impl SoRequest {
-    /// The one engine request that asks every question. Option descriptions go in the context as
-    /// a map per question keyed by its options, the convention engines already read them by (the
-    /// skill picker's); a state that is not an object is then kept under `state`.
-    pub fn engine_request(&self) -> EngineRequest {
-        let questions: Vec<Question> = self
+    /// What the gateway is asked: every question in one engine request, each calibrated by its
+    /// text, as `system1_decide` keys a question. Option descriptions go in the context as a map
+    /// per question keyed by its options, the convention engines already read them by (the skill
+    /// picker's); a state that is not an object is then kept under `state`.
+    pub fn ask(&self) -> Ask {
+        let questions: Vec<Query> = self
             .questions
             .iter()
             .enumerate()
-            .map(|(i, q)| Question {
-                // The engine's id is the position, never the client's id: renaming a question must
-                // not change its answer (a key could otherwise match a trained head by name).
-                key: format!("q{}", i + 1),
-                text: q.text.clone(),
-                options: q.engine_options(),
+            .map(|(i, q)| {
+                let question = Question {
+                    // The engine's id is the position, never the client's id: renaming a question
+                    // must not change its answer (a key could otherwise match a trained head by name).
+                    key: format!("q{}", i + 1),
+                    text: q.text.clone(),
+                    options: q.engine_options(),
+                };
+                Query::new(question, q.text.trim())
             })
             .collect();
         let maps: Vec<(String, Value)> = self
@@ -334,12 +338,7 @@ impl SoRequest {
             obj.extend(maps);
             Value::Object(obj)
         };
-        EngineRequest { context: Some(context), questions }
-    }
-
-    /// The calibration key of each question: its text, as `system1_decide` keys a question.
-    pub fn calibration_keys(&self) -> Vec<String> {
-        self.questions.iter().map(|q| q.text.trim().to_string()).collect()
+        Ask::new(Some(context), questions, Purpose::Use)
     }
 
     /// A token count for `usage`: the engines do not report one through the gateway, so it is
@@ -519,15 +518,16 @@ mod tests {
         assert_eq!(r.questions[0].text, "task: Refund? (yes: refund; chargeback)");
         assert_eq!(r.questions[1].kind, Kind::Choice(vec!["Billing".into(), "Tech".into()]));
         assert_eq!(r.questions[1].descriptions, [("Tech".to_string(), "owns: bugs".to_string())]);
-        let er = r.engine_request();
-        assert_eq!(er.questions[2].options, ["label: Calm", "Angry"]);
-        assert_eq!(er.questions[0].key, "q1", "the engine never sees the client's id");
+        let er = r.ask();
+        assert_eq!(er.questions[2].question.options, ["label: Calm", "Angry"]);
+        assert_eq!(er.questions[0].question.key, "q1", "the engine never sees the client's id");
+        assert_eq!(er.questions[0].calibration, "task: Refund? (yes: refund; chargeback)");
         let ctx = er.context.expect("context");
         assert_eq!(ctx["state"], json!(["a", "b"]), "a non-object state is kept whole: {ctx}");
         assert_eq!(ctx["x_options_q2"], json!({"Tech": "owns: bugs"}));
         for state in [json!("text"), json!({"k": 1})] {
             let r = validate(&json!({"state": state, "questions": {"q": {"type": "noul"}}})).expect("valid");
-            assert_eq!(r.engine_request().context, Some(state), "no descriptions: the state as given");
+            assert_eq!(r.ask().context, Some(state), "no descriptions: the state as given");
         }
     }
 

@@ -1,15 +1,14 @@
 //! What each request gets: the key check, then `POST /v1/systemone` through the gateway's chain,
 //! `GET /v1/models`, `GET /health`, and the API's error shapes for everything else.
 
-use std::time::{Duration, Instant};
-
 use serde_json::{Map, Value, json};
 
 use super::api::{self, Refusal, SoRequest};
 use super::http::{Request, Response};
 use crate::gateway::response::HealthStatus;
-use crate::gateway::{ErrorCode, Gateway};
-use crate::{logging, state};
+use crate::gateway::{self, Gateway};
+use crate::logging;
+use crate::providers::Cause;
 
 /// What one request came to, for its log line.
 pub struct Handled {
@@ -103,37 +102,20 @@ fn systemone(gateway: &Gateway, body: &[u8], rid: &str) -> Handled {
             return refused(error(404, "api_usage_error", &msg), format!("unknown model {m:?}"));
         }
     };
-    if !gateway.is_ok() {
-        let msg = format!("the server's config is broken: {}", gateway.config_errors.join("; "));
-        return refused(error(503, "config_error", &msg), "config error");
-    }
-    if state::is_paused() {
-        let msg = "system1 is paused (`system1 toggle on` resumes it), so it makes no decisions";
-        return refused(error(503, "paused", msg).with_header("Retry-After", "60"), "paused");
-    }
     answer(gateway, &request, rid)
 }
 
-/// Every question through the chain in one engine request, within the gateway's deadline: each
-/// provider of the chain gets its timeout, as `system1 decide` gives it.
+/// Every question through the gateway in one engine request, each provider of the chain within
+/// its timeout, as `system1 decide` gives it; a refusal as the HTTP status its cause calls for.
 fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
-    let chain = gateway.chain().len().max(1) as u32;
-    let deadline = Instant::now() + gateway.timeout * chain + Duration::from_millis(50);
-    let outcome = gateway.run_chain(&request.engine_request(), &request.calibration_keys(), Some(deadline), rid);
     let n = crate::text::count(request.questions.len() as u64, "question");
-    let Some(answers) = outcome.answers else {
-        let failure = outcome.failure;
-        let message = failure.as_ref().map(|f| f.message.clone()).unwrap_or_else(|| "no engine answered".into());
-        let resp = match failure.map(|f| f.code) {
-            Some(ErrorCode::ProviderTimeout) => error(504, "timeout", &message),
-            Some(ErrorCode::ConfigError) => error(503, "config_error", &message),
-            _ => error(502, "engine_error", &message),
-        };
-        return refused(resp, format!("{n}: {message}"));
+    let outcome = match gateway.ask(&request.ask(), rid) {
+        Ok(answered) => answered,
+        Err(refusal) => return refusal_response(&refusal, &n),
     };
     let provider = outcome.provider.unwrap_or_default();
     let mut out = Map::new();
-    for (q, a) in request.questions.iter().zip(&answers) {
+    for (q, a) in request.questions.iter().zip(&outcome.answers) {
         match q.answer(a) {
             Ok(v) => {
                 out.insert(q.id.clone(), v);
@@ -153,6 +135,34 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
         "x_engine_model": outcome.model,
     });
     Handled { response: Response::json(200, &body), note: format!("{n} via {provider}") }
+}
+
+/// The HTTP answer to a refusal: a broken config or the pause is the server's state (503), an
+/// engine's timeout 504, any other failure of the engines 502.
+fn refusal_response(refusal: &gateway::Refusal, n: &str) -> Handled {
+    use gateway::Refusal;
+    match refusal {
+        Refusal::Config(errors) => {
+            let msg = format!("the server's config is broken: {}", errors.join("; "));
+            refused(error(503, "config_error", &msg), "config error")
+        }
+        Refusal::Paused => {
+            let msg = "system1 is paused (`system1 toggle on` resumes it), so it makes no decisions";
+            refused(error(503, "paused", msg).with_header("Retry-After", "60"), "paused")
+        }
+        Refusal::NoEngine => {
+            let message = refusal.to_string();
+            refused(error(503, "config_error", &message), format!("{n}: {message}"))
+        }
+        Refusal::Failed(failed) => {
+            let message = failed.message();
+            let resp = match failed.failure.cause {
+                Cause::Timeout => error(504, "timeout", &message),
+                _ => error(502, "engine_error", &message),
+            };
+            refused(resp, format!("{n}: {message}"))
+        }
+    }
 }
 
 /// A log line's words for a request that could not be read.

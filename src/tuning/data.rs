@@ -14,7 +14,7 @@ use serde_json::json;
 use super::fit::Sample;
 use super::seeds::{self, DESTRUCTIVE_QUESTION};
 use crate::feature::Feature;
-use crate::gateway::{Answer, Gateway};
+use crate::gateway::{Answer, Ask, Budget, Gateway, Purpose, Query};
 use crate::providers::{EngineRequest, Question};
 use crate::routing::entry::Entry;
 use crate::routing::features;
@@ -107,11 +107,11 @@ pub fn ask_routing(gateway: &Gateway, items: &[RoutingItem], mut progress: impl 
     for (i, item) in items.iter().enumerate() {
         progress(i, items.len());
         let rid = format!("calibrate-{i}");
-        let asked = features::ask(gateway, &item.text, None, &rid, false);
+        let asked = features::ask(gateway, &item.text, Budget::Chain, Purpose::Check, &rid, false);
         let fs = match asked.features {
             Ok(fs) => fs,
             Err(e) => {
-                out.failed.push(e);
+                out.failed.push(e.to_string());
                 continue;
             }
         };
@@ -154,19 +154,28 @@ pub fn destructive_request(command: &str) -> EngineRequest {
     }
 }
 
+/// The same as the gateway asks it: a check, calibrated by the question's text as
+/// `system1_decide` calibrates it.
+pub fn destructive_ask(command: &str) -> Ask {
+    let EngineRequest { context, questions } = destructive_request(command);
+    let questions = questions.into_iter().map(|q| Query::new(q, DESTRUCTIVE_QUESTION)).collect();
+    Ask::new(context, questions, Purpose::Check)
+}
+
 /// Asks the destructive-command question about every seed command.
 pub fn ask_destructive(gateway: &Gateway, mut progress: impl FnMut(usize, usize)) -> Result<Answers, String> {
     let seeds = seeds::destructive()?;
     let mut out = Answers::default();
-    let keys = [DESTRUCTIVE_QUESTION.to_string()];
     for (i, s) in seeds.iter().enumerate() {
         progress(i, seeds.len());
-        let o = gateway.run_chain(&destructive_request(&s.command), &keys, None, &format!("calibrate-d{i}"));
-        let Some(answer) = o.answers.and_then(|mut a| a.pop()) else {
-            out.failed.push(o.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".into()));
-            continue;
+        let mut o = match gateway.ask(&destructive_ask(&s.command), &format!("calibrate-d{i}")) {
+            Ok(o) => o,
+            Err(refusal) => {
+                out.failed.push(refusal.to_string());
+                continue;
+            }
         };
-        let Answer::Decided { decision, confidence, probabilities, .. } = answer else {
+        let Some(Answer::Decided { decision, confidence, probabilities, .. }) = o.answers.pop() else {
             out.abstained += 1;
             continue;
         };

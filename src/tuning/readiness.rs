@@ -12,7 +12,7 @@ use super::data::{self, RoutingItem};
 use super::evaluate::{self, Bars, Evaluation, Row, RuleScore};
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
-use crate::gateway::Gateway;
+use crate::gateway::{Budget, Gateway, Purpose};
 use crate::routing::entry::Entry;
 use crate::routing::{features, log};
 use crate::{paths, servers, text};
@@ -80,7 +80,8 @@ pub fn run(args: Options) -> Result<i32> {
     let n = rows.len();
     for (i, (text, row)) in rows.iter_mut().enumerate() {
         tick(i, n);
-        let asked = features::ask(&gateway, text, None, &format!("evaluate-{i}"), false);
+        let rid = format!("evaluate-{i}");
+        let asked = features::ask(&gateway, text, Budget::Chain, Purpose::Check, &rid, false);
         match asked.features {
             Ok(fs) => {
                 for f in fs {
@@ -92,7 +93,7 @@ pub fn run(args: Options) -> Result<i32> {
             }
             Err(why) => {
                 failed += 1;
-                first_failure.get_or_insert(why);
+                first_failure.get_or_insert(why.to_string());
             }
         }
     }

@@ -32,7 +32,7 @@ use super::{rule_fit, tier_first};
 use crate::calibration::Calibration;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
-use crate::gateway::{Answer, Gateway};
+use crate::gateway::{Answer, Budget, Gateway, Purpose};
 use crate::providers::local::{self, model::Model};
 use crate::routing::{features, log};
 use crate::tier::Tier;
@@ -203,7 +203,8 @@ fn collect(gateway: &Gateway, engine: &str, set: &Set) -> Collected {
         Items::Routing(items) => {
             for (i, item) in items.iter().enumerate() {
                 tick(i, n);
-                let asked = features::ask(gateway, &item.text, None, &format!("study-{i}"), false);
+                let rid = format!("study-{i}");
+                let asked = features::ask(gateway, &item.text, Budget::Chain, Purpose::Check, &rid, false);
                 match asked.features {
                     Ok(fs) => {
                         out.latency_ms.push(asked.latency_ms);
@@ -212,21 +213,20 @@ fn collect(gateway: &Gateway, engine: &str, set: &Set) -> Collected {
                         ));
                     }
                     Err(e) => {
-                        out.failures.push(e);
+                        out.failures.push(e.to_string());
                         out.answers.push(None);
                     }
                 }
             }
         }
         Items::Destructive(commands) => {
-            let keys = [DESTRUCTIVE_QUESTION.to_string()];
             for (i, c) in commands.iter().enumerate() {
                 tick(i, n);
                 let started = Instant::now();
-                let o = gateway.run_chain(&data::destructive_request(&c.command), &keys, None, &format!("study-d{i}"));
+                let o = gateway.ask(&data::destructive_ask(&c.command), &format!("study-d{i}"));
                 let ms = crate::gateway::millis(started.elapsed());
-                match o.answers.and_then(|mut a| a.pop()) {
-                    Some(answer) => {
+                match o.map(|mut a| a.answers.pop()) {
+                    Ok(Some(answer)) => {
                         out.latency_ms.push(ms);
                         let a = match answer {
                             Answer::Decided { decision, confidence, .. } => {
@@ -236,8 +236,9 @@ fn collect(gateway: &Gateway, engine: &str, set: &Set) -> Collected {
                         };
                         out.answers.push(Some(vec![a]));
                     }
-                    None => {
-                        out.failures.push(o.failure.map(|f| f.message).unwrap_or_else(|| "no engine answered".into()));
+                    Ok(None) => out.answers.push(None),
+                    Err(refusal) => {
+                        out.failures.push(refusal.to_string());
                         out.answers.push(None);
                     }
                 }
