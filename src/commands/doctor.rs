@@ -488,11 +488,8 @@ fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
         }
         Ok((answers, None)) => {
             if let Some(Answer::Passed { .. }) = answers.first() {
-                let passed: Vec<&str> = attempts
-                    .iter()
-                    .filter(|a| a.outcome == Outcome::Passed)
-                    .map(|a| a.provider.as_str())
-                    .collect();
+                let passed: Vec<&str> =
+                    attempts.iter().filter(|a| a.outcome == Outcome::Passed).map(|a| a.provider.as_str()).collect();
                 r.warn(
                     format!(
                         "test decision: no engine in the chain answers a free yes/no question ({} passed it on)",

@@ -7,8 +7,10 @@
 //! a malformed answer does, and so does an engine passing on a question it does not answer at all
 //! (the next engine gets only the questions passed on).
 //!
-//! One file per concern: [`request`] validates a `system1_decide` request; `decide` turns it into
-//! one engine question and applies the threshold; `chain` runs the providers in order; `attempt`
+//! One file per concern: `ask` is the one entrance every caller uses (config, pause, time budget,
+//! the failing provider's fix; a typed answer or refusal); [`request`] validates a
+//! `system1_decide` request; `decide` asks its one question and applies the threshold, in schema
+//! "1"'s shapes; `chain` runs the providers in order; `attempt`
 //! is one provider's turn (elimination `rounds` above its option limit, the reordered variants of
 //! `stability`, within one timeout); `check` judges each answer and maps a variant's back; `health`
 //! and `capabilities` are the other two tools; [`response`] and [`schema`] are what the tools
