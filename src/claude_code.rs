@@ -24,7 +24,14 @@ pub mod event {
     pub const USER_PROMPT_SUBMIT: &str = "UserPromptSubmit";
     pub const PRE_TOOL_USE: &str = "PreToolUse";
     pub const POST_TOOL_USE: &str = "PostToolUse";
+    /// A function-hook module's event for a subagent spawn (Claude Code 2.1.287 and later).
+    pub const AGENT_SPAWN: &str = "agent.spawn";
 }
+
+/// The variable the plugin's function-hook module (`hooks/spawn.mjs`) sets in Claude Code's own
+/// environment, which every hook it starts inherits, to the id of the session it acts in: the
+/// PreToolUse hook of that session steps aside. Session state, not a setting.
+pub const SPAWN_MODULE_VAR: &str = "SYSTEM1_SPAWN_MODULE";
 
 /// The tools that spawn a subagent: `Agent`, and `Task` before Claude Code 2.1. The spawn hooks'
 /// matcher in hooks/hooks.json names the same (a test holds the two equal).

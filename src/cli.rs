@@ -115,6 +115,7 @@ fn hook_fast_path() -> Option<crate::hook::Event> {
     match event.to_str()? {
         "prompt" => Some(crate::hook::Event::Prompt),
         "agent" => Some(crate::hook::Event::Agent),
+        "agent-spawn" => Some(crate::hook::Event::AgentSpawn),
         "spawned" => Some(crate::hook::Event::Spawned),
         "session-start" => Some(crate::hook::Event::SessionStart),
         _ => None,

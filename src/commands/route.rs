@@ -376,7 +376,7 @@ impl<'a> BriefRecord<'a> {
             rewrites: run.updated_input.is_some(),
             kept: left.and_then(Left::kept),
             unchanged_because: left,
-            logged: routing::agent::entry(spawn, run).is_some(),
+            logged: routing::agent::entry(spawn, run, routing::entry::Via::PreToolUse).is_some(),
             log_dir: run.log_dir.as_ref().map(|d| d.display().to_string()),
             elapsed_ms: millis(run.elapsed),
         }

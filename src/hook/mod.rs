@@ -22,6 +22,8 @@ pub enum Event {
     Prompt,
     /// PreToolUse on Agent/Task.
     Agent,
+    /// The plugin's function-hook module at `agent.spawn`.
+    AgentSpawn,
     /// PostToolUse on Agent/Task.
     Spawned,
 }
@@ -34,6 +36,7 @@ impl Event {
             Event::SessionStart => event::SESSION_START,
             Event::Prompt => event::USER_PROMPT_SUBMIT,
             Event::Agent => event::PRE_TOOL_USE,
+            Event::AgentSpawn => event::AGENT_SPAWN,
             Event::Spawned => event::POST_TOOL_USE,
         }
     }
@@ -79,6 +82,7 @@ fn answer(event: Event) -> Output {
         Event::SessionStart => session_start::handle(&loaded, &payload),
         Event::Prompt => prompt::handle(&loaded, &payload),
         Event::Agent => agent::before(&loaded, &input, &payload),
+        Event::AgentSpawn => agent::at_spawn(&loaded, &input, &payload),
         Event::Spawned => agent::after(&loaded, &payload),
     };
     outcome.unwrap_or_else(|e| {

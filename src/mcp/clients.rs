@@ -90,7 +90,8 @@ impl Launch {
         let mut paths = Vec::new();
         let mut settings = Vec::new();
         for (k, v) in env {
-            if !k.starts_with("SYSTEM1_") || v.is_empty() {
+            // The spawn module's mark belongs to the Claude Code session it was set in.
+            if !k.starts_with("SYSTEM1_") || v.is_empty() || k == crate::claude_code::SPAWN_MODULE_VAR {
                 continue;
             }
             if PATH_VARIABLES.contains(&k.as_str()) {

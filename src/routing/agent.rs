@@ -18,7 +18,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::enforce::{self, Left, Model};
-use super::entry::{Call, Enforcement, Entry, Ran, Source};
+use super::entry::{Call, Enforcement, Entry, Ran, Source, Via};
 use super::gate::{self, Gate};
 use super::{Input, Routed, Until, cwd_of, log, meet, route, routed_entry, settled};
 use crate::claude_code::SubagentModel;
@@ -179,8 +179,9 @@ pub fn action(
     }
 }
 
-/// The agent entry of a spawn run: `None` unless `cwd` is inside `log_dirs` and the engine answered.
-pub fn entry(spawn: &Spawn, run: &AgentRun) -> Option<Entry> {
+/// The agent entry of a spawn run, naming the hook it ran `via`: `None` unless `cwd` is inside
+/// `log_dirs` and the engine answered.
+pub fn entry(spawn: &Spawn, run: &AgentRun, via: Via) -> Option<Entry> {
     let dir = run.log_dir.as_deref()?;
     if !run.gates.is_empty() {
         return None;
@@ -198,6 +199,7 @@ pub fn entry(spawn: &Spawn, run: &AgentRun) -> Option<Entry> {
         },
         enforcement: Enforcement {
             enforce: Some(run.mode),
+            via: Some(via),
             tier_before: spawn.model.tier(),
             tier_after: run.updated_input.as_ref().and(action.as_ref().ok().copied()),
             kept: action.as_ref().err().filter(|_| enforcing).and_then(Left::kept),

@@ -136,6 +136,10 @@ pub struct Enforcement {
     /// which were all record-only).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub enforce: Option<Enforce>,
+    /// Which of Claude Code's hooks acted on the spawn (absent in older entries, which were all
+    /// written by the PreToolUse hook).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
     /// The tier `chosen` names, if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tier_before: Option<Tier>,
@@ -306,6 +310,40 @@ impl<'de> Deserialize<'de> for Kept {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Kept, D::Error> {
         let s = String::deserialize(d)?;
         Ok(Kept::NAMES.iter().find(|(_, name)| *name == s).map_or(Kept::Other(s), |(k, _)| k.clone()))
+    }
+}
+
+/// The Claude Code hook an agent record was written from: the PreToolUse hook on the Agent call,
+/// or the plugin's function-hook module at `agent.spawn` (docs/routing.md#two-ways-to-set-the-model).
+/// A name this version does not know is kept as it was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    PreToolUse,
+    AgentSpawn,
+    Other(String),
+}
+
+impl Via {
+    const NAMES: [(Via, &'static str); 2] = [(Via::PreToolUse, "pre_tool_use"), (Via::AgentSpawn, "agent_spawn")];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            Via::Other(s) => s,
+            known => Via::NAMES.iter().find(|(k, _)| k == known).map_or("", |(_, name)| name),
+        }
+    }
+}
+
+impl Serialize for Via {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Via {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Via, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(Via::NAMES.iter().find(|(_, name)| *name == s).map_or(Via::Other(s), |(k, _)| k.clone()))
     }
 }
 

@@ -6,6 +6,13 @@
 //! session walks every case; the fake API's request log then shows the model each subagent's
 //! requests used, and the routing log what the PreToolUse and PostToolUse hooks recorded.
 //!
+//! Where Claude Code loads function-hook modules (2.1.287 and later: 2.1.332, and 2.1.337 where
+//! its platform package installs), the plugin's module sets the model at `agent.spawn` and the
+//! PreToolUse hook answers nothing: the same spawns run on the same models, and every agent entry
+//! names the mechanism that acted. The last two spawns replace the installed binary with one that
+//! crashes, then with one that hangs past the module's (and the PreToolUse hook's) 5 s: each spawn
+//! still runs on the model Claude asked for.
+//!
 //! The mock's answers give the brief the default tier, sonnet, so a rewrite always shows as sonnet
 //! and a call left alone as the model Claude gave it. `SYSTEM1_E2E_DUMP=<file>` keeps the requests
 //! the fake API received, `SYSTEM1_E2E_EVENTS=<file>` the session's stream-json events.
@@ -38,6 +45,10 @@ enum Setup {
     Paused,
     /// `set`, and a fit that lowers `design` under min_confidence.
     LowConfidence,
+    /// The installed binary crashes (SIGSEGV) when a spawn hook runs it.
+    Crash,
+    /// The installed binary hangs when a spawn hook runs it.
+    Hang,
 }
 
 /// One spawn: the setup, the Agent call's `model` and `subagent_type`, and the model its subagent
@@ -49,7 +60,7 @@ struct Spawn {
     runs_on: Option<&'static str>,
 }
 
-const SPAWNS: [Spawn; 8] = [
+const SPAWNS: [Spawn; 10] = [
     Spawn { setup: Setup::Mode("fill"), model: None, subagent_type: "general-purpose", runs_on: Some("sonnet") },
     Spawn {
         setup: Setup::Mode("raise"),
@@ -68,6 +79,9 @@ const SPAWNS: [Spawn; 8] = [
         runs_on: Some("haiku"),
     },
     Spawn { setup: Setup::Mode("set"), model: Some("haiku"), subagent_type: "fork", runs_on: None },
+    // Last: they replace the binary.
+    Spawn { setup: Setup::Crash, model: Some("haiku"), subagent_type: "general-purpose", runs_on: Some("haiku") },
+    Spawn { setup: Setup::Hang, model: Some("haiku"), subagent_type: "general-purpose", runs_on: Some("haiku") },
 ];
 
 fn id(n: usize) -> String {
@@ -89,13 +103,33 @@ fn enforce_with_claude_code_2_1_332() {
     enforce_end_to_end(claude_cli::NEWEST);
 }
 
+#[test]
+fn enforce_with_claude_code_2_1_337() {
+    enforce_end_to_end(claude_cli::PLATFORM_NEWEST);
+}
+
+/// A stand-in for the installed binary whose spawn hooks (`hook agent`, `hook agent-spawn`) crash or
+/// hang; like the real one, `hook agent` steps aside in the session the module marked. Every other
+/// command exits 0 at once.
+fn broken_binary(env: &TestEnv, setup: Setup) {
+    let fail = if setup == Setup::Crash { "kill -SEGV $$" } else { "exec sleep 60" };
+    let script = format!(
+        "#!/bin/sh\ncase \"$2\" in\n  agent) [ -n \"$SYSTEM1_SPAWN_MODULE\" ] && exit 0; cat >/dev/null; {fail} ;;\n  \
+         agent-spawn) cat >/dev/null; {fail} ;;\nesac\ncat >/dev/null\nexit 0\n"
+    );
+    support::write_executable(&env.install_dir.join("bin/system1"), &script);
+}
+
 /// Writes the config (and the pause file, and the calibration fit) for `setup`.
 fn arrange(env: &TestEnv, project: &Path, dead_port: u16, setup: Setup) {
     let (mode, provider) = match setup {
         Setup::Mode(m) => (m, "mock"),
         Setup::EngineDown => ("set", "laya"),
-        Setup::Paused | Setup::LowConfidence => ("set", "mock"),
+        Setup::Paused | Setup::LowConfidence | Setup::Crash | Setup::Hang => ("set", "mock"),
     };
+    if matches!(setup, Setup::Crash | Setup::Hang) {
+        broken_binary(env, setup);
+    }
     env.write_config(&format!(
         "[gateway]\nprovider = \"{provider}\"\n[providers.mock]\nanswers = {{ design = \"no\", review = \"no\", specified = \"no\" }}\n\
          [providers.laya]\nendpoint = \"http://127.0.0.1:{dead_port}\"\n\
@@ -212,7 +246,9 @@ fn enforce_end_to_end(version: &str) {
     }
     assert_eq!(pre.len(), SPAWNS.len(), "one PreToolUse hook per spawn: {pre:?}");
     let answered: Vec<&str> = pre.iter().copied().filter(|o| !o.trim().is_empty()).collect();
-    assert_eq!(answered.len(), 3, "{version}: answers {answered:?}");
+    // Where the module acts, the PreToolUse hook steps aside.
+    let modules = claude_cli::has_modules(version);
+    assert_eq!(answered.len(), if modules { 0 } else { 3 }, "{version}: answers {answered:?}");
     for (n, out) in answered.iter().enumerate() {
         let v: Value = serde_json::from_str(out).unwrap_or_else(|e| panic!("{e}: {out}"));
         let specific = v["hookSpecificOutput"].as_object().expect("hookSpecificOutput");
@@ -247,6 +283,14 @@ fn enforce_end_to_end(version: &str) {
     assert!(agent(5).is_none() && ran(5).is_none(), "paused: nothing logged");
     assert_eq!(agent(6).expect("low confidence is logged")["kept"], "low_confidence");
     assert_eq!(agent(7).expect("the fork is logged")["kept"], "fork");
+    assert!(agent(8).is_none() && agent(9).is_none(), "the broken binary logged nothing");
+    // One agent entry per spawn, naming the hook that acted.
+    let via = if modules { "agent_spawn" } else { "pre_tool_use" };
+    let agents: Vec<&Value> = log.iter().filter(|e| e["source"] == "agent").collect();
+    assert_eq!(agents.len(), 6, "{version}: {agents:?}");
+    assert!(agents.iter().all(|e| e["via"] == via), "{version}: not all via {via}: {agents:?}");
+    let ids: std::collections::BTreeSet<&str> = agents.iter().filter_map(|e| e["tool_use_id"].as_str()).collect();
+    assert_eq!(ids.len(), agents.len(), "{version}: a spawn logged twice");
 
     let result = events.iter().find(|e| e["type"] == "result").expect("a result event");
     assert_eq!(result["result"], FINAL, "{result}");

@@ -64,6 +64,8 @@ fn scripts_test_installs_every_claude_code_version_the_tests_run() {
         .expect("scripts/test loops over the Claude Code versions");
     assert_eq!(line.split_whitespace().collect::<Vec<_>>(), claude_cli::VERSIONS);
     assert!(script.contains(r#"prefix="$deps/claude-$claude_version""#), "one folder per version");
+    let platform = format!("@anthropic-ai/claude-code-linux-x64@{}", claude_cli::PLATFORM_NEWEST);
+    assert!(script.contains(&platform), "scripts/test installs {platform}");
 }
 
 #[test]

@@ -421,3 +421,33 @@ fn claude_codes_own_subagent_model_means_no_rewrite() {
     );
     assert!(text.contains("enforce set rewrites no spawn"), "{text}");
 }
+
+/// The module's call at `agent.spawn` (`hook agent-spawn`, the PreToolUse input built from the
+/// spawn) answers `{"model": tier}` and logs `via: agent_spawn`; in the session the module named in
+/// `SYSTEM1_SPAWN_MODULE`, the PreToolUse hook prints and logs nothing, so a spawn is routed once.
+#[test]
+fn the_module_sets_the_model_and_the_pre_tool_use_hook_steps_aside_in_its_session() {
+    let mut c = case("set", SONNET);
+    let raw = input(Some("haiku"), "general-purpose", BRIEF);
+    let out = hook(&c.env, "agent-spawn", &pre_payload(&c.repo, &raw, "m1"));
+    assert_eq!(stdout(&out).trim_end(), r#"{"model":"sonnet"}"#);
+    // Nothing to change: silence, and the reason logged.
+    let out =
+        hook(&c.env, "agent-spawn", &pre_payload(&c.repo, &input(Some("sonnet"), "general-purpose", BRIEF), "m2"));
+    assert_eq!(stdout(&out), "");
+    let log = entries(&c.env);
+    assert_eq!(log.len(), 2, "{log:?}");
+    assert_eq!((&log[0]["via"], &log[0]["tier_after"]), (&json!("agent_spawn"), &json!("sonnet")));
+    assert_eq!((&log[1]["via"], &log[1]["kept"]), (&json!("agent_spawn"), &json!("at_tier")));
+
+    // Another session's marker changes nothing: the PreToolUse hook rewrites and logs.
+    c.env.set_env("SYSTEM1_SPAWN_MODULE", "another-session");
+    let got = updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "p1"))).expect("a rewrite");
+    assert_eq!(got, raw.replace(r#""model":"haiku""#, r#""model":"sonnet""#));
+    assert_eq!(entries(&c.env)[2]["via"], "pre_tool_use");
+    // Its own session's: silent, nothing logged.
+    c.env.set_env("SYSTEM1_SPAWN_MODULE", "sess");
+    let out = hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "p2"));
+    assert_eq!(stdout(&out), "", "the module acts in this session");
+    assert_eq!(entries(&c.env).len(), 3, "one entry per spawn");
+}

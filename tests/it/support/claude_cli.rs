@@ -14,6 +14,16 @@ use crate::support::{TestEnv, drain};
 pub const VERSIONS: [&str; 2] = [PINNED, NEWEST];
 pub const PINNED: &str = "2.1.197";
 pub const NEWEST: &str = "2.1.332";
+/// The newest build, published only as the Linux x64 platform package
+/// (`@anthropic-ai/claude-code-linux-x64`; the wrapper package still tags 2.1.332), which
+/// `scripts/test` installs on that platform alone.
+pub const PLATFORM_NEWEST: &str = "2.1.337";
+
+/// Whether Claude Code `version` loads a plugin's function-hook modules (from 2.1.287 on).
+pub fn has_modules(version: &str) -> bool {
+    let parts: Vec<u32> = version.split('.').filter_map(|p| p.parse().ok()).collect();
+    parts >= vec![2, 1, 287]
+}
 
 /// The environment variable `scripts/test` sets to a version's CLI: `SYSTEM1_TEST_CLAUDE_2_1_332`.
 pub fn env_var(version: &str) -> String {
@@ -29,11 +39,20 @@ pub fn find(test: &str, version: &str) -> Option<PathBuf> {
         Some(
             Path::new(env!("CARGO_MANIFEST_DIR")).join(format!(".test-deps/claude-{version}/node_modules/.bin/claude")),
         ),
+        Some(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join(format!(".test-deps/claude-{version}/node_modules/@anthropic-ai/claude-code-linux-x64/claude")),
+        ),
     ];
     if let Some(found) = candidates.into_iter().flatten().find(|p| p.exists()) {
         return Some(found);
     }
-    assert!(std::env::var_os("CI").is_none(), "Claude Code {version} is missing ({var}): run scripts/test");
+    // The platform package exists for Linux x64 alone.
+    let platform_only = version == PLATFORM_NEWEST && !(cfg!(target_os = "linux") && cfg!(target_arch = "x86_64"));
+    assert!(
+        std::env::var_os("CI").is_none() || platform_only,
+        "Claude Code {version} is missing ({var}): run scripts/test"
+    );
     eprintln!("SKIPPED {test}: Claude Code {version} is not installed ({var}); run scripts/test");
     None
 }
