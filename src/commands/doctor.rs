@@ -88,6 +88,7 @@ pub fn run(args: Args) -> Result<i32> {
     check_pause(&gateway, &mut r);
     check_subagent_model(&gateway, &mut r);
     check_enforce(&gateway, &mut r);
+    check_spawn_hook(&gateway, &mut r);
     check_labels(&mut r);
 
     let mut failed = false;
@@ -718,6 +719,32 @@ fn check_enforce(gateway: &Gateway, r: &mut Findings) {
         r.ok(format!("enforce {mode} ({}); rewrites are checked only in [routing] log_dirs repos", mode.describe()));
     } else {
         r.ok(format!("enforce {mode} ({}); no rewrite checked yet", mode.describe()));
+    }
+}
+
+/// Which of Claude Code's hooks routes spawns: the latest agent entry names it (docs/routing.md#two-ways-to-set-the-model).
+fn check_spawn_hook(gateway: &Gateway, r: &mut Findings) {
+    use routing::entry::Via;
+    if !gateway.loaded.config.routing.enabled {
+        return;
+    }
+    // An unreadable log is check_enforce's to report.
+    let Ok(log) = routing::log::read_all() else { return };
+    let latest = log.entries.iter().rev().find(|e| e.is_agent());
+    let when =
+        |e: &routing::entry::Entry| e.time.as_deref().map(|t| format!(", the latest at {t}")).unwrap_or_default();
+    match latest {
+        Some(e) if e.enforcement.via == Some(Via::AgentSpawn) => r.ok(format!(
+            "spawns are routed by the plugin's module at agent.spawn{}; the PreToolUse hook steps aside",
+            when(e)
+        )),
+        Some(e) => r.ok(format!(
+            "spawns are routed by the PreToolUse hook{}; Claude Code 2.1.287 and later route them through the plugin's module at agent.spawn instead (update Claude Code; an organization that allows only its own mods keeps it off)",
+            when(e)
+        )),
+        None => r.ok(
+            "no spawn logged yet: Claude Code 2.1.287 and later route spawns through the plugin's module at agent.spawn, older versions through the PreToolUse hook",
+        ),
     }
 }
 

@@ -358,6 +358,9 @@ struct BriefRecord<'a> {
     unchanged_because: Option<&'a Left>,
     logged: bool,
     log_dir: Option<String>,
+    /// `agent_spawn` when this runs inside a Claude Code session where the plugin's module acts;
+    /// otherwise `null`: the Claude Code version decides (docs/routing.md#two-ways-to-set-the-model).
+    mechanism: Option<routing::entry::Via>,
     elapsed_ms: f64,
 }
 
@@ -378,6 +381,9 @@ impl<'a> BriefRecord<'a> {
             unchanged_because: left,
             logged: routing::agent::entry(spawn, run, routing::entry::Via::PreToolUse).is_some(),
             log_dir: run.log_dir.as_ref().map(|d| d.display().to_string()),
+            mechanism: std::env::var_os(crate::claude_code::SPAWN_MODULE_VAR)
+                .filter(|v| !v.is_empty())
+                .map(|_| routing::entry::Via::AgentSpawn),
             elapsed_ms: millis(run.elapsed),
         }
     }
@@ -399,6 +405,14 @@ impl<'a> BriefRecord<'a> {
             None => outln!(
                 "spawn: {model}, passed as Claude made it ({})",
                 self.unchanged_because.map_or("null".to_string(), ToString::to_string)
+            )?,
+        }
+        match self.mechanism {
+            Some(_) => outln!(
+                "set by: the plugin's module at agent.spawn, which acts in this Claude Code session (the PreToolUse hook steps aside)"
+            )?,
+            None => outln!(
+                "set by: the plugin's module at agent.spawn in Claude Code 2.1.287 and later (modules are on by default there), else the PreToolUse hook on the Agent call"
             )?,
         }
         print_log(&self.log_dir, self.logged, self.silent_because.is_some(), "spawn", "does nothing")?;

@@ -310,6 +310,7 @@ fn route_brief_shows_what_enforcement_would_do() {
         decided by: design, review, specified
         enforce: raise (a spawn that names no model, or one below the rule's tier, gets the rule's tier)
         spawn: model "haiku" would become model "sonnet", but the hook does nothing (above)
+        set by: the plugin's module at agent.spawn in Claude Code 2.1.287 and later (modules are on by default there), else the PreToolUse hook on the Agent call
         log: not logged (cwd is outside [routing] log_dirs)
         time: [TIME] ms
         "#)
@@ -327,6 +328,7 @@ fn route_brief_shows_what_enforcement_would_do() {
         decided by: design, review, specified
         enforce: raise (a spawn that names no model, or one below the rule's tier, gets the rule's tier)
         spawn: model "haiku" → model "sonnet" (the hook rewrites the call's model, nothing else)
+        set by: the plugin's module at agent.spawn in Claude Code 2.1.287 and later (modules are on by default there), else the PreToolUse hook on the Agent call
         log: not logged (cwd is outside [routing] log_dirs)
         time: [TIME] ms
         "#)
@@ -334,6 +336,17 @@ fn route_brief_shows_what_enforcement_would_do() {
 
     let out = c.env.run(&["route", "--model", "haiku", "--prompt", BRIEF], "");
     assert_eq!(out.status.code(), Some(2), "--model goes with --brief only");
+
+    // Inside a session where the module acts (a Bash call of Claude Code's), route says so.
+    assert_eq!(route_brief(&c.env, &[])["mechanism"], Value::Null);
+    let mut c = c;
+    c.env.set_env("SYSTEM1_SPAWN_MODULE", "sess");
+    assert_eq!(route_brief(&c.env, &[])["mechanism"], "agent_spawn");
+    let text = stdout(&c.env.run(&["route", "--brief", BRIEF], ""));
+    assert!(
+        text.contains("set by: the plugin's module at agent.spawn, which acts in this Claude Code session"),
+        "{text}"
+    );
 }
 
 /// The doctor's lines that mention enforcement, with their fix lines.
@@ -428,6 +441,20 @@ fn claude_codes_own_subagent_model_means_no_rewrite() {
 #[test]
 fn the_module_sets_the_model_and_the_pre_tool_use_hook_steps_aside_in_its_session() {
     let mut c = case("set", SONNET);
+    let doctor = |env: &TestEnv| {
+        let text = stdout(&env.run(&["doctor"], ""));
+        text.lines()
+            .find(|l| l.contains("spawns are routed") || l.contains("no spawn logged"))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        doctor(&c.env).contains(
+            "ok    no spawn logged yet: Claude Code 2.1.287 and later route spawns through the plugin's module"
+        ),
+        "{}",
+        doctor(&c.env)
+    );
     let raw = input(Some("haiku"), "general-purpose", BRIEF);
     let out = hook(&c.env, "agent-spawn", &pre_payload(&c.repo, &raw, "m1"));
     assert_eq!(stdout(&out).trim_end(), r#"{"model":"sonnet"}"#);
@@ -439,12 +466,22 @@ fn the_module_sets_the_model_and_the_pre_tool_use_hook_steps_aside_in_its_sessio
     assert_eq!(log.len(), 2, "{log:?}");
     assert_eq!((&log[0]["via"], &log[0]["tier_after"]), (&json!("agent_spawn"), &json!("sonnet")));
     assert_eq!((&log[1]["via"], &log[1]["kept"]), (&json!("agent_spawn"), &json!("at_tier")));
+    assert!(
+        doctor(&c.env).contains("ok    spawns are routed by the plugin's module at agent.spawn, the latest at "),
+        "{}",
+        doctor(&c.env)
+    );
 
     // Another session's marker changes nothing: the PreToolUse hook rewrites and logs.
     c.env.set_env("SYSTEM1_SPAWN_MODULE", "another-session");
     let got = updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "p1"))).expect("a rewrite");
     assert_eq!(got, raw.replace(r#""model":"haiku""#, r#""model":"sonnet""#));
     assert_eq!(entries(&c.env)[2]["via"], "pre_tool_use");
+    assert!(
+        doctor(&c.env).contains("ok    spawns are routed by the PreToolUse hook, the latest at "),
+        "{}",
+        doctor(&c.env)
+    );
     // Its own session's: silent, nothing logged.
     c.env.set_env("SYSTEM1_SPAWN_MODULE", "sess");
     let out = hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "p2"));
