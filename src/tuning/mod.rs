@@ -21,6 +21,9 @@ pub mod seeds;
 pub mod study;
 pub mod teach;
 pub mod tier_first;
+/// Measuring the local engine's zero-shot temperature (the test that regenerates its shipped file).
+#[cfg(test)]
+pub mod zero_shot;
 
 use crate::config;
 use crate::error::{Error, Result};

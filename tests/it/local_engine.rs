@@ -274,3 +274,55 @@ fn doctor_warns_when_no_trained_head_fits_the_model() {
     let line = report.lines().find(|l| l.contains("test decision by local")).unwrap_or_default();
     assert!(line.contains("(\"yes\" at 0.") && !line.contains("abstained"), "{report}");
 }
+
+/// A zero-shot choice at a threshold of 0.9, with the temperature in force (`temperature` in the
+/// config, or none: the one measured for the model).
+fn zero_shot_at_0_9(dir: &str, temperature: &str, question: &str, options: &[&str], text: &str) -> Value {
+    let env = local_env(dir, "");
+    if !temperature.is_empty() {
+        env.write_config(&format!(
+            "[gateway]\nprovider = \"local\"\n[providers.local]\nmodel_dir = {dir:?}\ntemperature = {temperature}\n"
+        ));
+    }
+    let context = serde_json::json!({ "text": text }).to_string();
+    let mut args = vec!["-q", question, "--context", &context, "--min-confidence", "0.9"];
+    for o in options {
+        args.extend_from_slice(&["-o", o]);
+    }
+    env.decide_json(&args).0
+}
+
+/// Zero-shot choices take the temperature measured for the model on calibration/choices.jsonl, so
+/// that a threshold means what it says. At the fixed temperature they had before (0.05, kept here as
+/// the control), these two answers were wrong at 0.9 or more: a typo fix taken for `fix`, Go code
+/// for Java. At the measured one they fall below 0.9 and the decision abstains.
+#[test]
+fn zero_shot_choices_take_the_measured_temperature_and_are_not_decided_wrong_at_0_9() {
+    let Some(dir) = model_dir() else { return };
+    let cases: [(&str, &[&str], &str, &str); 2] = [
+        (
+            "What kind of change is this commit?",
+            &["feat", "fix", "docs", "chore", "refactor", "test"],
+            "Fixed typo in README",
+            "docs",
+        ),
+        (
+            "Which programming language is this code written in?",
+            &["Python", "Go", "Rust", "JavaScript", "Java"],
+            "func main() {\n\tfmt.Println(\"hello\")\n}",
+            "Go",
+        ),
+    ];
+    for (question, options, text, right) in cases {
+        let before = zero_shot_at_0_9(&dir, "0.05", question, options, text);
+        assert_eq!(before["status"], "decided", "{before}");
+        assert_ne!(before["decision"], right, "the control: wrong at 0.9 or more with T = 0.05: {before}");
+        assert!(before.to_string().contains("temperature 0.05 set in [providers.local]"), "{before}");
+
+        let v = zero_shot_at_0_9(&dir, "", question, options, text);
+        assert!(v["status"] == "abstained" || v["decision"] == right, "{v}");
+        let detail = v["attempts"][0]["detail"].as_str().unwrap_or_default();
+        assert!(detail.contains("measured on calibration/choices.jsonl (n=148)"), "{v}");
+        assert!(v["confidence"].as_f64().is_some_and(|c| c < 0.9), "{v}");
+    }
+}

@@ -5,8 +5,9 @@
 //!   [`heads`]) gets that head's probability;
 //! - a choice question gets zero-shot similarity: the cosine between the state and each option
 //!   (with its description when the context lists one, as the skill picker's does), turned into
-//!   probabilities by a softmax at `temperature`; an option named `none` scores `none_similarity`,
-//!   the bar a real option must clear;
+//!   probabilities by a softmax at a temperature measured for the model on a labelled set of
+//!   choice questions ([`zero_shot`]); an option named `none` scores `none_similarity`, the bar a
+//!   real option must clear;
 //! - a yes/no question without a head is passed on to the next engine of the chain (and says
 //!   how to teach it).
 //!
@@ -15,7 +16,7 @@
 //! model = "all-MiniLM-L6-v2"   # the name heads and calibration fits are keyed by
 //! model_dir = ""               # default: <install dir>/engines/local/<model>/
 //! max_tokens = 0               # window in tokens (0: the model's own, 256 for MiniLM)
-//! temperature = 0.05           # zero-shot softmax temperature over cosine similarities
+//! temperature = 0              # zero-shot softmax temperature over cosine similarities (0: the measured one)
 //! none_similarity = 0.3        # the similarity an option named `none` gets
 //! max_options = 256
 //! ```
@@ -29,6 +30,7 @@ mod helper;
 pub mod model;
 pub mod tokenizer;
 pub mod wheel;
+pub mod zero_shot;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -62,7 +64,8 @@ pub struct Local {
     /// Whether `model_dir` was set (rather than the install dir's default): it changes the fix.
     given: bool,
     max_tokens: usize,
-    temperature: f64,
+    /// The softmax temperature of its zero-shot choices, and where it comes from.
+    zero_shot: zero_shot::Temperature,
     none_similarity: f64,
     max_options: usize,
     /// The largest share of non-Latin letters a text may have before the engine abstains on it.
@@ -107,12 +110,13 @@ pub fn configured(s: &Settings) -> (String, PathBuf, bool) {
 impl Local {
     pub fn new(s: &Settings) -> Self {
         let (name, dir, given) = configured(s);
+        let zero_shot = zero_shot::Temperature::for_model(&name, s.f64("temperature", 0.0, 0.0, 10.0));
         Self {
             name,
             dir,
             given,
             max_tokens: s.u64("max_tokens", 0, 0, model::MAX_WINDOW as u64) as usize,
-            temperature: s.f64("temperature", 0.05, 0.001, 10.0),
+            zero_shot,
             none_similarity: s.f64("none_similarity", 0.3, -1.0, 1.0),
             max_options: s.u64("max_options", 256, 2, 256) as usize,
             max_non_latin: s.f64("max_non_latin", 0.3, 0.0, 1.0),
@@ -249,9 +253,26 @@ impl Local {
                     .with_detail(format!("trained heads, n={n}")),
             );
         }
+        let sims = self.similarities(loaded, request, q, state, deadline)?;
+        let probs = softmax(&sims, self.zero_shot.temperature());
+        Some(
+            answers::choice_answer("local", &self.name, &q.options, &probs, None)
+                .with_detail(format!("zero-shot similarity, {}", self.zero_shot)),
+        )
+    }
+
+    /// The cosine between the state and each option of `q` (with its description when the context
+    /// has one); an option named `none` gets `none_similarity`. `None` when `deadline` passed first.
+    fn similarities(
+        &self,
+        loaded: &Loaded,
+        request: &EngineRequest,
+        q: &Question,
+        state: &[f32],
+        deadline: Instant,
+    ) -> Option<Vec<f64>> {
         let descriptions = descriptions(request.context.as_ref(), &q.options);
-        let sims: Vec<f64> = q
-            .options
+        q.options
             .iter()
             .map(|o| {
                 if o.trim().eq_ignore_ascii_case("none") {
@@ -264,12 +285,21 @@ impl Local {
                 let e = loaded.cache.get_or_insert(&text, || loaded.model.embed_until(&text, deadline))?;
                 Some(cosine(state, &e))
             })
-            .collect::<Option<_>>()?;
-        let probs = softmax(&sims, self.temperature);
-        Some(
-            answers::choice_answer("local", &self.name, &q.options, &probs, None)
-                .with_detail("zero-shot similarity".into()),
-        )
+            .collect()
+    }
+
+    /// What a zero-shot answer to each question of `request` starts from: the option similarities
+    /// the softmax turns into probabilities (for measuring the zero-shot temperature).
+    #[cfg(test)]
+    pub fn zero_shot_similarities(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<Vec<f64>>, Failure> {
+        let deadline = Instant::now() + timeout;
+        let loaded = self.load()?;
+        let state = self.embed(&loaded, &state_text(request), deadline).ok_or_else(|| Failure::timeout(timeout))?;
+        request
+            .questions
+            .iter()
+            .map(|q| self.similarities(&loaded, request, q, &state, deadline).ok_or_else(|| Failure::timeout(timeout)))
+            .collect()
     }
 }
 

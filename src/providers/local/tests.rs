@@ -88,7 +88,7 @@ fn settings(table: &str) -> Settings {
     Settings::new("providers.local", table, Default::default())
 }
 
-fn provider(dir: &std::path::Path) -> Local {
+pub(crate) fn provider(dir: &std::path::Path) -> Local {
     let s = settings(&format!("model_dir = {:?}", dir.display().to_string()));
     let p = Local::new(&s);
     assert!(s.errors.borrow().is_empty(), "{:?}", s.errors.borrow());
