@@ -90,7 +90,8 @@ pub enum EngineAnswer {
 /// Why an engine passes a question on: the code matches these, people read the reason.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PassCause {
-    /// A yes/no question the engine has no trained head for (the local engine).
+    /// A question the engine has no trained head for (the local engine: a yes/no question, or a
+    /// choice with `choices = "taught"`).
     NoHead,
     /// Text the engine's model does not read (mostly non-Latin script for an English model).
     NotRead,

@@ -275,6 +275,55 @@ fn local_env(dir: &str, mock: Option<&Mock>) -> TestEnv {
     env
 }
 
+/// With `[providers.local] choices = "taught"` the local engine keeps the choices it was taught and
+/// passes the others on: a decision server behind it answers them, and capabilities, `engine
+/// status` and doctor say that choices go to it. Without a server, such a choice abstains and says
+/// how to teach it.
+#[test]
+fn local_passes_untaught_choices_on_to_the_server_when_told_to() {
+    let Some(dir) = crate::local_engine::model_dir() else { return };
+    let Some(mock) = Mock::start(&[]) else { return };
+    let env = local_env(&dir, Some(&mock));
+    let config = std::fs::read_to_string(&env.config).unwrap();
+    env.write_config(&format!("{config}choices = \"taught\"\n"));
+    let (v, code) = decide(&env, CHOICE);
+    assert_eq!((code, &v["status"], &v["provider"]), (0, &Value::from("decided"), &Value::from("systemone")), "{v}");
+    assert_eq!((&v["attempts"][0]["provider"], &v["attempts"][0]["outcome"]), (&"local".into(), &"passed".into()));
+    let detail = v["attempts"][0]["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("choices = \"taught\" passes untaught choices on"), "{v}");
+    assert_eq!(mock.decisions(), 1);
+
+    let (_, _, caps) = offered(&env);
+    assert_eq!(caps["providers"]["local"]["choice"], "taught", "{caps}");
+    assert_eq!(caps["routes"]["choice"], "systemone", "{caps}");
+    let status = stdout(&env.run(&["engine", "status"], ""));
+    assert!(status.contains("choices go to systemone"), "{status}");
+    let report = stdout(&env.run(&["doctor"], ""));
+    assert!(
+        report.lines().any(|l| l.starts_with("ok    questions go: ") && l.contains("choices → systemone")),
+        "{report}"
+    );
+
+    // No server behind it: the choice abstains, naming the command that teaches it.
+    let alone = local_env(&dir, None);
+    let config = std::fs::read_to_string(&alone.config).unwrap();
+    alone.write_config(&format!("{config}choices = \"taught\"\n"));
+    let (v, code) = decide(&alone, CHOICE);
+    assert_eq!((code, &v["status"]), (4, &Value::from("abstained")), "{v}");
+    assert!(v.to_string().contains("calibrate fit --provider local --question"), "{v}");
+
+    // A misspelt value is a config error that names the key.
+    alone.write_config(&format!("{config}choices = \"some\"\n"));
+    let out = alone.run(&["decide", "--json", "-q", "Which?", "-o", "a", "-o", "b"], "");
+    assert!(
+        stdout(&out).contains("providers.local.choices must be")
+            || stderr(&out).contains("providers.local.choices must be"),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}
+
 /// What the MCP server says the chain answers: the decide tool's listing, the instructions and
 /// `system1_capabilities`.
 fn offered(env: &TestEnv) -> (String, String, Value) {

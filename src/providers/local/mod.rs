@@ -18,6 +18,7 @@
 //! max_tokens = 0               # window in tokens (0: the model's own, 256 for MiniLM)
 //! temperature = 0              # zero-shot softmax temperature over cosine similarities (0: the measured one)
 //! none_similarity = 0.3        # the similarity an option named `none` gets
+//! choices = "any"              # "taught": pass untaught choices on to the next engine of the chain
 //! max_options = 256
 //! ```
 
@@ -66,6 +67,9 @@ pub struct Local {
     max_tokens: usize,
     /// The softmax temperature of its zero-shot choices, and where it comes from.
     zero_shot: zero_shot::Temperature,
+    /// Which choices it answers: any (untaught ones by similarity), or only those it was taught,
+    /// passing the others on to the next engine of the chain (a decision server).
+    choices: Scope,
     none_similarity: f64,
     max_options: usize,
     /// The largest share of non-Latin letters a text may have before the engine abstains on it.
@@ -111,12 +115,21 @@ impl Local {
     pub fn new(s: &Settings) -> Self {
         let (name, dir, given) = configured(s);
         let zero_shot = zero_shot::Temperature::for_model(&name, s.f64("temperature", 0.0, 0.0, 10.0));
+        let choices = match s.string("choices", "any").trim() {
+            "any" => Scope::Any,
+            "taught" => Scope::Taught,
+            other => {
+                s.error(format!("{}.choices must be \"any\" or \"taught\", got {other:?}", s.section()));
+                Scope::Any
+            }
+        };
         Self {
             name,
             dir,
             given,
             max_tokens: s.u64("max_tokens", 0, 0, model::MAX_WINDOW as u64) as usize,
             zero_shot,
+            choices,
             none_similarity: s.f64("none_similarity", 0.3, -1.0, 1.0),
             max_options: s.u64("max_options", 256, 2, 256) as usize,
             max_non_latin: s.f64("max_non_latin", 0.3, 0.0, 1.0),
@@ -252,6 +265,18 @@ impl Local {
                 answers::choice_answer("local", &self.name, &q.options, &probs, None)
                     .with_detail(format!("trained heads, n={n}")),
             );
+        }
+        if self.choices == Scope::Taught {
+            return Some(EngineAnswer::Passed {
+                cause: PassCause::NoHead,
+                reason: format!(
+                    "{}: no trained heads for this choice, and [providers.local] choices = \"taught\" passes untaught \
+                     choices on rather than answer them by similarity; to teach it, label 20 or more examples \
+                     ({{\"text\": \"...\", \"label\": \"<option>\"}}) and run `{}`",
+                    self.label(),
+                    text::command(&teach_command(&q.text))
+                ),
+            });
         }
         let sims = self.similarities(loaded, request, q, state, deadline)?;
         let probs = softmax(&sims, self.zero_shot.temperature());
@@ -469,8 +494,9 @@ impl Provider for Local {
     }
 
     fn capabilities(&self) -> Capabilities {
-        // Yes/no only from a trained head; a choice from the embeddings' similarity, for any options.
-        Capabilities { yes_no: Scope::Taught, ..Capabilities::any(self.max_options, true) }
+        // Yes/no only from a trained head; a choice from the embeddings' similarity, for any options
+        // (unless `choices = "taught"`).
+        Capabilities { yes_no: Scope::Taught, choice: self.choices, ..Capabilities::any(self.max_options, true) }
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
