@@ -37,6 +37,7 @@ enum Command {
     /// Is System-1 used, and does it pay off? A report from Claude Code transcripts.
     Report(commands::report::Args),
     /// Claude Code's status line: model, session and today's cost, what routing saved, System-1's state.
+    #[command(after_help = commands::statusline::READS)]
     Statusline(commands::statusline::Args),
     /// Propose outcome labels for subagent spawns from the transcripts.
     Outcomes(commands::outcomes::Args),

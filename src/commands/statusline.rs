@@ -11,9 +11,24 @@ use crate::config::Loaded;
 use crate::error::{Error, Result};
 use crate::gateway::Gateway;
 use crate::install::statusline::{self, Set};
-use crate::report::statusline::{Cache, Health, Input, render};
+use crate::report::statusline::{Cache, Health, Input, Routing, render};
 use crate::zone::Zone;
 use crate::{checks, paths, state};
+
+/// What `statusline --help` says it reads, and what it prints.
+pub const READS: &str = "\
+Reads one JSON object on stdin, as Claude Code sends its statusLine command (2.1.332):
+  model.display_name (else model.id)   the model, first on the line
+  session_id, transcript_path          this session's transcripts: its cost, and whether its last
+                                       prompt got a routing hint (the tier) or why not
+  cost.total_cost_usd                  the session's cost where its transcript cannot be read
+  prompt_cache.warm, .hit_ratio,       the prompt cache: warm or cold, the share of hits, the
+    .expected_rebuilds                 rebuilds Claude Code expects
+  context_window.used_percentage       ctx
+  rate_limits.five_hour/seven_day.used_percentage   5h, 7d
+It also reads every transcript written today (today's cost and what routing saved), the routing
+log, and the config and pause state; it keeps a cache in the install dir. Input that is empty or
+not Claude Code's prints nothing; it always exits 0.";
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -90,7 +105,8 @@ fn line() -> Option<String> {
     } else {
         Health::Ok
     };
-    Some(render(&input, &figures, loaded.config.routing.enabled, health))
+    let routing = Routing { enabled: loaded.config.routing.enabled, hint: loaded.config.routing.hint };
+    Some(render(&input, &figures, routing, health))
 }
 
 /// Whether any engine of the chain answers a health probe within `timeout` (probed side by side).

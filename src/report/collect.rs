@@ -46,6 +46,9 @@ pub struct PromptRec {
     /// Long enough for the routing hook to consider it (it stays silent under `MIN_WORDS` words).
     pub long: bool,
     pub minute: Minute,
+    /// The tier its turn's routing hint named, when it had one that names a tier.
+    #[serde(default)]
+    pub tier: Option<Tier>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -340,7 +343,8 @@ impl Collector {
             self.turn.turn_prompt = Some((uuid.to_string(), self.facts.prompts.len()));
             let long = prompt_words(line) >= crate::routing::MIN_WORDS;
             let minute = minute_of_timestamp(line.timestamp.as_deref());
-            self.facts.prompts.push(PromptRec { key, hinted: self.turn.turn_hint.is_some(), long, minute });
+            let (hinted, tier) = (self.turn.turn_hint.is_some(), self.turn.turn_hint.flatten());
+            self.facts.prompts.push(PromptRec { key, hinted, long, minute, tier });
             return;
         }
         if self.spawn_index.is_empty() {
@@ -390,6 +394,7 @@ impl Collector {
                 self.turn.turn_hint = Some(tier);
                 if let Some((_, i)) = &self.turn.turn_prompt {
                     self.facts.prompts[*i].hinted = true;
+                    self.facts.prompts[*i].tier = tier;
                 }
             } else {
                 self.turn.pending_hint = Some(tier);

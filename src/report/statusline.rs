@@ -2,8 +2,9 @@
 //! on stdin each time the status line updates (as 2.1.332 sends it: `session_id`,
 //! `transcript_path`, `model.display_name`, `cost.total_cost_usd`, `context_window.used_percentage`,
 //! `rate_limits.five_hour.used_percentage`, ...), and shows the one line it prints: the model, this
-//! session's cost, today's cost, what routing saved today, the context and rate limits used, and
-//! whether System-1 is paused or its engine down. Costs are the report's: each request at the API
+//! session's cost, today's cost, what routing saved today, the tier hinted for the session's last
+//! prompt (or why none), the prompt cache's state from Claude Code's `prompt_cache` block, the
+//! context and rate limits used, and whether System-1 is paused or its engine down. Costs are the report's: each request at the API
 //! list price in force on its day, deduplicated across files; "today" is what `system1 report
 //! --days 1` counts.
 //!
@@ -32,7 +33,7 @@ use crate::zone::Zone;
 use crate::{fsutil, paths};
 
 const FORMAT: &str = "system1-statusline-cache";
-const VERSION: u64 = 1;
+const VERSION: u64 = 2;
 /// How often the whole projects dir is walked again, in seconds.
 const WALK_EVERY: i64 = 300;
 /// How often the engine is probed, in seconds, and how long a probe may take.
@@ -56,6 +57,48 @@ pub struct Input {
     /// `rate_limits.five_hour.used_percentage` and `seven_day`'s.
     pub five_hour: Option<f64>,
     pub seven_day: Option<f64>,
+    /// Claude Code's `prompt_cache` block (2.1.280 on), when it sends one.
+    pub prompt_cache: Option<PromptCache>,
+}
+
+/// What the line shows of Claude Code's `prompt_cache` block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PromptCache {
+    /// `warm`: whether the session's prompt cache is alive now.
+    pub warm: Option<bool>,
+    /// `hit_ratio`, as a fraction (a value above 1 is read as a percentage).
+    pub hit_ratio: Option<f64>,
+    /// `expected_rebuilds`: how many times Claude Code expects to write the cache again.
+    pub expected_rebuilds: Option<f64>,
+}
+
+impl PromptCache {
+    fn read(v: &Value) -> Option<PromptCache> {
+        let block = v.pointer("/prompt_cache").filter(|b| b.is_object())?;
+        let number = |k: &str| block.get(k).and_then(Value::as_f64).filter(|x| x.is_finite() && *x >= 0.0);
+        let c = PromptCache {
+            warm: block.get("warm").and_then(Value::as_bool),
+            hit_ratio: number("hit_ratio").map(|r| if r > 1.0 { r / 100.0 } else { r }),
+            expected_rebuilds: number("expected_rebuilds"),
+        };
+        (c != PromptCache::default()).then_some(c)
+    }
+
+    /// `cache warm, 92% hit, 2 rebuilds due`.
+    fn text(&self) -> String {
+        let mut parts = vec![match self.warm {
+            Some(true) => "cache warm".to_string(),
+            Some(false) => "cache cold".to_string(),
+            None => "cache".to_string(),
+        }];
+        if let Some(r) = self.hit_ratio {
+            parts.push(format!("{:.0}% hit", (r * 100.0).clamp(0.0, 100.0)));
+        }
+        if let Some(n) = self.expected_rebuilds.map(|n| n.round() as u64).filter(|n| *n > 0) {
+            parts.push(format!("{n} {} due", if n == 1 { "rebuild" } else { "rebuilds" }));
+        }
+        parts.join(", ")
+    }
 }
 
 impl Input {
@@ -72,6 +115,7 @@ impl Input {
             context_used: number("/context_window/used_percentage"),
             five_hour: number("/rate_limits/five_hour/used_percentage"),
             seven_day: number("/rate_limits/seven_day/used_percentage"),
+            prompt_cache: PromptCache::read(v),
         };
         (input.model.is_some() || input.session_id.is_some() || input.transcript.is_some()).then_some(input)
     }
@@ -98,11 +142,33 @@ pub struct Figures {
     pub saved_usd: Option<f64>,
     /// Whether anything routing did today has a figure (a followed hint, a rewrite).
     pub routed_today: bool,
+    /// This session's last prompt, as its transcript has it.
+    #[serde(default)]
+    pub last_prompt: Option<LastPrompt>,
 }
 
-/// The line: `Opus 4.8 · session $1.23 · today $14.50 · saved $2.10 · ctx 42% · 5h 23%`, then the
-/// System-1 state when it is not fine.
-pub fn render(input: &Input, f: &Figures, show_saved: bool, health: Health) -> String {
+/// A session's last prompt: whether its turn got a routing hint, the tier it named, and whether it
+/// was long enough for the routing hook to consider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastPrompt {
+    pub hinted: bool,
+    pub tier: Option<crate::tier::Tier>,
+    pub long: bool,
+}
+
+/// What of routing the config turns on, as the line shows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Routing {
+    /// `[routing] enabled`.
+    pub enabled: bool,
+    /// `[routing] hint`.
+    pub hint: bool,
+}
+
+/// The line: `Opus 4.8 · session $1.23 · today $14.50 · saved $2.10 · hint haiku · cache warm, 92%
+/// hit · ctx 42% · 5h 23%`, then the System-1 state when it is not fine.
+pub fn render(input: &Input, f: &Figures, routing: Routing, health: Health) -> String {
+    let show_saved = routing.enabled;
     let usd = |x: f64| if x < 0.0 { format!("-${:.2}", -x) } else { format!("${x:.2}") };
     let pct = |x: f64| format!("{:.0}%", x.clamp(0.0, 100.0));
     let mut parts: Vec<String> = Vec::new();
@@ -113,6 +179,15 @@ pub fn render(input: &Input, f: &Figures, show_saved: bool, health: Health) -> S
     parts.push(format!("today {}", usd(f.today_usd)));
     if show_saved || f.routed_today {
         parts.push(format!("saved {}", f.saved_usd.map_or_else(|| "n/a".to_string(), usd)));
+    }
+    if routing.enabled
+        && let Some(p) = f.last_prompt
+        && let Some(hint) = hint_text(p, routing, health)
+    {
+        parts.push(hint);
+    }
+    if let Some(c) = &input.prompt_cache {
+        parts.push(c.text());
     }
     if let Some(c) = input.context_used {
         parts.push(format!("ctx {}", pct(c)));
@@ -130,6 +205,26 @@ pub fn render(input: &Input, f: &Figures, show_saved: bool, health: Health) -> S
         Health::EngineDown => parts.push("System-1 engine down".into()),
     }
     parts.join(" · ")
+}
+
+/// The tier hinted for the last prompt, or why it got none: `hint haiku`, `no hint: short prompt`.
+/// Nothing when System-1's state (paused, config error, engine down) already says why.
+fn hint_text(p: LastPrompt, routing: Routing, health: Health) -> Option<String> {
+    if p.hinted {
+        return p.tier.map(|t| format!("hint {t}"));
+    }
+    if health != Health::Ok {
+        return None;
+    }
+    let why = if !routing.hint {
+        "hints off"
+    } else if !p.long {
+        "short prompt"
+    } else {
+        // The engine's answer was under [routing] min_confidence, or came too late for the hook.
+        "not sure enough"
+    };
+    Some(format!("no hint: {why}"))
 }
 
 /// A file the cache holds, and how it was when read.
@@ -187,6 +282,9 @@ struct State {
     /// Sessions held whole (every file of theirs, whatever its day), whose cost is kept.
     sessions: Vec<String>,
     session_usd: BTreeMap<String, f64>,
+    /// Each session held whole's last prompt.
+    #[serde(default)]
+    session_last: BTreeMap<String, LastPrompt>,
     today: Figures,
     probe: Option<Probed>,
 }
@@ -336,6 +434,7 @@ impl Cache {
         let figures = |state: &State| {
             let mut f = state.today.clone();
             f.session_usd = current.as_ref().and_then(|c| state.session_usd.get(&c.session_id).copied());
+            f.last_prompt = current.as_ref().and_then(|c| state.session_last.get(&c.session_id).copied());
             f
         };
         if !moved && changed.is_empty() {
@@ -392,6 +491,7 @@ impl Cache {
             files: transcripts::list(&scope).unwrap_or_default().iter().filter_map(held).collect(),
             sessions: Vec::new(),
             session_usd: BTreeMap::new(),
+            session_last: BTreeMap::new(),
             today: Figures::default(),
             probe: old.and_then(|o| o.probe.clone()),
         };
@@ -555,12 +655,18 @@ impl Cache {
         let from = Minute::try_from(since.max(0) / 60).unwrap_or(0);
         let mut today = Aggregator::new();
         let mut sessions: HashMap<&str, Aggregator> = HashMap::new();
+        let mut last = BTreeMap::new();
         for h in &state.files {
             let Some(read) = facts.files.get(&h.path) else { continue };
             let info = h.info();
             today.add(&info, since_minute(&read.resume.facts, from));
             if state.sessions.contains(&h.session_id) {
                 sessions.entry(h.session_id.as_str()).or_default().add(&info, read.resume.facts.clone());
+                if h.agent_id.is_none()
+                    && let Some(p) = read.resume.facts.prompts.last()
+                {
+                    last.insert(h.session_id.clone(), LastPrompt { hinted: p.hinted, tier: p.tier, long: p.long });
+                }
             }
         }
         let empty = SpawnLog::default();
@@ -576,7 +682,9 @@ impl Cache {
                 (None, _) => Some(enforced.usd),
             },
             routed_today: r.savings.followed_spawns_priced + enforced.spawns_priced > 0,
+            last_prompt: None,
         };
+        state.session_last = last;
         state.session_usd = sessions
             .into_iter()
             .map(|(id, agg)| {

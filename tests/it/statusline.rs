@@ -41,7 +41,7 @@ struct History {
 }
 
 fn history() -> History {
-    let env = TestEnv::with_mock("[routing]\nenabled = true\n");
+    let env = TestEnv::with_mock("[routing]\nenabled = true\nhint = true\n");
     let projects = env.claude_dir.join("projects");
     let (w1, w2) = (projects.join("-home-u-w1"), projects.join("-home-u-w2"));
     let t = now();
@@ -101,7 +101,11 @@ fn line(env: &TestEnv, stdin: &str) -> String {
 fn the_line_has_the_model_the_session_today_and_what_routing_saved() {
     let h = history();
     let first = line(&h.env, &input(&h));
-    assert_eq!(first, "Opus 4.8 · session $7.50 · today $8.50 · saved $3.00 · ctx 42% · 5h 23% · 7d 61%\n");
+    // The last prompt, p2, is long and got no hint.
+    assert_eq!(
+        first,
+        "Opus 4.8 · session $7.50 · today $8.50 · saved $3.00 · no hint: not sure enough · ctx 42% · 5h 23% · 7d 61%\n"
+    );
     // Again, from the cache: the same line.
     assert_eq!(line(&h.env, &input(&h)), first);
     let cache = h.env.install_dir.join("statusline");
@@ -242,4 +246,94 @@ fn install_sets_it_only_where_no_status_line_is_and_remove_takes_only_its_own() 
     std::fs::write(&file, "{not json").unwrap();
     assert_eq!(env.run(&["statusline", "--install"], "").status.code(), Some(1));
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "{not json");
+}
+
+/// The input with Claude Code's `prompt_cache` block (2.1.280 on) added.
+fn with_cache(h: &History, cache: Value) -> String {
+    let mut v: Value = serde_json::from_str(&input(h)).unwrap();
+    v["prompt_cache"] = cache;
+    v.to_string()
+}
+
+/// Appends lines to a transcript, as Claude Code does while the session goes on.
+fn append(path: &Path, f: &File) {
+    let mut text = std::fs::read_to_string(path).unwrap();
+    for l in &f.lines {
+        text.push_str(l);
+        text.push('\n');
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+#[test]
+fn the_line_says_what_routing_did_for_the_last_prompt_and_the_prompt_caches_state() {
+    let h = history();
+    let cache = json!({"warm": true, "caching_observed": true, "ttl": 300, "requests": 12, "misses": 1,
+        "expected_rebuilds": 2, "hit_ratio": 0.917, "cache_write_tokens": 40_000, "miss_causes": {}});
+    let l = line(&h.env, &with_cache(&h, cache));
+    assert!(
+        l.contains(" · saved $3.00 · no hint: not sure enough · cache warm, 92% hit, 2 rebuilds due · ctx 42%"),
+        "{l}"
+    );
+    let cold = line(&h.env, &with_cache(&h, json!({"warm": false, "hit_ratio": 0, "expected_rebuilds": 0})));
+    assert!(cold.contains(" · cache cold, 0% hit · ctx"), "{cold}");
+    // A block of other types says nothing, and costs nothing else.
+    let odd = line(&h.env, &with_cache(&h, json!({"warm": "yes", "hit_ratio": "x"})));
+    assert!(!odd.contains("cache") && odd.contains("ctx 42%"), "{odd}");
+
+    // The session goes on: a prompt whose turn got a haiku hint...
+    let mut more = File::new("s1", &now()).in_dir("/home/u/w1");
+    more.prompt("p3");
+    more.hint("h3", "p3", &routing_hint("sonnet"));
+    append(&h.s1, &more);
+    assert!(line(&h.env, &input(&h)).contains(" · saved $3.00 · hint sonnet · ctx"), "{}", line(&h.env, &input(&h)));
+    // ...then a short one, which the hook never hints.
+    let mut short = File::new("s1", &now()).in_dir("/home/u/w1");
+    short.short_prompt("p4");
+    append(&h.s1, &short);
+    assert!(line(&h.env, &input(&h)).contains(" · no hint: short prompt · "));
+    // Hints off in the config; routing off says nothing of hints; paused says why itself.
+    h.env.write_config("[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nhint = false\n");
+    assert!(line(&h.env, &input(&h)).contains(" · no hint: hints off · "));
+    h.env.write_config("[gateway]\nprovider = \"mock\"\n[routing]\nenabled = false\n");
+    assert!(!line(&h.env, &input(&h)).contains("hint"));
+    h.env.write_config("[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nhint = true\n");
+    assert_eq!(h.env.run(&["toggle", "off"], "").status.code(), Some(0));
+    let paused = line(&h.env, &input(&h));
+    assert!(!paused.contains("hint") && paused.ends_with(" · System-1 paused\n"), "{paused}");
+
+    // --help says what it reads on stdin.
+    let help = stdout(&h.env.run(&["statusline", "--help"], ""));
+    for field in ["transcript_path", "prompt_cache.warm", "context_window.used_percentage", "exits 0"] {
+        assert!(help.contains(field), "{field} not in\n{help}");
+    }
+}
+
+#[test]
+fn a_workflow_agents_file_in_a_nested_folder_counts_in_the_session() {
+    let h = history();
+    assert!(line(&h.env, &input(&h)).contains("session $7.50 · today $8.50"));
+    let sub = h.env.claude_dir.join("projects/-home-u-w1/s1/subagents/workflows");
+    let agent = |dir: &Path, id: &str, input_tokens: u64| {
+        let mut f = File::new("s1", &now()).in_dir("/home/u/w1");
+        f.reply(
+            &format!("w{id}"),
+            &format!("w{id}"),
+            &format!("rw{id}"),
+            HAIKU,
+            usage(input_tokens, 0, 0, 0, 0),
+            text_block(),
+            true,
+        );
+        f.write(&dir.join(format!("agent-{id}.jsonl")), true);
+    };
+    // A workflow's first agent, two levels below subagents/: haiku 1M input tokens, $1.00.
+    agent(&sub.join("wf_1"), "w1", 1_000_000);
+    assert!(line(&h.env, &input(&h)).contains("session $8.50 · today $9.50"), "{}", line(&h.env, &input(&h)));
+    // A second workflow, in a folder made after the status line last looked: $0.50.
+    agent(&sub.join("wf_2"), "w2", 500_000);
+    assert!(line(&h.env, &input(&h)).contains("session $9.00 · today $10.00"), "{}", line(&h.env, &input(&h)));
+    // And one more agent in the first workflow's folder: $0.25.
+    agent(&sub.join("wf_1"), "w3", 250_000);
+    assert!(line(&h.env, &input(&h)).contains("session $9.25 · today $10.25"), "{}", line(&h.env, &input(&h)));
 }
