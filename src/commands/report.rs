@@ -15,7 +15,7 @@ use crate::report::collect::Collector;
 use crate::report::prices::Prices;
 use crate::report::spawns::SpawnLog;
 use crate::report::what_if::{self, EngineAsker};
-use crate::report::{Aggregator, ReadStats, Report, render, svg};
+use crate::report::{Aggregator, ReadStats, Report, html, render, svg};
 use crate::text::Meter;
 use crate::transcripts::{self, Scope};
 use crate::zone::{self, Zone};
@@ -56,9 +56,14 @@ pub struct Args {
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
-    /// Also write the report as an SVG chart to FILE.
-    #[arg(long, value_name = "FILE", conflicts_with = "by")]
+    /// Also write the report as an SVG chart to FILE; with --by day, week or month, the chart over
+    /// time (cost by tier, realised and missed savings, hint reach per period).
+    #[arg(long, value_name = "FILE")]
     svg: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page to FILE: the summary, the charts, the
+    /// views by day, session, project and agent, and the what-if if asked for. Totals only.
+    #[arg(long, value_name = "FILE", conflicts_with = "by")]
+    html: Option<PathBuf>,
     /// Use this price file instead of the built-in scripts/prices.json.
     #[arg(long, value_name = "FILE")]
     prices: Option<PathBuf>,
@@ -177,7 +182,14 @@ pub fn run(args: Args) -> Result<i32> {
     .collect();
 
     if let Some(view) = args.by {
+        if args.svg.is_some() && !matches!(view, View::Day | View::Week | View::Month) {
+            return Err(Error::usage(format!("--svg with --by {}: the chart is over time", view.name()))
+                .with_hint("use --by day, week or month, or --svg without --by for the summary chart"));
+        }
         let b = breakdown::build(&agg, &prices, view, &zone, scope_json, ReadStats::new(&stats, seconds));
+        if let Some(path) = &args.svg {
+            std::fs::write(path, svg::over_time(&b)).context(|| format!("cannot write {}", path.display()))?;
+        }
         let text = match (args.json, args.format) {
             (true, _) => json_text(&b)?,
             (false, Some(Format::Md)) => render::breakdown_markdown(&b),
@@ -189,6 +201,14 @@ pub fn run(args: Args) -> Result<i32> {
     }
 
     let log = SpawnLog::read(&args.log.clone().unwrap_or_else(crate::paths::routing_log), &scope);
+    let read = ReadStats::new(&stats, seconds);
+    let views: Vec<breakdown::Breakdown> = match &args.html {
+        Some(_) => html::VIEWS
+            .iter()
+            .map(|v| breakdown::build(&agg, &prices, *v, &zone, scope_json.clone(), read.clone()))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut report = Report::build(&agg, &prices, &stats, seconds, scope_json, &log);
     if let Some(mode) = args.what_if {
         let loaded = crate::config::load();
@@ -201,6 +221,9 @@ pub fn run(args: Args) -> Result<i32> {
     }
     if let Some(path) = &args.svg {
         std::fs::write(path, svg::render(&report)).context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, html::render(&report, &views)).context(|| format!("cannot write {}", path.display()))?;
     }
     let text = if args.json { json_text(&report)? } else { render::table(&report) };
     out!("{text}")?;

@@ -89,6 +89,11 @@ pub struct Figures {
     /// What the spawns that followed a hint saved against the usual mix; null when the usual mix
     /// has no price.
     pub realised_usd: Option<f64>,
+    /// What the spawns upgraded past a hint cost over the hinted tier.
+    pub missed_usd: f64,
+    /// The cost by the tier of each request's model (`unknown` where none reads), for the chart
+    /// over time; the tiers with none are left out.
+    pub cost_by_tier: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -159,6 +164,9 @@ struct Acc {
     upgraded: u64,
     downgraded: u64,
     realised: f64,
+    missed: f64,
+    /// Cost by tier, `Tier::ALL` order, then what no tier reads.
+    by_tier: [Pico; Tier::COUNT + 1],
     last: Minute,
 }
 
@@ -190,6 +198,15 @@ impl Acc {
             upgraded: self.upgraded,
             downgraded: self.downgraded,
             realised_usd: priced.then_some(self.realised),
+            missed_usd: self.missed,
+            cost_by_tier: Tier::ALL
+                .iter()
+                .map(|t| t.name())
+                .chain([figures::UNKNOWN_TIER])
+                .zip(self.by_tier)
+                .filter(|(_, c)| *c > 0)
+                .map(|(name, c)| (name.to_string(), usd(c)))
+                .collect(),
         }
     }
 }
@@ -386,6 +403,7 @@ pub fn build(
     let baseline = Baseline::new(agg, prices, &models, &usage, &spawns);
     let repriced = baseline.reprice(agg, prices);
     let realised = figures::realised_each(&baseline, &repriced, &models, &usage, &spawns);
+    let missed = figures::missed_each(&baseline, &repriced, &models, &usage, &spawns);
     let names = Names::new(agg, view, zone, &spawns);
 
     let mut rows: HashMap<Key, Acc> = HashMap::new();
@@ -401,6 +419,7 @@ pub fn build(
             acc.requests += 1;
             acc.tokens.add(&tokens);
             acc.cost += cost;
+            acc.by_tier[models.tier(r.model).map_or(Tier::COUNT, Tier::index)] += cost;
             acc.unpriced += u64::from(!models.priced(r.model));
             acc.seen(session, r.minute);
         }
@@ -434,6 +453,12 @@ pub fn build(
             rows.entry(k).or_default().realised += saved;
         }
         total.realised += saved;
+    }
+    for (i, lost) in &missed {
+        if let Some(k) = names.of_spawn(&spawns.all[*i]) {
+            rows.entry(k).or_default().missed += lost;
+        }
+        total.missed += lost;
     }
 
     let priced = baseline.priced();

@@ -20,7 +20,7 @@ use crate::transcripts::Tokens;
 pub(super) type PerTier<T> = [T; Tier::COUNT];
 
 /// The name tier rows use for a model of no known tier.
-const UNKNOWN_TIER: &str = "unknown";
+pub(super) const UNKNOWN_TIER: &str = "unknown";
 
 /// A model of the history (by its index in the aggregator): its tier and its price entry.
 pub(super) struct Model {
@@ -570,6 +570,29 @@ pub(super) fn realised_each(
     out
 }
 
+/// What each spawn upgraded past its hint cost over the hinted tier (its index in `spawns.all`, and
+/// the dollars), in that order. A spawn whose run is unpriced, spent nothing, or whose hinted tier
+/// has no price is left out.
+pub(super) fn missed_each(
+    baseline: &Baseline,
+    repriced: &Repriced,
+    models: &Models,
+    usage: &Usage,
+    spawns: &Spawns<'_>,
+) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    for (i, j) in spawns.all.iter().enumerate() {
+        let Fate::Upgraded(hint) = j.fate else { continue };
+        let (Some(spent), Some(_)) = (usage.spent(j.agent, models), baseline.entries[hint.index()]) else { continue };
+        if spent.tokens.total() == 0 {
+            continue;
+        }
+        let at_hint = j.agent.and_then(|a| repriced.get(&a)).map_or(0, |c| c[hint.index()]);
+        out.push((i, usd(spent.cost) - usd(at_hint)));
+    }
+    out
+}
+
 /// Realised savings of followed hints, missed savings of upgrades past a hint, the hints' own
 /// overhead, and the net.
 pub(super) fn savings(
@@ -588,17 +611,11 @@ pub(super) fn savings(
         realised += saved;
     }
     let mut missed = 0.0;
-    let mut upgraded_priced = 0;
-    for j in &spawns.all {
-        let Fate::Upgraded(hint) = j.fate else { continue };
-        let (Some(spent), Some(_)) = (usage.spent(j.agent, models), baseline.entries[hint.index()]) else { continue };
-        if spent.tokens.total() == 0 {
-            continue;
-        }
-        let at_hint = j.agent.and_then(|a| repriced.get(&a)).map_or(0, |c| c[hint.index()]);
-        missed += usd(spent.cost) - usd(at_hint);
-        upgraded_priced += 1;
+    let lost = missed_each(baseline, repriced, models, usage, spawns);
+    for (_, l) in &lost {
+        missed += l;
     }
+    let upgraded_priced = lost.len() as u64;
     let realised_usd = priced.then_some(realised);
     Savings {
         baseline: baseline.name.to_string(),

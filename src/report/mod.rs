@@ -26,6 +26,7 @@
 pub mod breakdown;
 pub mod collect;
 mod figures;
+pub mod html;
 pub mod prices;
 pub mod render;
 pub mod spawns;

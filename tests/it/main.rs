@@ -54,6 +54,7 @@ mod private_files;
 mod real_laya;
 mod report;
 mod report_e2e;
+mod report_html;
 mod report_views;
 mod report_what_if;
 mod routing_enforce;
