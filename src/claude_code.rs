@@ -238,6 +238,27 @@ pub const SUBAGENT_MODEL: &str = "CLAUDE_CODE_SUBAGENT_MODEL";
 /// With [`SUBAGENT_MODEL`], makes it win over the Agent call's own `model`.
 pub const SUBAGENT_MODEL_FORCE: &str = "CLAUDE_CODE_SUBAGENT_MODEL_FORCE";
 
+/// Set (Claude Code 2.1.333 and later), the session offers no Sonnet or Haiku to subagents: the
+/// Agent tool's `model` loses them, and a spawn that would run on one runs larger or is refused.
+/// Claude Code also checks how the session is hosted before it applies this; the routing hooks treat
+/// the variable alone as deciding (docs/routing.md#claude-codes-own-setting).
+pub const SUBAGENT_NO_SMALL_MODELS: &str = "CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS";
+
+/// The tiers a session under [`SUBAGENT_NO_SMALL_MODELS`] refuses a subagent: those below this one.
+pub const SMALLEST_WITHOUT_SMALL_MODELS: crate::tier::Tier = crate::tier::Tier::Opus;
+
+/// Whether [`SUBAGENT_NO_SMALL_MODELS`] is on in a lookup of variables by name (the usual spellings
+/// of a flag: set and not empty, `0`, `false`, `no` or `off`).
+pub fn no_small_models(get: impl Fn(&str) -> Option<String>) -> bool {
+    get(SUBAGENT_NO_SMALL_MODELS)
+        .is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off"))
+}
+
+/// [`no_small_models`] in this process's environment: a hook's is the one Claude Code gave it.
+pub fn no_small_models_from_env() -> bool {
+    no_small_models(|k| std::env::var(k).ok())
+}
+
 /// `CLAUDE_CODE_SUBAGENT_MODEL` (and whether `CLAUDE_CODE_SUBAGENT_MODEL_FORCE` is on) as a
 /// process's environment or a settings file's `env` sets it. Under it a hook's rewrite of the
 /// Agent call's `model` does not decide which model the subagent runs on (docs/routing.md#claude-codes-own-setting).
@@ -434,6 +455,13 @@ mod tests {
     fn the_subagent_model_variable_and_its_force_flag() {
         fn vars<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
             move |k| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        }
+        assert!(!no_small_models(vars(&[])));
+        for off in ["", " ", "0", "false", "No", "OFF"] {
+            assert!(!no_small_models(vars(&[(SUBAGENT_NO_SMALL_MODELS, off)])), "{off:?} is off");
+        }
+        for on in ["1", "true", "yes"] {
+            assert!(no_small_models(vars(&[(SUBAGENT_NO_SMALL_MODELS, on)])), "{on:?} is on");
         }
         assert_eq!(SubagentModel::read(vars(&[])), None);
         assert_eq!(SubagentModel::read(vars(&[(SUBAGENT_MODEL, "  ")])), None, "blank is unset");

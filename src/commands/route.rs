@@ -439,5 +439,6 @@ fn spawn(brief: &str, model: Option<&str>, subagent_type: &str, cwd: PathBuf) ->
         cwd: Some(cwd),
         // As the agent hook reads it: from the environment it runs in.
         subagent_model: crate::claude_code::SubagentModel::from_env(),
+        no_small_models: crate::claude_code::no_small_models_from_env(),
     }
 }

@@ -197,6 +197,13 @@ fn spawn_section(out: &mut String, s: &SpawnSection) {
             s.subagent_model_env
         );
     }
+    if s.no_small_models_env > 0 {
+        let _ = writeln!(
+            out,
+            "  left alone {}: CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS was set, and the rule's tier is one Claude Code refuses subagents there",
+            s.no_small_models_env
+        );
+    }
     if s.skipped_lines > 0 {
         let _ = writeln!(out, "  skipped {} of the log: not an entry", text::count(s.skipped_lines, "line"));
     }

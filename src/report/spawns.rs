@@ -159,6 +159,9 @@ pub struct SpawnSection {
     /// Enforced spawns the hook left alone because Claude Code's `CLAUDE_CODE_SUBAGENT_MODEL` was
     /// set: that variable decided their model, so they are no rewrites, failed or not.
     pub subagent_model_env: u64,
+    /// Enforced spawns the hook left alone because `CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS` was set
+    /// and the rule's tier was one the session refuses subagents: no rewrites either.
+    pub no_small_models_env: u64,
 }
 
 /// One rule (by its number in the list when the entry was logged, or the default) over the routing
@@ -326,6 +329,7 @@ pub(super) fn section(
     let mut rw = Rewrites::default();
     let mut saved = EnforcedSavings::default();
     let mut subagent_model_env = 0;
+    let mut no_small_models_env = 0;
     for s in &spawns {
         let mode = s.logged.agent.enforcement.enforce.unwrap_or(Enforce::Off);
         if mode == Enforce::Off {
@@ -335,6 +339,9 @@ pub(super) fn section(
         enforced.add(s);
         if s.logged.agent.enforcement.kept == Some(Kept::SubagentModel) {
             subagent_model_env += 1;
+        }
+        if s.logged.agent.enforcement.kept == Some(Kept::NoSmallModels) {
+            no_small_models_env += 1;
         }
         let Some(set) = s.logged.set_tier() else { continue };
         rewritten.add(s);
@@ -395,6 +402,7 @@ pub(super) fn section(
         enforced_savings: saved,
         rules,
         subagent_model_env,
+        no_small_models_env,
     }
 }
 

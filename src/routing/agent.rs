@@ -44,6 +44,8 @@ pub struct Spawn {
     pub cwd: Option<PathBuf>,
     /// Claude Code's `CLAUDE_CODE_SUBAGENT_MODEL` in the hook's environment, when set.
     pub subagent_model: Option<SubagentModel>,
+    /// Whether `CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS` is on in the hook's environment.
+    pub no_small_models: bool,
 }
 
 fn text(v: Option<&Value>) -> Option<String> {
@@ -74,6 +76,7 @@ impl Spawn {
             session_id: text(payload.get("session_id")),
             cwd: cwd_of(payload),
             subagent_model: SubagentModel::from_env(),
+            no_small_models: crate::claude_code::no_small_models_from_env(),
         })
     }
 
@@ -151,6 +154,13 @@ pub fn run(loaded: &Loaded, spawn: &Spawn, until: Until) -> AgentRun {
     let deadline = Instant::now() + Duration::from_millis(cfg.budget_ms);
     let routed = route(&gateway, cfg, &spawn.brief, deadline, until, &new_request_id());
     let mut action = action(cfg, cfg.enforce, &spawn.model, early, &routed);
+    // Not in `action`, which `report --what-if` replays without the hook's environment.
+    if let Ok(tier) = action
+        && spawn.no_small_models
+        && tier < crate::claude_code::SMALLEST_WITHOUT_SMALL_MODELS
+    {
+        action = Err(Left::NoSmallModels(tier));
+    }
     if run.gates.is_empty()
         && let Ok(tier) = action
     {

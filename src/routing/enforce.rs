@@ -46,6 +46,8 @@ pub enum Left {
     /// Claude Code's `CLAUDE_CODE_SUBAGENT_MODEL` is set in the hook's environment: it, not the
     /// call's `model`, decides the subagent's model, so a rewrite would change nothing.
     SubagentModel(crate::claude_code::SubagentModel),
+    /// `CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS` is set and the rule's tier is one the session refuses.
+    NoSmallModels(Tier),
 }
 
 impl Left {
@@ -64,6 +66,7 @@ impl Left {
             Left::AtTier(_) => Some(Kept::AtTier),
             Left::AboveRule { .. } => Some(Kept::AboveRule),
             Left::SubagentModel(_) => Some(Kept::SubagentModel),
+            Left::NoSmallModels(_) => Some(Kept::NoSmallModels),
         }
     }
 }
@@ -92,6 +95,11 @@ impl fmt::Display for Left {
                 f,
                 "{var} is set: Claude Code 2.1.197 lets it decide every subagent's model over the call's (2.1.332 only with {}), so no rewrite",
                 crate::claude_code::SUBAGENT_MODEL_FORCE
+            ),
+            Left::NoSmallModels(tier) => write!(
+                f,
+                "{} is set: Claude Code refuses {tier} to subagents here, so no rewrite to it",
+                crate::claude_code::SUBAGENT_NO_SMALL_MODELS
             ),
         }
     }

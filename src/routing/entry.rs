@@ -276,11 +276,14 @@ pub enum Kept {
     /// `CLAUDE_CODE_SUBAGENT_MODEL` was set in the hook's environment: Claude Code's own setting
     /// decides the subagent's model.
     SubagentModel,
+    /// `CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS` was set and the rule's tier is one the session
+    /// refuses subagents.
+    NoSmallModels,
     Other(String),
 }
 
 impl Kept {
-    const NAMES: [(Kept, &'static str); 9] = [
+    const NAMES: [(Kept, &'static str); 10] = [
         (Kept::Fork, "fork"),
         (Kept::ShortBrief, "short_brief"),
         (Kept::Abstained, "abstained"),
@@ -290,6 +293,7 @@ impl Kept {
         (Kept::AboveRule, "above_rule"),
         (Kept::NotATier, "not_a_tier"),
         (Kept::SubagentModel, "subagent_model_env"),
+        (Kept::NoSmallModels, "no_small_models_env"),
     ];
 
     pub fn as_str(&self) -> &str {

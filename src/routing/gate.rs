@@ -199,6 +199,9 @@ pub enum NoRoutingHint {
     Unsettled(Unsettled),
     /// `[routing] hint = false`: the prompt is logged only.
     HintsOff,
+    /// The rule's tier is one Claude Code refuses subagents in this session
+    /// (`CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS`).
+    RefusedTier(crate::tier::Tier),
 }
 
 impl fmt::Display for NoRoutingHint {
@@ -207,6 +210,11 @@ impl fmt::Display for NoRoutingHint {
             NoRoutingHint::RoutingOff => f.write_str(ROUTING_OFF),
             NoRoutingHint::Unsettled(u) => u.fmt(f),
             NoRoutingHint::HintsOff => f.write_str("hints are off ([routing] hint = false): log only"),
+            NoRoutingHint::RefusedTier(tier) => write!(
+                f,
+                "{} is set: Claude Code refuses {tier} to subagents here, so no hint to it",
+                crate::claude_code::SUBAGENT_NO_SMALL_MODELS
+            ),
         }
     }
 }

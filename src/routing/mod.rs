@@ -245,6 +245,9 @@ fn routing_hint(cfg: &RoutingConfig, routed: Option<&Routed>) -> Result<String, 
     if !cfg.hint {
         return Err(NoRoutingHint::HintsOff);
     }
+    if tier < crate::claude_code::SMALLEST_WITHOUT_SMALL_MODELS && crate::claude_code::no_small_models_from_env() {
+        return Err(NoRoutingHint::RefusedTier(tier));
+    }
     Ok(hint_text(tier))
 }
 

@@ -488,3 +488,49 @@ fn the_module_sets_the_model_and_the_pre_tool_use_hook_steps_aside_in_its_sessio
     assert_eq!(stdout(&out), "", "the module acts in this session");
     assert_eq!(entries(&c.env).len(), 3, "one entry per spawn");
 }
+
+/// Under `CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS` the session refuses sonnet and haiku to subagents:
+/// no rewrite (either hook) and no hint to them, logged as `no_small_models_env`;
+/// a rule tier of opus is still set.
+#[test]
+fn no_small_models_means_no_rewrite_or_hint_to_a_refused_tier() {
+    let mut c = case("set", SONNET);
+    c.env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\n[routing]\nenabled = true\nhint = true\nenforce = \"set\"\nlog_dirs = [{:?}]\n\
+         [providers.mock]\n{SONNET}\n",
+        c.repo.display().to_string()
+    ));
+    let raw = input(Some("haiku"), "general-purpose", BRIEF);
+    let prompt = serde_json::json!({"session_id": "sess", "transcript_path": "/dev/null", "cwd": c.repo,
+        "permission_mode": "default", "hook_event_name": "UserPromptSubmit", "prompt": BRIEF})
+    .to_string();
+    // Without the variable: a hint to sonnet, and the rewrite.
+    assert!(stdout(&hook(&c.env, "prompt", &prompt)).contains("use model \\\"sonnet\\\""));
+    assert!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "n0"))).is_some());
+    c.env.set_env("CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS", "1");
+    assert_eq!(stdout(&hook(&c.env, "prompt", &prompt)), "", "no hint to a refused tier");
+    assert_eq!(stdout(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "n1"))), "");
+    assert_eq!(stdout(&hook(&c.env, "agent-spawn", &pre_payload(&c.repo, &raw, "n2"))), "");
+    let log = entries(&c.env);
+    for id in ["n1", "n2"] {
+        let e = log.iter().find(|e| e["tool_use_id"] == id).expect("still logged");
+        assert_eq!(
+            (&e["kept"], e.get("tier_after"), &e["rule_tier"]),
+            (&json!("no_small_models_env"), None, &json!("sonnet"))
+        );
+    }
+    let prompts: Vec<&Value> = log.iter().filter(|e| e["source"] == "prompt").collect();
+    assert_eq!((&prompts[0]["hinted"], &prompts[1]["hinted"]), (&json!(true), &json!(false)));
+    let r = route_brief(&c.env, &["--model", "haiku"]);
+    assert_eq!((&r["rewrites"], &r["kept"]), (&json!(false), &json!("no_small_models_env")), "{r}");
+
+    // "0" is off; an opus rule tier is still set.
+    c.env.set_env("CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS", "0");
+    assert!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "n3"))).is_some());
+    c.env.set_env("CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS", "true");
+    let opus = case("raise", "answers = { design = \"yes\" }");
+    let mut opus = opus;
+    opus.env.set_env("CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS", "1");
+    let got = updated(&hook(&opus.env, "agent", &pre_payload(&opus.repo, &raw, "n4"))).expect("raised to opus");
+    assert!(got.contains(r#""model":"opus""#), "{got}");
+}
