@@ -422,6 +422,12 @@ impl SystemOne {
                 "point [providers.{name}] endpoint at the root of a System One server (the provider calls \
                  /v1/systemone and /v1/models under it)"
             )),
+            // llama.cpp's server and Ollama answer 501 when their model has no decision head.
+            Cause::HttpStatus(501) => Fix::new(format!(
+                "the server's model is not a decision model: start llama-server with a decision-model GGUF (the \
+                 System One API reads a decision head, which a plain language model lacks), or in Ollama use a model \
+                 whose `ollama show` lists the decision capability, and set [providers.{name}] model to it"
+            )),
             Cause::HttpStatus(500..=599) => {
                 Fix::new("the server failed inside: check its log, and that its model loaded").see_log()
             }

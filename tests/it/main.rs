@@ -29,6 +29,7 @@ mod engines_laya_serve_021;
 mod engines_servers;
 mod engines_systemone;
 mod engines_von_ollama;
+mod engines_xllamacpp;
 mod first_hour;
 mod guarded_reads;
 mod hook_deadlines;
