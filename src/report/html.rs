@@ -224,7 +224,7 @@ fn what_if(o: &mut String, w: &super::what_if::WhatIf) {
         o,
         "<section id=\"what-if\">\n<h2>What routing would have done with [routing] enforce = \"{}\"</h2>\n<p class=\"note\">{}</p>\n<table>",
         xml_escape(&w.mode),
-        xml_escape(w.estimate)
+        xml_escape(&format!("{}; repriced: {}.", w.estimate, super::what_if::REPRICED))
     );
     let lines: [(&str, &str, f64, String, &str); 5] = [
         ("Spawns", "/what_if/spawns", w.spawns as f64, w.spawns.to_string(), "subagent spawns in scope"),

@@ -227,6 +227,7 @@ fn what_if_section(out: &mut String, w: &WhatIf) {
         text::count(w.spawns, "spawn")
     );
     let _ = writeln!(out, "  {}", w.estimate);
+    let _ = writeln!(out, "  repriced:  {}", super::what_if::REPRICED);
     let _ = writeln!(
         out,
         "  changed    {:>4}: {} lowered, {} raised from the tier it ran on; {} set to the tier it ran on",

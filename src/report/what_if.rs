@@ -40,6 +40,11 @@ use crate::{fsutil, paths};
 /// What the section says, first, wherever it is shown.
 pub const ESTIMATE: &str = "an estimate: a cheaper model may need more turns, or fail where the one that ran did not";
 
+/// How a spawn is repriced, and what that leaves out, said beside the estimate.
+pub const REPRICED: &str = "each of its requests at the other tier's first-party API list price on its day, with the \
+     same tokens: neither effort (whose cost differs by tier) nor a provider's own model for an alias (Bedrock, Vertex) \
+     is modelled";
+
 /// After this many briefs in a row with no answer, and none answered before, the engine is not
 /// asked again in this run.
 const GIVE_UP_AFTER: u32 = 3;

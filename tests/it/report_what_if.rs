@@ -202,6 +202,7 @@ fn set_raise_and_fill_replayed_on_every_spawn_and_priced() {
     for line in [
         "What routing would have done with [routing] enforce = \"set\", on 7 spawns",
         "  an estimate: a cheaper model may need more turns, or fail where the one that ran did not",
+        "  repriced:  each of its requests at the other tier's first-party API list price on its day, with the same tokens: neither effort (whose cost differs by tier) nor a provider's own model for an alias (Bedrock, Vertex) is modelled",
         "  changed       3: 2 lowered, 1 raised from the tier it ran on; 0 set to the tier it ran on",
         "  rewrites      3: 1 filled, 1 raised, 1 lowered",
         "  left alone    4: at tier 1, fork 1, low confidence 1, short brief 1",
