@@ -65,7 +65,16 @@ pub fn run(args: Args) -> Result<i32> {
     let api_key = match &key_file {
         None => None,
         Some(path) => {
-            Some(config::secret::read_key_file(path).map_err(|e| Error::config(format!("the API key: {e}")))?)
+            let key = config::secret::read_key_file(path).map_err(|e| Error::config(format!("the API key: {e}")))?;
+            // A key no client can put in a header would have every request refused: refused here.
+            if let Some(what) = config::secret::unsendable(&key) {
+                return Err(Error::config(format!(
+                    "the API key in {} has {what}: an API key is printable ASCII, which an HTTP header can carry; \
+                     put the key in it again",
+                    path.display()
+                )));
+            }
+            Some(key)
         }
     };
     if !host.is_loopback() && api_key.is_none() {

@@ -508,23 +508,15 @@ fn apply_env(
 /// that names neither the key nor where it came from. The key itself is never shown.
 fn check_api_key(name: &str, section: &mut ProviderSection) -> Result<(), String> {
     let Some(Value::String(key)) = section.table.get("api_key") else { return Ok(()) };
-    let Some((at, c)) = key.trim().chars().enumerate().find(|(_, c)| !c.is_ascii_graphic()) else { return Ok(()) };
-    let what = if c.is_control() {
-        format!("a control character (U+{:04X})", c as u32)
-    } else if c.is_whitespace() {
-        "a space".to_string()
-    } else {
-        format!("a non-ASCII character (U+{:04X})", c as u32)
-    };
+    let Some(what) = secret::unsendable(key) else { return Ok(()) };
     let origin = match section.sources.get("api_key") {
         Some(Source::KeyFile(p)) => format!(" (from {p})"),
         _ => format!(" (from SYSTEM1_{}_API_KEY)", name.to_ascii_uppercase()),
     };
     section.table.remove("api_key");
     Err(format!(
-        "providers.{name}.api_key{origin} has {what} at character {}: an API key is printable ASCII, which an HTTP \
-         header can carry; copy the key again",
-        at + 1
+        "providers.{name}.api_key{origin} has {what}: an API key is printable ASCII, which an HTTP header can carry; \
+         copy the key again"
     ))
 }
 

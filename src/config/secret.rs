@@ -34,6 +34,21 @@ pub fn read_key_file(path: &Path) -> Result<String, String> {
     Ok(key.to_string())
 }
 
+/// What in `key` no HTTP header can carry, as "a control character (U+0007) at character 4":
+/// the first character that is not printable ASCII (a pasted newline, an escape, a curly quote),
+/// never the key itself. None for a key a client can send.
+pub fn unsendable(key: &str) -> Option<String> {
+    let (at, c) = key.trim().chars().enumerate().find(|(_, c)| !c.is_ascii_graphic())?;
+    let what = if c.is_control() {
+        format!("a control character (U+{:04X})", c as u32)
+    } else if c.is_whitespace() {
+        "a space".to_string()
+    } else {
+        format!("a non-ASCII character (U+{:04X})", c as u32)
+    };
+    Some(format!("{what} at character {}", at + 1))
+}
+
 /// Opens the file after refusing a link in its place, then checks what was actually opened.
 fn open_checked(path: &Path) -> Result<File, String> {
     let shown = path.display();

@@ -42,6 +42,8 @@ pub enum ReadError {
     TooLarge,
     /// A body whose length cannot be known: 411.
     LengthRequired,
+    /// A transfer coding this server does not decode: 501.
+    NotImplemented(String),
 }
 
 /// A response, written whole.
@@ -63,40 +65,63 @@ impl Response {
     }
 }
 
-/// Reads one request; the whole of it (head and body) must arrive by `deadline`.
-pub fn read_request(stream: &mut TcpStream, deadline: Instant) -> Result<Request, ReadError> {
+/// A request's head, read and its framing checked; the body not yet read.
+#[derive(Debug)]
+pub struct Head {
+    pub method: String,
+    /// Without the query string.
+    pub path: String,
+    /// The `Authorization` header's value, when there is one.
+    pub authorization: Option<String>,
+    framing: Framing,
+    expect_continue: bool,
+    /// What came after the head in the same reads: the body's first bytes.
+    rest: Vec<u8>,
+}
+
+/// How the body's end is known (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Framing {
+    None,
+    Length(usize),
+    Chunked,
+}
+
+impl Head {
+    /// Whether a body is still to come, which a refusal leaves unread.
+    pub fn has_body(&self) -> bool {
+        !self.rest.is_empty() || matches!(self.framing, Framing::Chunked | Framing::Length(1..))
+    }
+}
+
+/// Reads one request's head by `deadline`.
+pub fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<Head, ReadError> {
     let mut buf: Vec<u8> = Vec::with_capacity(4096);
     let mut chunk = [0u8; 8192];
-    let (head_len, method, path, authorization, length, chunked, expect_continue) = loop {
+    loop {
         let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
         let mut req = httparse::Request::new(&mut headers);
         match req.parse(&buf) {
             Ok(httparse::Status::Complete(n)) => {
-                let header = |name: &str| {
+                let values = |name: &str| -> Vec<String> {
                     req.headers
                         .iter()
-                        .find(|h| h.name.eq_ignore_ascii_case(name))
+                        .filter(|h| h.name.eq_ignore_ascii_case(name))
                         .map(|h| String::from_utf8_lossy(h.value).trim().to_string())
+                        .collect()
                 };
-                let chunked = header("transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-                let length = match header("content-length") {
-                    None => None,
-                    Some(v) => {
-                        Some(v.parse::<usize>().map_err(|_| ReadError::Malformed("a bad Content-Length".into()))?)
-                    }
-                };
-                let expect = header("expect").is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+                let framing = framing(req.version, &values("content-length"), &values("transfer-encoding"))?;
+                let expect_continue = values("expect").iter().any(|v| v.eq_ignore_ascii_case("100-continue"));
                 let path = req.path.unwrap_or("/");
                 let path = path.split('?').next().unwrap_or(path).to_string();
-                break (
-                    n,
-                    req.method.unwrap_or("").to_string(),
-                    path,
-                    header("authorization"),
-                    length,
-                    chunked,
-                    expect,
-                );
+                let method = req.method.unwrap_or("").to_string();
+                let authorization = values("authorization").into_iter().next();
+                let rest = buf.split_off(n);
+                if framing == Framing::None && matches!(method.as_str(), "POST" | "PUT" | "PATCH") && !rest.is_empty() {
+                    // Bytes after the head with neither a length nor chunks: where the body ends is unknown.
+                    return Err(ReadError::LengthRequired);
+                }
+                return Ok(Head { method, path, authorization, framing, expect_continue, rest });
             }
             Ok(httparse::Status::Partial) => {
                 if buf.len() > MAX_HEAD {
@@ -115,35 +140,100 @@ pub fn read_request(stream: &mut TcpStream, deadline: Instant) -> Result<Request
             });
         }
         buf.extend_from_slice(&chunk[..n]);
-    };
-    if length.is_some_and(|l| l > MAX_BODY) {
+    }
+}
+
+/// The body's framing from the `Content-Length` and `Transfer-Encoding` headers, as strictly as
+/// RFC 9112 §6 asks: a proxy in front and this server must never disagree about where a request
+/// ends. Lengths are digits only and all the same; only `chunked` is decoded, and it must be the
+/// only coding; the two headers together, or a coding in an HTTP/1.0 request, are refused.
+fn framing(version: Option<u8>, lengths: &[String], codings: &[String]) -> Result<Framing, ReadError> {
+    let bad = |why: &str| Err(ReadError::Malformed(why.to_string()));
+    if !codings.is_empty() {
+        if !lengths.is_empty() {
+            return bad("both Transfer-Encoding and Content-Length");
+        }
+        if version != Some(1) {
+            return bad("Transfer-Encoding in an HTTP/1.0 request");
+        }
+        let list: Vec<String> =
+            codings.iter().flat_map(|v| v.split(',')).map(|c| c.trim().to_ascii_lowercase()).collect();
+        if list.last().map(String::as_str) != Some("chunked") {
+            return bad("a Transfer-Encoding whose last coding is not chunked");
+        }
+        if let Some(other) = list[..list.len() - 1].iter().find(|c| *c != "chunked") {
+            return Err(ReadError::NotImplemented(format!(
+                "the transfer coding {:?} (only chunked is decoded)",
+                crate::text::ellipsis(other, 40)
+            )));
+        }
+        if list.len() > 1 {
+            return bad("chunked more than once");
+        }
+        return Ok(Framing::Chunked);
+    }
+    let mut length: Option<&str> = None;
+    for v in lengths.iter().flat_map(|v| v.split(',')).map(str::trim) {
+        if v.is_empty() || !v.bytes().all(|b| b.is_ascii_digit()) {
+            return bad("a bad Content-Length");
+        }
+        // Leading zeros change nothing: `010` and `10` agree.
+        let v = match v.trim_start_matches('0') {
+            "" => "0",
+            digits => digits,
+        };
+        match length {
+            Some(l) if l != v => return bad("two different Content-Length values"),
+            _ => length = Some(v),
+        }
+    }
+    match length {
+        None => Ok(Framing::None),
+        // Digits only, so a value that does not fit is only ever too large.
+        Some(l) => l.parse::<usize>().map(Framing::Length).or(Ok(Framing::Length(usize::MAX))),
+    }
+}
+
+/// Reads the body `head` announces by `deadline` (asking for it first with `100 Continue` when the
+/// client waits for that): the whole request.
+pub fn read_body(stream: &mut TcpStream, head: Head, deadline: Instant) -> Result<Request, ReadError> {
+    let Head { method, path, authorization, framing, expect_continue, rest } = head;
+    if matches!(framing, Framing::Length(l) if l > MAX_BODY) {
         return Err(ReadError::TooLarge);
     }
-    let mut body = buf.split_off(head_len);
-    let wants_body = length.is_some_and(|l| l > 0) || chunked;
-    if expect_continue && wants_body {
+    if expect_continue && matches!(framing, Framing::Chunked | Framing::Length(1..)) {
         // Clients that ask (curl, for bodies over 1 KiB) wait for this before sending the body.
         let _ = stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n");
     }
-    if chunked {
-        body = read_chunked(stream, body, deadline, &mut chunk)?;
-    } else if let Some(len) = length {
-        while body.len() < len {
-            let n = read_some(stream, &mut chunk, deadline)?;
-            if n == 0 {
-                return Err(ReadError::Malformed("the body ended before its Content-Length".into()));
+    let mut chunk = [0u8; 8192];
+    let body = match framing {
+        Framing::Chunked => read_chunked(stream, rest, deadline, &mut chunk)?,
+        Framing::Length(len) => {
+            let mut body = rest;
+            while body.len() < len {
+                let n = read_some(stream, &mut chunk, deadline)?;
+                if n == 0 {
+                    return Err(ReadError::Malformed("the body ended before its Content-Length".into()));
+                }
+                body.extend_from_slice(&chunk[..n]);
             }
-            body.extend_from_slice(&chunk[..n]);
+            body.truncate(len);
+            body
         }
-        body.truncate(len);
-    } else if matches!(method.as_str(), "POST" | "PUT" | "PATCH") && !body.is_empty() {
-        // Bytes after the head with neither a length nor chunks: where the body ends is unknown.
-        return Err(ReadError::LengthRequired);
-    }
+        Framing::None => Vec::new(),
+    };
     Ok(Request { method, path, authorization, body })
 }
 
-/// A chunked body, decoded, within the size limit and the deadline.
+/// The longest chunk-size line, extensions included (nothing here reads an extension).
+const MAX_CHUNK_LINE: usize = 1024;
+/// What a chunked body may take on the wire, framing included: the body limit and a margin for
+/// chunk-size lines. Every byte read counts, so tiny chunks with long extensions cannot grow the
+/// server past what a body of the limit costs.
+const MAX_CHUNKED_WIRE: usize = MAX_BODY + (64 << 10);
+
+/// A chunked body, decoded, within the size limits and the deadline. Only the chunk in hand is kept
+/// in its raw form: each is dropped once decoded.
 fn read_chunked(
     stream: &mut TcpStream,
     mut raw: Vec<u8>,
@@ -151,51 +241,82 @@ fn read_chunked(
     chunk: &mut [u8],
 ) -> Result<Vec<u8>, ReadError> {
     let mut body = Vec::new();
-    let mut at = 0;
+    let mut wire = raw.len();
+    if wire > MAX_CHUNKED_WIRE {
+        return Err(ReadError::TooLarge);
+    }
     loop {
-        match httparse::parse_chunk_size(&raw[at..]) {
+        if raw.first().is_some_and(|b| !b.is_ascii_hexdigit()) {
+            return Err(ReadError::Malformed("a chunk-size line without a size".into()));
+        }
+        match httparse::parse_chunk_size(&raw) {
             Ok(httparse::Status::Complete((n, size))) => {
+                if n > MAX_CHUNK_LINE {
+                    return Err(ReadError::Malformed(format!("a chunk-size line over {MAX_CHUNK_LINE} bytes")));
+                }
                 let size = usize::try_from(size).map_err(|_| ReadError::TooLarge)?;
                 if body.len().saturating_add(size) > MAX_BODY {
                     return Err(ReadError::TooLarge);
                 }
                 // The chunk's data and its CRLF must be in hand before going on.
-                let end = at + n + size + 2;
+                let end = n + size + 2;
                 while raw.len() < end {
-                    fill(stream, &mut raw, deadline, chunk)?;
+                    fill(stream, &mut raw, &mut wire, deadline, chunk)?;
                 }
                 if size == 0 {
                     // The last chunk; trailers, if any, are not read (the response closes anyway).
                     return Ok(body);
                 }
-                body.extend_from_slice(&raw[at + n..at + n + size]);
-                at = end;
+                if &raw[n + size..end] != b"\r\n" {
+                    return Err(ReadError::Malformed("a chunk longer than its size".into()));
+                }
+                body.extend_from_slice(&raw[n..n + size]);
+                raw.drain(..end);
             }
             Ok(httparse::Status::Partial) => {
-                if raw.len() - at > 1024 {
-                    return Err(ReadError::Malformed("a bad chunk size line".into()));
+                if raw.len() > MAX_CHUNK_LINE {
+                    return Err(ReadError::Malformed(format!("a chunk-size line over {MAX_CHUNK_LINE} bytes")));
                 }
-                fill(stream, &mut raw, deadline, chunk)?;
+                fill(stream, &mut raw, &mut wire, deadline, chunk)?;
             }
             Err(_) => return Err(ReadError::Malformed("a bad chunk size".into())),
         }
     }
 }
 
-fn fill(stream: &mut TcpStream, raw: &mut Vec<u8>, deadline: Instant, chunk: &mut [u8]) -> Result<(), ReadError> {
+/// One more read of a chunked body into `raw`, counted in `wire` against [`MAX_CHUNKED_WIRE`].
+fn fill(
+    stream: &mut TcpStream,
+    raw: &mut Vec<u8>,
+    wire: &mut usize,
+    deadline: Instant,
+    chunk: &mut [u8],
+) -> Result<(), ReadError> {
     let n = read_some(stream, chunk, deadline)?;
     if n == 0 {
         return Err(ReadError::Malformed("the chunked body ended early".into()));
+    }
+    *wire += n;
+    if *wire > MAX_CHUNKED_WIRE {
+        return Err(ReadError::TooLarge);
     }
     raw.extend_from_slice(&chunk[..n]);
     Ok(())
 }
 
-/// One read, given only the time left before `deadline`.
+/// One read, given only the time left before `deadline`. Past it, what had arrived by then is
+/// still read (a request that waited in the queue was sent in time), and only a wait is a timeout.
 fn read_some(stream: &mut TcpStream, buf: &mut [u8], deadline: Instant) -> Result<usize, ReadError> {
     let left = deadline.saturating_duration_since(Instant::now());
     if left.is_zero() {
-        return Err(ReadError::Timeout);
+        stream.set_nonblocking(true).map_err(|_| ReadError::Closed)?;
+        let got = stream.read(buf);
+        stream.set_nonblocking(false).map_err(|_| ReadError::Closed)?;
+        return match got {
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(ReadError::Timeout),
+            Err(_) => Err(ReadError::Closed),
+        };
     }
     stream.set_read_timeout(Some(left)).map_err(|_| ReadError::Closed)?;
     match stream.read(buf) {
@@ -221,6 +342,7 @@ pub fn reason(status: u16) -> &'static str {
         422 => "Unprocessable Content",
         431 => "Request Header Fields Too Large",
         500 => "Internal Server Error",
+        501 => "Not Implemented",
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",

@@ -2,12 +2,15 @@
 //! `GET /health`) over HTTP/1.1, for any client of that API (docs/serve.md).
 //!
 //! One thread accepts; a fixed pool of workers serves one request per connection each; between
-//! them a queue of a fixed length. A connection that finds the queue full is answered 503 with
-//! `Retry-After` at once, so load never grows the server past `workers` threads and `queue`
-//! waiting sockets. Each request must arrive whole (head and body) within [`READ_DEADLINE`] of a
-//! worker taking it, so a slow client holds a worker for that long at most; each decision has the
-//! gateway's deadline. SIGINT and SIGTERM stop the accepting; the workers finish every request
-//! already taken or queued, and the process exits 0.
+//! them a queue of a fixed length. A new connection waits with the accepting thread (at most
+//! [`MAX_WAITING`] of them, for [`FIRST_BYTE`] each) until its first bytes arrive, so a client that
+//! connects and sends nothing never holds a worker or a place in the queue. A connection that
+//! finds the queue full is answered 503 with `Retry-After` at once, so load never grows the server
+//! past `workers` threads and `queue` waiting sockets. Each request must arrive whole (head and
+//! body) within [`READ_DEADLINE`] of its connection being accepted, so a slow client holds a
+//! worker for less than that; each decision has the gateway's deadline. SIGINT and SIGTERM stop
+//! the accepting: the connections already in the listener's backlog are taken first, the workers
+//! finish every request taken or queued, and the process exits 0.
 //!
 //! [`http`] frames requests and responses, [`api`] is the API's request and answer shapes,
 //! [`routes`] answers each route.
@@ -16,6 +19,7 @@ pub mod api;
 mod http;
 mod routes;
 
+use std::collections::VecDeque;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, TrySendError, sync_channel};
@@ -26,8 +30,14 @@ use crate::gateway::{Gateway, millis, new_request_id};
 use crate::logging;
 use http::ReadError;
 
-/// How long a client has to send its whole request once a worker takes its connection.
+/// How long a client has to send its whole request once its connection is accepted.
 pub const READ_DEADLINE: Duration = Duration::from_secs(10);
+/// How long a new connection has to send its first byte; one that sends nothing is then closed
+/// without a worker ever being spent on it.
+pub const FIRST_BYTE: Duration = Duration::from_secs(2);
+/// New connections waiting for their first byte; past this, the one that has waited longest is
+/// closed (file descriptors are the limit here, 1,024 by default).
+pub const MAX_WAITING: usize = 512;
 
 pub struct Options {
     pub host: IpAddr,
@@ -44,6 +54,7 @@ static STOP: AtomicBool = AtomicBool::new(false);
 struct Job {
     stream: TcpStream,
     peer: SocketAddr,
+    accepted: Instant,
 }
 
 struct Shared {
@@ -83,9 +94,7 @@ pub fn serve(gateway: Gateway, opts: Options, ready: impl FnOnce(SocketAddr)) ->
         &format!("serving http://{addr} ({} workers, a queue of {})", opts.workers.max(1), opts.queue.max(1)),
     );
     ready(addr);
-    accept(&listener, &tx);
-    logging::info("shutdown", "a stop signal: no new connections; finishing the requests in hand");
-    drop(listener);
+    accept(listener, &tx);
     drop(tx);
     for w in workers {
         let _ = w.join();
@@ -96,30 +105,70 @@ pub fn serve(gateway: Gateway, opts: Options, ready: impl FnOnce(SocketAddr)) ->
     Ok(())
 }
 
-fn accept(listener: &TcpListener, tx: &SyncSender<Job>) {
+fn accept(listener: TcpListener, tx: &SyncSender<Job>) {
+    let mut waiting: VecDeque<Job> = VecDeque::new();
     while !STOP.load(Ordering::SeqCst) {
-        if !wait_readable(listener) {
-            continue;
+        let (listener_ready, readable) = wait_readable(&listener, &waiting, FIRST_BYTE);
+        if listener_ready {
+            take_backlog(&listener, &mut waiting);
         }
-        let (stream, peer) = match listener.accept() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::Interrupted => {
-                continue;
+        dispatch(&mut waiting, &readable, |job| match tx.try_send(job) {
+            Ok(()) | Err(TrySendError::Disconnected(_)) => {}
+            Err(TrySendError::Full(job)) => busy(job),
+        });
+        while waiting.len() > MAX_WAITING {
+            // The one waiting longest has sent nothing for the longest: closed unanswered.
+            waiting.pop_front();
+        }
+    }
+    // Connections the kernel completed before the stop are in the backlog, their requests perhaps
+    // sent: closing the listener now would reset them. They are taken first, then the listener
+    // closed (later ones are refused, which a client can tell from a reset request).
+    take_backlog(&listener, &mut waiting);
+    drop(listener);
+    logging::info("shutdown", "a stop signal: no new connections; finishing the requests in hand");
+    // Each connection taken is served once its first bytes arrive (queued without a limit: the
+    // workers are draining the queue), or closed when they do not arrive in time.
+    while !waiting.is_empty() {
+        let (_, readable) = wait_readable_conns(&waiting, FIRST_BYTE);
+        dispatch(&mut waiting, &readable, |job| {
+            let _ = tx.send(job);
+        });
+    }
+}
+
+/// Accepts every connection in the listener's backlog into `waiting`.
+fn take_backlog(listener: &TcpListener, waiting: &mut VecDeque<Job>) {
+    loop {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                // Accepted sockets inherit the listener's non-blocking mode on some platforms.
+                let _ = stream.set_nonblocking(false);
+                let _ = stream.set_nodelay(true);
+                waiting.push_back(Job { stream, peer, accepted: Instant::now() });
             }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) => {
                 // Out of file descriptors, say: wait a little rather than spin.
                 logging::warn("accept", &format!("accept failed: {e}"));
                 std::thread::sleep(Duration::from_millis(50));
-                continue;
+                return;
             }
-        };
-        // Accepted sockets inherit the listener's non-blocking mode on some platforms.
-        let _ = stream.set_nonblocking(false);
-        let _ = stream.set_nodelay(true);
-        match tx.try_send(Job { stream, peer }) {
-            Ok(()) => {}
-            Err(TrySendError::Full(job)) => busy(job),
-            Err(TrySendError::Disconnected(_)) => break,
+        }
+    }
+}
+
+/// Hands on each waiting connection whose first bytes have arrived (`readable`, by position) and
+/// closes each that has waited [`FIRST_BYTE`] without any.
+fn dispatch(waiting: &mut VecDeque<Job>, readable: &[bool], mut send: impl FnMut(Job)) {
+    let now = Instant::now();
+    let jobs = std::mem::take(waiting);
+    for (i, job) in jobs.into_iter().enumerate() {
+        if readable.get(i).copied().unwrap_or(false) {
+            send(job);
+        } else if now.duration_since(job.accepted) < FIRST_BYTE {
+            waiting.push_back(job);
         }
     }
 }
@@ -162,39 +211,46 @@ fn serve_one(mut job: Job, shared: &Shared) {
     let started = Instant::now();
     let rid = new_request_id();
     let peer = job.peer.to_string();
-    let request = match http::read_request(&mut job.stream, started + READ_DEADLINE) {
+    let deadline = job.accepted + READ_DEADLINE;
+    let unread = |stream: &mut TcpStream, e: ReadError| {
+        let (status, error_type, message, unread) = match &e {
+            ReadError::Timeout => (408, "timeout", "the request did not arrive in time".to_string(), false),
+            ReadError::TooLarge => {
+                (413, "request_too_large", format!("the body is over {} bytes", http::MAX_BODY), true)
+            }
+            ReadError::HeadTooLarge => (431, "api_usage_error", "the request's headers are too large".into(), true),
+            ReadError::LengthRequired => (411, "api_usage_error", "send a Content-Length".into(), true),
+            ReadError::Malformed(why) => (400, "api_usage_error", format!("not an HTTP request: {why}"), true),
+            ReadError::NotImplemented(what) => (501, "api_usage_error", format!("not implemented: {what}"), true),
+            ReadError::Closed => return,
+        };
+        http::write_response(stream, &routes::error(status, error_type, &message), unread);
+        routes::log_unread(&rid, &peer, status, &message);
+    };
+    let head = match http::read_head(&mut job.stream, deadline) {
+        Ok(h) => h,
+        Err(e) => return unread(&mut job.stream, e),
+    };
+    let log = |method: &str, path: &str, handled: &routes::Handled| {
+        let note = if handled.note.is_empty() { String::new() } else { format!(": {}", handled.note) };
+        let (path, status, ms) = (logging_path(path), handled.response.status, millis(started.elapsed()));
+        logging::info(&rid, &format!("{peer} {method} {path} {status} in {ms} ms{note}"));
+    };
+    // The key is checked on the head: a client without it gets no `100 Continue`, and its body
+    // is never read into memory.
+    if let Some(refused) = routes::check_key(shared.key.as_ref(), head.authorization.as_deref()) {
+        http::write_response(&mut job.stream, &refused.response, head.has_body());
+        shared.served.fetch_add(1, Ordering::Relaxed);
+        return log(&head.method, &head.path, &refused);
+    }
+    let request = match http::read_body(&mut job.stream, head, deadline) {
         Ok(r) => r,
-        Err(ReadError::Closed) => return,
-        Err(e) => {
-            let (status, error_type, message, unread) = match &e {
-                ReadError::Timeout => (408, "timeout", "the request did not arrive in time".to_string(), false),
-                ReadError::TooLarge => {
-                    (413, "request_too_large", format!("the body is over {} bytes", http::MAX_BODY), true)
-                }
-                ReadError::HeadTooLarge => (431, "api_usage_error", "the request's headers are too large".into(), true),
-                ReadError::LengthRequired => (411, "api_usage_error", "send a Content-Length".into(), true),
-                ReadError::Malformed(why) => (400, "api_usage_error", format!("not an HTTP request: {why}"), true),
-                ReadError::Closed => return,
-            };
-            http::write_response(&mut job.stream, &routes::error(status, error_type, &message), unread);
-            routes::log_unread(&rid, &peer, status, &message);
-            return;
-        }
+        Err(e) => return unread(&mut job.stream, e),
     };
     let handled = routes::handle(&shared.gateway, shared.key.as_ref(), &shared.started, &request, &rid);
     http::write_response(&mut job.stream, &handled.response, false);
     shared.served.fetch_add(1, Ordering::Relaxed);
-    let note = if handled.note.is_empty() { String::new() } else { format!(": {}", handled.note) };
-    logging::info(
-        &rid,
-        &format!(
-            "{peer} {} {} {} in {} ms{note}",
-            request.method,
-            logging_path(&request.path),
-            handled.response.status,
-            millis(started.elapsed())
-        ),
-    );
+    log(&request.method, &request.path, &handled);
 }
 
 /// A path for the log: at most 100 characters of it (the logger escapes control characters).
@@ -202,21 +258,47 @@ fn logging_path(path: &str) -> String {
     crate::text::ellipsis(path, 100)
 }
 
-/// Waits up to a quarter second for a connection, so the stop flag is looked at that often.
+/// Waits up to a quarter second (or less, to the first connection's [`FIRST_BYTE`]) for a new
+/// connection or a waiting one's first bytes, so the stop flag is looked at that often: whether the
+/// listener has one, and which of `waiting` (by position) are readable.
+fn wait_readable(listener: &TcpListener, waiting: &VecDeque<Job>, first_byte: Duration) -> (bool, Vec<bool>) {
+    poll_ready(Some(listener), waiting, first_byte)
+}
+
+/// [`wait_readable`] without a listener.
+fn wait_readable_conns(waiting: &VecDeque<Job>, first_byte: Duration) -> (bool, Vec<bool>) {
+    poll_ready(None, waiting, first_byte)
+}
+
 #[cfg(unix)]
-fn wait_readable(listener: &TcpListener) -> bool {
+fn poll_ready(listener: Option<&TcpListener>, waiting: &VecDeque<Job>, first_byte: Duration) -> (bool, Vec<bool>) {
     use std::os::fd::AsRawFd;
-    let mut fds = libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-    #[allow(unsafe_code, reason = "poll(2) on one descriptor we own")]
-    // SAFETY: `fds` is one valid pollfd that outlives the call, and the count passed is 1.
-    let n = unsafe { libc::poll(&mut fds, 1, 250) };
-    n > 0
+    let pollfd = |fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let mut fds: Vec<libc::pollfd> = listener.iter().map(|l| pollfd(l.as_raw_fd())).collect();
+    fds.extend(waiting.iter().map(|j| pollfd(j.stream.as_raw_fd())));
+    let soonest = waiting.front().map(|j| (j.accepted + first_byte).saturating_duration_since(Instant::now()));
+    let wait = soonest.unwrap_or(Duration::MAX).min(Duration::from_millis(250));
+    let timeout = libc::c_int::try_from(wait.as_millis()).unwrap_or(250).max(1);
+    let count = libc::nfds_t::try_from(fds.len()).unwrap_or(0);
+    #[allow(unsafe_code, reason = "poll(2) on descriptors we own")]
+    // SAFETY: `fds` is a valid array of `count` pollfds that outlives the call.
+    let n = unsafe { libc::poll(fds.as_mut_ptr(), count, timeout) };
+    if n <= 0 {
+        return (false, vec![false; waiting.len()]);
+    }
+    // Readable, or closed or failed (POLLHUP, POLLERR): the worker finds out which.
+    let ready: Vec<bool> = fds.iter().map(|f| f.revents != 0).collect();
+    match listener {
+        Some(_) => (ready[0], ready[1..].to_vec()),
+        None => (false, ready),
+    }
 }
 
 #[cfg(not(unix))]
-fn wait_readable(_listener: &TcpListener) -> bool {
+fn poll_ready(_listener: Option<&TcpListener>, waiting: &VecDeque<Job>, _first_byte: Duration) -> (bool, Vec<bool>) {
+    // Without poll(2), every connection goes to a worker at once, which reads it within its deadline.
     std::thread::sleep(Duration::from_millis(5));
-    true
+    (true, vec![true; waiting.len()])
 }
 
 #[cfg(unix)]

@@ -26,14 +26,21 @@ fn refused(response: Response, note: impl Into<String>) -> Handled {
     Handled { response, note: note.into() }
 }
 
+/// The 401 for a request without the key, when one is set; None when it may go on.
+pub fn check_key(key: Option<&[u8; 32]>, authorization: Option<&str>) -> Option<Handled> {
+    let key = key?;
+    if authorized(key, authorization) {
+        return None;
+    }
+    let why = if authorization.is_some() { "a wrong API key" } else { "no API key" };
+    let resp = error(401, "authentication_error", &format!("{why}: send Authorization: Bearer <key>"))
+        .with_header("WWW-Authenticate", "Bearer");
+    Some(refused(resp, why))
+}
+
 pub fn handle(gateway: &Gateway, key: Option<&[u8; 32]>, started: &str, req: &Request, rid: &str) -> Handled {
-    if let Some(key) = key
-        && !authorized(key, req.authorization.as_deref())
-    {
-        let why = if req.authorization.is_some() { "a wrong API key" } else { "no API key" };
-        let resp = error(401, "authentication_error", &format!("{why}: send Authorization: Bearer <key>"))
-            .with_header("WWW-Authenticate", "Bearer");
-        return refused(resp, why);
+    if let Some(refusal) = check_key(key, req.authorization.as_deref()) {
+        return refusal;
     }
     match (req.method.as_str(), req.path.trim_end_matches('/')) {
         ("POST", "/v1/systemone") => systemone(gateway, &req.body, rid),
@@ -56,9 +63,13 @@ fn method_not_allowed(allow: &str) -> Handled {
 }
 
 /// Whether the header carries the key. Both sides are hashed first and the digests compared in
-/// constant time, so neither the key's bytes nor its length show in the time a guess takes.
+/// constant time, so neither the key's bytes nor its length show in the time a guess takes. The
+/// scheme's name is case-insensitive (RFC 9110 §11.1): `BEARER` is `Bearer`.
 fn authorized(key: &[u8; 32], header: Option<&str>) -> bool {
-    let given = header.and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer "))).unwrap_or("");
+    let given = header
+        .and_then(|h| h.split_once([' ', '\t']))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map_or("", |(_, token)| token);
     let digest = digest(given.trim().as_bytes());
     let diff = digest.iter().zip(key).fold(0u8, |acc, (a, b)| acc | (a ^ b));
     std::hint::black_box(diff) == 0 && header.is_some()

@@ -165,30 +165,88 @@ pub fn is_enabled(spec: &Spec, platform: Platform) -> bool {
 /// apply). Kept beside the engines' entries, under the name `serve`.
 const SERVE: &str = "serve";
 
-/// The start-at-login file of `system1 serve` for `binary`.
-pub fn serve_contents(platform: Platform, binary: &Path) -> String {
+/// The start-at-login file of `system1 serve` for `binary`, with `env` (the locations this run was
+/// given: `SYSTEM1_INSTALL_DIR`, `SYSTEM1_CONFIG`) set for it, so that what starts at login uses
+/// the same files. Each value is quoted as its format reads it: a path with a space, a `%` or a
+/// quote is still one argument, taken literally.
+pub fn serve_contents(platform: Platform, binary: &Path, env: &[(&str, String)]) -> String {
     let bin = binary.display().to_string();
     match platform {
-        Platform::Linux => format!(
-            "# systemd user unit written by `system1 serve --at-login on`: starts system1 serve at login.\n\
-             [Unit]\nDescription=System-1 gateway as a System One API server (system1 serve)\nAfter=network.target\n\n\
-             [Service]\nType=simple\nExecStart={bin} serve\nRestart=on-failure\nRestartSec=10\n\n\
-             [Install]\nWantedBy=default.target\n"
-        ),
-        Platform::MacOs => format!(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
-             <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n\
-             <!-- LaunchAgent written by `system1 serve --at-login on`: starts system1 serve at login. -->\n\
-             <plist version=\"1.0\">\n<dict>\n  <key>Label</key>\n  <string>com.system1.serve</string>\n\
-             \x20 <key>ProgramArguments</key>\n  <array>\n    <string>{bin}</string>\n    <string>serve</string>\n  </array>\n\
-             \x20 <key>RunAtLoad</key>\n  <true/>\n  <key>KeepAlive</key>\n  <false/>\n</dict>\n</plist>\n"
-        ),
-        // A .cmd file is read with CRLF line ends.
-        Platform::Windows => format!(
-            "@echo off\r\nrem Written by `system1 serve --at-login on`: starts system1 serve at login.\r\n\
-             start \"\" /min \"{bin}\" serve\r\n"
-        ),
+        Platform::Linux => {
+            let environment: String =
+                env.iter().map(|(k, v)| format!("Environment={}\n", systemd_quote(&format!("{k}={v}")))).collect();
+            // The command's own path is taken without variables (`$` stays as it is); its arguments here have none.
+            let exec = systemd_quote(&bin);
+            format!(
+                "# systemd user unit written by `system1 serve --at-login on`: starts system1 serve at login.\n\
+                 [Unit]\nDescription=System-1 gateway as a System One API server (system1 serve)\nAfter=network.target\n\n\
+                 [Service]\nType=simple\n{environment}ExecStart={exec} serve\nRestart=on-failure\nRestartSec=10\n\n\
+                 [Install]\nWantedBy=default.target\n"
+            )
+        }
+        Platform::MacOs => {
+            let bin = text::xml_escape(&bin);
+            let environment = if env.is_empty() {
+                String::new()
+            } else {
+                let pairs: String = env
+                    .iter()
+                    .map(|(k, v)| format!("    <key>{k}</key>\n    <string>{}</string>\n", text::xml_escape(v)))
+                    .collect();
+                format!("  <key>EnvironmentVariables</key>\n  <dict>\n{pairs}  </dict>\n")
+            };
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+                 <!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"http://www.apple.com/DTDs/PropertyList-1.0.dtd\">\n\
+                 <!-- LaunchAgent written by `system1 serve --at-login on`: starts system1 serve at login. -->\n\
+                 <plist version=\"1.0\">\n<dict>\n  <key>Label</key>\n  <string>com.system1.serve</string>\n\
+                 \x20 <key>ProgramArguments</key>\n  <array>\n    <string>{bin}</string>\n    <string>serve</string>\n  </array>\n\
+                 {environment}\
+                 \x20 <key>RunAtLoad</key>\n  <true/>\n  <key>KeepAlive</key>\n  <false/>\n</dict>\n</plist>\n"
+            )
+        }
+        // A .cmd file is read with CRLF line ends; `set "K=V"` takes V as it stands, spaces and all.
+        Platform::Windows => {
+            let environment: String =
+                env.iter().map(|(k, v)| format!("set \"{k}={}\"\r\n", v.replace('%', "%%"))).collect();
+            format!(
+                "@echo off\r\nrem Written by `system1 serve --at-login on`: starts system1 serve at login.\r\n\
+                 {environment}start \"\" /min \"{}\" serve\r\n",
+                bin.replace('%', "%%")
+            )
+        }
     }
+}
+
+/// `s` as one systemd word, taken literally: double-quoted, with `\` and `"` escaped and `%` (a
+/// specifier) doubled (systemd.syntax(7), systemd.unit(5) "Specifiers").
+fn systemd_quote(s: &str) -> String {
+    let escaped: String = s
+        .chars()
+        .map(|c| match c {
+            '\\' => "\\\\".to_string(),
+            '"' => "\\\"".to_string(),
+            '%' => "%%".to_string(),
+            '\n' => "\\n".to_string(),
+            c => c.to_string(),
+        })
+        .collect();
+    format!("\"{escaped}\"")
+}
+
+/// The locations this run was given in the environment, absolute, for the entry that starts
+/// `system1 serve` at login (which does not see this shell's environment).
+fn serve_env() -> Vec<(&'static str, String)> {
+    let given = |var: &str| std::env::var_os(var).is_some_and(|v| !v.is_empty());
+    let absolute = |p: PathBuf| std::path::absolute(&p).unwrap_or(p).display().to_string();
+    let mut env = Vec::new();
+    if given("SYSTEM1_INSTALL_DIR") {
+        env.push(("SYSTEM1_INSTALL_DIR", absolute(paths::install_dir())));
+    }
+    if given("SYSTEM1_CONFIG") {
+        env.push(("SYSTEM1_CONFIG", absolute(paths::config_file())));
+    }
+    env
 }
 
 /// Writes the start-at-login file of `system1 serve` (running the installed binary) and tells
@@ -200,7 +258,7 @@ pub fn enable_serve(platform: Platform) -> Result<Vec<String>> {
             .with_hint(format!("run `{}` first: the entry runs the installed binary", text::command("install"))));
     }
     let path = file_named(SERVE, platform);
-    write(&path, &serve_contents(platform, &binary))?;
+    write(&path, &serve_contents(platform, &binary, &serve_env()))?;
     let mut done = vec![format!("wrote {}", path.display())];
     done.extend(tell_enabled(SERVE, &path, platform));
     Ok(done)

@@ -65,6 +65,7 @@ mod routing_tier_head;
 mod schema_files;
 mod sdk_client;
 mod serve;
+mod serve_hostile;
 mod skill_picker;
 mod static_build;
 mod statusline;

@@ -16,14 +16,14 @@ use serde_json::{Value, json};
 use crate::support::{self, TestEnv};
 
 /// A running `system1 serve` on a free port; killed when dropped.
-struct Server {
-    child: Child,
-    addr: String,
+pub(crate) struct Server {
+    pub(crate) child: Child,
+    pub(crate) addr: String,
     stderr: Option<std::thread::JoinHandle<Vec<u8>>>,
 }
 
 impl Server {
-    fn start(env: &TestEnv, extra: &[&str]) -> Server {
+    pub(crate) fn start(env: &TestEnv, extra: &[&str]) -> Server {
         let mut args = vec!["serve", "--port", "0"];
         args.extend_from_slice(extra);
         let mut child = env
@@ -45,17 +45,17 @@ impl Server {
         format!("http://{}", self.addr)
     }
 
-    fn post(&self, body: &Value) -> (u16, Value) {
+    pub(crate) fn post(&self, body: &Value) -> (u16, Value) {
         self.request("POST", "/v1/systemone", &[], body.to_string().as_bytes())
     }
 
-    fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Value) {
+    pub(crate) fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, Value) {
         let (status, _, body) = raw(&self.addr, &request_bytes(method, path, headers, body));
         (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
     }
 
     /// SIGTERM, then the exit status and everything the server logged.
-    fn terminate(mut self) -> (std::process::ExitStatus, String) {
+    pub(crate) fn terminate(mut self) -> (std::process::ExitStatus, String) {
         let ok = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status().expect("kill");
         assert!(ok.success());
         let deadline = Instant::now() + Duration::from_secs(30);
@@ -79,7 +79,7 @@ impl Drop for Server {
     }
 }
 
-fn request_bytes(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+pub(crate) fn request_bytes(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
     let mut head = format!("{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n", body.len());
     if !body.is_empty() {
         head.push_str("Content-Type: application/json\r\n");
@@ -94,7 +94,7 @@ fn request_bytes(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]
 }
 
 /// Sends `bytes`, reads the whole response (the server closes after it): status, head, body.
-fn raw(addr: &str, bytes: &[u8]) -> (u16, String, Vec<u8>) {
+pub(crate) fn raw(addr: &str, bytes: &[u8]) -> (u16, String, Vec<u8>) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     // The server may answer (413) before it has read everything: a failed write is not a failure.
@@ -102,7 +102,7 @@ fn raw(addr: &str, bytes: &[u8]) -> (u16, String, Vec<u8>) {
     read_response(&mut s)
 }
 
-fn read_response(s: &mut TcpStream) -> (u16, String, Vec<u8>) {
+pub(crate) fn read_response(s: &mut TcpStream) -> (u16, String, Vec<u8>) {
     let mut all = Vec::new();
     let _ = s.read_to_end(&mut all);
     let split = all.windows(4).position(|w| w == b"\r\n\r\n").unwrap_or_else(|| {
@@ -116,7 +116,7 @@ fn read_response(s: &mut TcpStream) -> (u16, String, Vec<u8>) {
 const TICKET: &str =
     "Hi, I was charged twice for my March invoice and the refund I was promised still has not arrived.";
 
-fn mixed() -> Value {
+pub(crate) fn mixed() -> Value {
     json!({"model": "jev-latest", "state": TICKET, "x_trace": 1, "questions": {
         "refund": {"type": "noul", "instructions": "Is the customer asking for money back?"},
         "team": {"type": "choice", "instructions": "Which team?",
@@ -712,7 +712,7 @@ fn at_login_writes_an_entry_for_each_platform_and_uninstall_removes_it() {
     let out = env.run(&["serve", "--at-login", "on", "--platform", "linux"], "");
     assert!(out.status.success(), "{}", support::stderr(&out));
     let text = std::fs::read_to_string(&unit).unwrap();
-    assert!(text.contains(&format!("ExecStart={} serve\n", installed.display())), "{text}");
+    assert!(text.contains(&format!("ExecStart=\"{}\" serve\n", installed.display())), "{text}");
     assert!(text.contains("WantedBy=default.target"), "{text}");
     assert_eq!(std::fs::read_to_string(&calls).unwrap(), "--user daemon-reload\n--user enable system1-serve.service\n");
 
