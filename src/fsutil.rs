@@ -536,8 +536,8 @@ pub fn read_json(path: &Path) -> Result<Option<Value>, ReadError> {
 /// One of system1's versioned JSON files (the calibration fits, the local engine's heads): an object
 /// that names its `format` and `version`, which this build reads only when both are its own. It is
 /// read whole from a regular file of at most [`Versioned::MAX_BYTES`] in place (one of system1's
-/// own, so a link there was planted), and written back private and atomic, pretty-printed with a
-/// final newline.
+/// own, so a link there was planted), and written back private and atomic in its layout
+/// ([`Versioned::to_text`]), never larger than its reader takes.
 pub trait Versioned: Sized + serde::Serialize + serde::de::DeserializeOwned {
     /// The `format` the file names.
     const FORMAT: &'static str;
@@ -551,6 +551,11 @@ pub trait Versioned: Sized + serde::Serialize + serde::de::DeserializeOwned {
     fn names(&self) -> (&str, u64);
     /// Its own rules, past the format and the version.
     fn check(&self) -> Result<(), String>;
+    /// The file's text as written: pretty JSON with a final newline, unless a kind lays it out
+    /// otherwise.
+    fn to_text(&self) -> serde_json::Result<String> {
+        serde_json::to_string_pretty(self).map(|t| t + "\n")
+    }
 }
 
 /// Parses `text` as a `T`: JSON of its shape, its format and version, its own rules.
@@ -589,10 +594,19 @@ pub fn read_versioned<T: Versioned>(path: &Path) -> Result<Option<T>, VersionedE
     }
 }
 
-/// Replaces `path` with `file`, privately and atomically.
+/// Replaces `path` with `file`, privately and atomically. A file larger than
+/// [`Versioned::MAX_BYTES`] is not written (its reader would refuse it): the old one stays as it was.
 pub fn write_versioned<T: Versioned>(path: &Path, file: &T) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(file).map_err(io::Error::other)?;
-    write_private(path, format!("{text}\n").as_bytes())
+    let text = file.to_text().map_err(io::Error::other)?;
+    if text.len() as u64 > T::MAX_BYTES {
+        return Err(io::Error::other(format!(
+            "it would be {:.2} MiB, over the {} {} may be; nothing was written, the old file is as it was",
+            text.len() as f64 / f64::from(1u32 << 20),
+            size_text(T::MAX_BYTES),
+            T::WHAT
+        )));
+    }
+    write_private(path, text.as_bytes())
 }
 
 /// Checks the `format` and `version` a versioned file names against the ones this build reads; the

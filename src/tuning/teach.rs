@@ -25,6 +25,13 @@ use crate::text::question_key;
 
 /// The fewest examples a question is taught from (as for any fit of its own).
 pub const MIN_EXAMPLES: usize = fit::MIN_N;
+/// The most options a question is taught: the most a decision can ask
+/// (`gateway::request::MAX_OPTIONS`). Each option is a head to fit, and a head to keep in the heads
+/// file, so a set with thousands of labels would take minutes to fit and still could not be asked.
+pub const MAX_OPTIONS: usize = crate::gateway::request::MAX_OPTIONS;
+/// The fewest examples of each option: with one, the held-out answer for it comes from a head
+/// that never saw the option, and its figures say nothing.
+pub const MIN_PER_OPTION: usize = 2;
 
 /// The labels of a set: yes/no, or one of a fixed set of options.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +162,31 @@ pub fn read_set(path: &Path, question: &str) -> std::result::Result<Set, String>
                 options[0]
             ));
         }
+        Labels::Options { options, .. } if options.len() > MAX_OPTIONS => {
+            return Err(format!(
+                "{} has {} options; a question is taught at most {MAX_OPTIONS}, the most a decision can ask",
+                path.display(),
+                options.len()
+            ));
+        }
+        Labels::Options { options, picks } => {
+            let mut counts = vec![0usize; options.len()];
+            for p in picks {
+                counts[*p] += 1;
+            }
+            let few = counts.iter().filter(|c| **c < MIN_PER_OPTION).count();
+            if let Some(k) = counts.iter().position(|c| *c < MIN_PER_OPTION) {
+                return Err(format!(
+                    "{}: {} of the {} options ({:?} first) {} fewer than {MIN_PER_OPTION} examples; each option is \
+                     taught from {MIN_PER_OPTION} or more",
+                    path.display(),
+                    few,
+                    options.len(),
+                    text::ellipsis(&options[k], 60),
+                    if few == 1 { "has" } else { "have" }
+                ));
+            }
+        }
         _ => {}
     }
     let options: Vec<String> = match &labels {
@@ -180,6 +212,7 @@ pub fn fit_set(
     set: &Set,
     xs: &[Vec<f32>],
     source: &str,
+    tick: &mut dyn FnMut(usize, usize),
 ) -> std::result::Result<(Vec<Head>, Vec<Sample>), String> {
     let finish = |mut h: Head, option: Option<String>| {
         h.source = source.to_string();
@@ -197,6 +230,7 @@ pub fn fit_set(
             let mut fitted = Vec::new();
             let mut per_option = Vec::new();
             for (k, o) in options.iter().enumerate() {
+                tick(k, options.len());
                 let ys: Vec<bool> = picks.iter().map(|p| *p == k).collect();
                 let (head, p) = crossval::held_out(model, &set.question, xs, &ys)?;
                 fitted.push(finish(head, Some(o.clone())));
@@ -255,7 +289,8 @@ pub fn run(a: &FitOptions) -> Result<i32> {
         .collect();
     let xs: Vec<Vec<f32>> = set.texts.iter().map(|t| cache[t.as_str()].clone()).collect();
     let source = path.display().to_string();
-    let (fitted, samples) = fit_set(&name, &set, &xs, &source).map_err(Error::failure)?;
+    let mut tick = super::progress("option heads");
+    let (fitted, samples) = fit_set(&name, &set, &xs, &source, &mut tick).map_err(Error::failure)?;
     let measured = question_fit::measure(
         "local",
         &name,
@@ -415,6 +450,18 @@ mod tests {
             .collect();
         let (_d, p) = write(&words);
         assert!(matches!(read_set(&p, "q").unwrap().labels, Labels::YesNo(_)));
+        // Options: at most as many as a decision asks, each with two examples or more.
+        let many: Vec<String> = (0..514).map(|i| format!(r#"{{"text": "t{i}", "label": "o{}"}}"#, i / 2)).collect();
+        let (_d, p) = write(&many);
+        assert!(read_set(&p, "q").unwrap_err().contains("has 257 options; a question is taught at most 256"));
+        let (_d, p) = write(&many[..512]);
+        assert!(matches!(read_set(&p, "q").unwrap().labels, Labels::Options { options, .. } if options.len() == 256));
+        let mut single = many[..40].to_vec();
+        single[39] = r#"{"text": "t39", "label": "lonely"}"#.into();
+        single[37] = r#"{"text": "t37", "label": "alone"}"#.into();
+        let (_d, p) = write(&single);
+        let err = read_set(&p, "q").unwrap_err();
+        assert!(err.contains("4 of the 22 options (\"o18\" first) have fewer than 2 examples"), "{err}");
     }
 
     #[test]
@@ -430,7 +477,7 @@ mod tests {
             },
             context: vec!["ticket".into()],
         };
-        let (fitted, samples) = fit_set("m", &set, &xs, "set.jsonl").unwrap();
+        let (fitted, samples) = fit_set("m", &set, &xs, "set.jsonl", &mut |_, _| {}).unwrap();
         assert_eq!(fitted.iter().map(|h| h.option.clone().unwrap()).collect::<Vec<_>>(), ["a", "b", "c"]);
         assert!(fitted.iter().all(|h| h.context == ["ticket"] && h.source == "set.jsonl" && h.question == "Which?"));
         for (i, s) in samples.iter().enumerate() {

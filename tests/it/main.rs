@@ -70,4 +70,5 @@ mod skill_picker;
 mod static_build;
 mod statusline;
 mod study;
+mod teach_bounds;
 mod tournament;
