@@ -32,6 +32,8 @@ pub struct Reply {
     pub json: Value,
     pub text: String,
     pub retry_after: Option<String>,
+    /// Where a redirect points (`Location`); redirects are never followed.
+    pub location: Option<String>,
 }
 
 impl Endpoint {
@@ -57,7 +59,13 @@ impl Endpoint {
             // A system proxy must never see (or break) calls to an engine on this machine. Its answers are a
             // few KB: buffers of 16 KB instead of ureq's 128 KB come from the heap, not from an
             // mmap whose pages are zeroed (and faulted in) on every hook.
-            config = config.proxy(None).input_buffer_size(LOOPBACK_BUFFER).output_buffer_size(LOOPBACK_BUFFER);
+            // Headers past half the buffer are refused as such; filling the whole buffer would
+            // read as a connection that broke off.
+            config = config
+                .proxy(None)
+                .input_buffer_size(LOOPBACK_BUFFER)
+                .output_buffer_size(LOOPBACK_BUFFER)
+                .max_response_header_size(LOOPBACK_BUFFER / 2);
         }
         let agent = ureq::Agent::with_parts(config.build(), DefaultConnector::new(), LoopbackResolver);
         let plain_remote = scheme == "http" && !loopback;
@@ -120,15 +128,58 @@ fn read_reply(
 ) -> Result<Reply, Failure> {
     let mut resp = result.map_err(|e| transport_failure(e, timeout))?;
     let status = resp.status().as_u16();
-    let retry_after = resp.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(String::from);
-    let text = resp
+    let header = |name: &str| resp.headers().get(name).map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let retry_after = header("retry-after");
+    let location = header("location");
+    // Nothing asks for a compressed reply (no Accept-Encoding is sent), and nothing here decodes one.
+    if let Some(coding) = header("content-encoding").filter(|c| !c.trim().eq_ignore_ascii_case("identity")) {
+        return Err(Failure::malformed(format!(
+            "HTTP {status}: the reply is encoded as {:?}, which is not decoded here (none was asked for)",
+            crate::text::printable(coding.trim(), 40)
+        )));
+    }
+    let bytes = resp
         .body_mut()
         .with_config()
-        .limit(16 * 1024 * 1024)
-        .read_to_string()
-        .map_err(|e| transport_failure(e, timeout))?;
+        .limit(MAX_REPLY_BYTES)
+        .read_to_vec()
+        .map_err(|e| transport_failure(e, timeout).reading_body(status))?;
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        // An error status keeps its status, whatever its body: the status says what went wrong.
+        Err(e) if !(200..300).contains(&status) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+        Err(e) => {
+            return Err(Failure::malformed(format!(
+                "HTTP {status}: the reply's body is not UTF-8 text (byte {} of {} is not)",
+                e.utf8_error().valid_up_to() + 1,
+                e.as_bytes().len()
+            )));
+        }
+    };
     let json = serde_json::from_str(&text).unwrap_or(Value::Null);
-    Ok(Reply { status, json, text, retry_after })
+    Ok(Reply { status, json, text, retry_after, location })
+}
+
+/// The largest reply body read from an engine.
+const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
+
+trait ReadingBody {
+    /// The failure as it is while the body of a `status` reply is read: the engine answered, so
+    /// anything but a timeout or a lost connection is its reply's fault.
+    fn reading_body(self, status: u16) -> Failure;
+}
+
+impl ReadingBody for Failure {
+    fn reading_body(self, status: u16) -> Failure {
+        match self.cause {
+            Cause::Timeout => self,
+            Cause::Unreachable | Cause::Refused => Failure::new(
+                Cause::Unreachable,
+                format!("HTTP {status}: the connection broke during the reply ({})", self.detail),
+            ),
+            _ => Failure::malformed(format!("HTTP {status}: the reply could not be read ({})", self.detail)),
+        }
+    }
 }
 
 fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
@@ -144,6 +195,14 @@ fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
         }
         ureq::Error::Io(io) => Failure::new(Cause::Unreachable, format!("connection failed: {io}")),
         ureq::Error::HostNotFound => Failure::new(Cause::Unreachable, "host not found"),
+        // Something answered, but not with an HTTP reply this reads: not "nothing answers".
+        ureq::Error::LargeResponseHeader(got, max) => {
+            Failure::malformed(format!("the reply's headers are over {max} bytes ({got} read); not an engine's reply"))
+        }
+        ureq::Error::BodyExceedsLimit(max) => {
+            Failure::malformed(format!("the reply's body is over {} MiB; not an engine's reply", max >> 20))
+        }
+        ureq::Error::Protocol(p) => Failure::malformed(format!("not an HTTP reply: {p}")),
         other => Failure::new(Cause::Other, format!("HTTP failure: {other}")),
     }
 }
@@ -205,6 +264,17 @@ pub fn error_detail(reply: &Reply) -> String {
     // The body is the engine's (or whatever answers on its port): it reaches a terminal and a
     // model's context, so it is quoted escaped and short.
     let mut detail = format!("HTTP {}: {}", reply.status, crate::text::printable(text.trim(), MAX_QUOTED_CHARS));
+    if (300..400).contains(&reply.status) {
+        let to = match &reply.location {
+            Some(l) => format!("to {}", crate::text::printable(&crate::text::without_userinfo(l.trim()), 200)),
+            None => "without a Location".to_string(),
+        };
+        detail = format!(
+            "HTTP {}: a redirect {to}, not followed (an engine is called only at its endpoint; point the endpoint where \
+             the engine is)",
+            reply.status
+        );
+    }
     if let Some(ra) = &reply.retry_after {
         detail.push_str(&format!(" (retry after {} s)", crate::text::printable(ra, 20)));
     }
@@ -401,7 +471,13 @@ mod tests {
     }
 
     fn reply(status: u16, body: &str) -> Reply {
-        Reply { status, json: serde_json::from_str(body).unwrap_or(Value::Null), text: body.into(), retry_after: None }
+        Reply {
+            status,
+            json: serde_json::from_str(body).unwrap_or(Value::Null),
+            text: body.into(),
+            retry_after: None,
+            location: None,
+        }
     }
 
     #[test]
