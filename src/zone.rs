@@ -4,8 +4,6 @@
 //! the way the C library finds it. tz-rs reads the zoneinfo files and their rules for the years past
 //! their last transition; nothing here needs a network or a bundled database.
 
-use std::io::Read;
-
 use chrono::{Datelike, NaiveDate};
 use tz::TimeZone;
 use tz::timezone::TimeZoneSettings;
@@ -19,14 +17,12 @@ const MAX_TZIF_BYTES: u64 = 1 << 20;
 /// Where zoneinfo files are looked for, in order (what the C library and tz-rs search).
 const ZONEINFO: &[&str] = &["/usr/share/zoneinfo", "/share/zoneinfo", "/etc/zoneinfo"];
 
-/// Reads a zoneinfo file, at most [`MAX_TZIF_BYTES`] of it.
+/// Reads a zoneinfo file: a regular file of at most [`MAX_TZIF_BYTES`] (`TZ` may name any path,
+/// and the status line reads it on every update: a FIFO must not hang it, nor `/dev/zero` fill it).
 fn read_tzif(path: &str) -> std::result::Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)?.take(MAX_TZIF_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_TZIF_BYTES {
-        return Err(format!("{path} is too large for a zoneinfo file").into());
-    }
-    Ok(bytes)
+    let path = std::path::Path::new(path);
+    crate::fsutil::read_file(path, MAX_TZIF_BYTES, crate::fsutil::Links::Follow)
+        .map_err(|e| format!("{} {e}", path.display()).into())
 }
 
 const SETTINGS: TimeZoneSettings<'static> = TimeZoneSettings::new(ZONEINFO, read_tzif);

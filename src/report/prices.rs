@@ -317,13 +317,18 @@ fn schedule(e: &Entry, what: &str) -> Result<Vec<Dated>> {
     Ok(out)
 }
 
+/// A price file is a few kilobytes; one larger than this is not one.
+const MAX_PRICES_BYTES: u64 = 16 << 20;
+
 impl Prices {
     /// The embedded prices, or `path`'s.
     pub fn load(path: Option<&Path>) -> Result<Prices> {
         match path {
             None => Prices::parse(EMBEDDED, "the built-in prices.json"),
             Some(p) => {
-                let text = std::fs::read_to_string(p).context(|| format!("cannot read {}", p.display()))?;
+                // A regular file of at most 16 MiB: a FIFO or a device named here must not hang or fill the report.
+                let text = crate::fsutil::read_text(p, MAX_PRICES_BYTES, crate::fsutil::Links::Follow)
+                    .context(|| format!("cannot read {}", p.display()))?;
                 Prices::parse(&text, &p.display().to_string())
             }
         }

@@ -108,7 +108,8 @@ impl Input {
         let text = |p: &str| v.pointer(p).and_then(Value::as_str).filter(|s| !s.is_empty()).map(String::from);
         let number = |p: &str| v.pointer(p).and_then(Value::as_f64).filter(|x| x.is_finite());
         let input = Input {
-            model: text("/model/display_name").or_else(|| text("/model/id")),
+            // Claude Code's text, printed on the user's terminal: escaped and capped like all text from outside.
+            model: text("/model/display_name").or_else(|| text("/model/id")).map(|m| crate::text::printable(&m, 60)),
             session_id: text("/session_id"),
             transcript: text("/transcript_path").map(PathBuf::from),
             session_cost: number("/cost/total_cost_usd"),

@@ -83,7 +83,9 @@ pub fn load(name: &str, log_items: impl FnOnce() -> Result<Vec<RoutingItem>, Str
             Ok(set("the labelled routing log", Items::Routing(items)))
         }
         path => {
-            let text = std::fs::read_to_string(Path::new(path)).map_err(|e| format!("cannot read {path}: {e}"))?;
+            // A regular file of at most 64 MiB, as `calibrate fit --set` reads: a FIFO would hang the read.
+            let text = crate::fsutil::read_text(Path::new(path), 64 << 20, crate::fsutil::Links::Follow)
+                .map_err(|e| format!("cannot read {path}: {e}"))?;
             Ok(set(path, parse_file(path, &text)?))
         }
     }
