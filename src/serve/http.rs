@@ -79,7 +79,7 @@ pub struct Head {
     rest: Vec<u8>,
 }
 
-/// How the body's end is known (RFC 9112 §6.3).
+/// How the body's end is known.
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Framing {
     None,
@@ -144,7 +144,7 @@ pub fn read_head(stream: &mut TcpStream, deadline: Instant) -> Result<Head, Read
 }
 
 /// The body's framing from the `Content-Length` and `Transfer-Encoding` headers, as strictly as
-/// RFC 9112 §6 asks: a proxy in front and this server must never disagree about where a request
+/// HTTP/1.1 framing asks: a proxy in front and this server must never disagree about where a request
 /// ends. Lengths are digits only and all the same; only `chunked` is decoded, and it must be the
 /// only coding; the two headers together, or a coding in an HTTP/1.0 request, are refused.
 fn framing(version: Option<u8>, lengths: &[String], codings: &[String]) -> Result<Framing, ReadError> {

@@ -64,7 +64,7 @@ fn method_not_allowed(allow: &str) -> Handled {
 
 /// Whether the header carries the key. Both sides are hashed first and the digests compared in
 /// constant time, so neither the key's bytes nor its length show in the time a guess takes. The
-/// scheme's name is case-insensitive (RFC 9110 §11.1): `BEARER` is `Bearer`.
+/// scheme's name is case-insensitive in HTTP: `BEARER` is `Bearer`.
 fn authorized(key: &[u8; 32], header: Option<&str>) -> bool {
     let given = header
         .and_then(|h| h.split_once([' ', '\t']))

@@ -219,7 +219,7 @@ pub fn serve_contents(platform: Platform, binary: &Path, env: &[(&str, String)])
 }
 
 /// `s` as one systemd word, taken literally: double-quoted, with `\` and `"` escaped and `%` (a
-/// specifier) doubled (systemd.syntax(7), systemd.unit(5) "Specifiers").
+/// specifier) doubled (as systemd reads a unit file).
 fn systemd_quote(s: &str) -> String {
     let escaped: String = s
         .chars()
