@@ -102,10 +102,24 @@ impl Endpoint {
         if let Some(key) = bearer {
             req = req.header("Authorization", format!("Bearer {key}"));
         }
-        read_reply(req.call(), timeout)
+        read_reply(req.call(), timeout, MAX_REPLY_BYTES)
     }
 
     pub fn post(&self, path: &str, body: &Value, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
+        self.post_capped(path, body, timeout, bearer, MAX_REPLY_BYTES)
+    }
+
+    /// [`Endpoint::post`], reading at most `max_bytes` of the reply's body: an adapter that knows
+    /// how large an answer to its request can be caps the reply there, so a server cannot make one
+    /// decision cost hundreds of MB with answers nobody asked for.
+    pub fn post_capped(
+        &self,
+        path: &str,
+        body: &Value,
+        timeout: Duration,
+        bearer: Option<&str>,
+        max_bytes: u64,
+    ) -> Result<Reply, Failure> {
         let bytes =
             serde_json::to_vec(body).map_err(|e| Failure::new(Cause::Other, format!("cannot encode request: {e}")))?;
         let mut req = self
@@ -118,13 +132,14 @@ impl Endpoint {
         if let Some(key) = bearer {
             req = req.header("Authorization", format!("Bearer {key}"));
         }
-        read_reply(req.send(&bytes[..]), timeout)
+        read_reply(req.send(&bytes[..]), timeout, max_bytes)
     }
 }
 
 fn read_reply(
     result: Result<ureq::http::Response<ureq::Body>, ureq::Error>,
     timeout: Duration,
+    max_bytes: u64,
 ) -> Result<Reply, Failure> {
     let mut resp = result.map_err(|e| transport_failure(e, timeout))?;
     let status = resp.status().as_u16();
@@ -141,7 +156,7 @@ fn read_reply(
     let bytes = resp
         .body_mut()
         .with_config()
-        .limit(MAX_REPLY_BYTES)
+        .limit(max_bytes)
         .read_to_vec()
         .map_err(|e| transport_failure(e, timeout).reading_body(status))?;
     let text = match String::from_utf8(bytes) {
@@ -160,8 +175,8 @@ fn read_reply(
     Ok(Reply { status, json, text, retry_after, location })
 }
 
-/// The largest reply body read from an engine.
-const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
+/// The largest reply body read from an engine, unless its adapter caps it lower.
+pub const MAX_REPLY_BYTES: u64 = 16 * 1024 * 1024;
 
 trait ReadingBody {
     /// The failure as it is while the body of a `status` reply is read: the engine answered, so
@@ -199,9 +214,9 @@ fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
         ureq::Error::LargeResponseHeader(got, max) => {
             Failure::malformed(format!("the reply's headers are over {max} bytes ({got} read); not an engine's reply"))
         }
-        ureq::Error::BodyExceedsLimit(max) => {
-            Failure::malformed(format!("the reply's body is over {} MiB; not an engine's reply", max >> 20))
-        }
+        ureq::Error::BodyExceedsLimit(max) => Failure::malformed(format!(
+            "the reply's body is over {max} bytes, more than any answer to this request needs; not read"
+        )),
         ureq::Error::Protocol(p) => Failure::malformed(format!("not an HTTP reply: {p}")),
         other => Failure::new(Cause::Other, format!("HTTP failure: {other}")),
     }

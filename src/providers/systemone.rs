@@ -294,6 +294,15 @@ fn refused_questions(name: &str, reply: &Reply, ids: &[String]) -> Option<Vec<(u
     Some(refused)
 }
 
+/// The most bytes a reply to `request` can need: the envelope and usage, and for each question its
+/// answer, with every option named in its probabilities (each option's text counted six times, as
+/// if every character were escaped). A reply past this holds what nobody asked for, and is not read.
+fn reply_cap(request: &EngineRequest) -> u64 {
+    let answers: u64 =
+        request.questions.iter().map(|q| 1024 + q.options.iter().map(|o| 64 + 6 * o.len() as u64).sum::<u64>()).sum();
+    (64 * 1024 + answers).min(http::MAX_REPLY_BYTES)
+}
+
 impl SystemOne {
     /// One request for every question of `request`.
     fn ask(&self, request: &EngineRequest, timeout: Duration, deadline: Instant) -> Result<Asked, Failure> {
@@ -311,7 +320,7 @@ impl SystemOne {
         let body = wire::body(answers::state_of(request), Some(&self.model), questions);
         let reply = self
             .endpoint()?
-            .post("/v1/systemone", &body, timeout, self.api_key.as_deref())
+            .post_capped("/v1/systemone", &body, timeout, self.api_key.as_deref(), reply_cap(request))
             .map_err(|f| transport(name, f))?;
         if reply.status == 422
             && let Some(refused) = refused_questions(name, &reply, &ids)
@@ -330,7 +339,10 @@ impl SystemOne {
         };
         let extra: Vec<&String> = got.keys().filter(|k| !ids.contains(k)).collect();
         let mut note = (!extra.is_empty()).then(|| {
-            let listed: Vec<String> = extra.iter().map(|k| format!("{k:?}")).collect();
+            let mut listed: Vec<String> = extra.iter().take(5).map(|k| format!("{k:?}")).collect();
+            if extra.len() > listed.len() {
+                listed.push(format!("and {} more", extra.len() - listed.len()));
+            }
             format!(
                 "{name}: ignored answers to questions nobody asked ({}; the server breaks response.answer-ids)",
                 listed.join(", ")

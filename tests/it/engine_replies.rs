@@ -45,6 +45,44 @@ fn replying(reply: Vec<u8>) -> String {
     url
 }
 
+/// A System One server on 127.0.0.1 that answers every question asked (yes at 0.9) and `extra`
+/// more that nobody asked; its URL.
+fn answering(extra: usize) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let unasked: String = (0..extra).map(|i| format!(",\"unasked-{i}\":{{\"type\":\"noul\",\"noul\":0.5}}")).collect();
+    std::thread::spawn(move || {
+        for mut s in listener.incoming().flatten() {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 4096];
+            let body = loop {
+                match s.read(&mut buf) {
+                    Ok(0) | Err(_) => break None,
+                    Ok(n) => got.extend_from_slice(&buf[..n]),
+                }
+                let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n").map(|p| p + 4) else { continue };
+                let head = String::from_utf8_lossy(&got[..end]).to_ascii_lowercase();
+                let length: usize = head
+                    .lines()
+                    .find_map(|l| l.strip_prefix("content-length:"))
+                    .and_then(|v| v.trim().parse().ok())
+                    .unwrap_or(0);
+                if got.len() >= end + length {
+                    break serde_json::from_slice::<Value>(&got[end..end + length]).ok();
+                }
+            };
+            let mut answers = serde_json::Map::new();
+            for id in body.as_ref().and_then(|b| b["questions"].as_object()).into_iter().flat_map(|q| q.keys()) {
+                answers.insert(id.clone(), serde_json::json!({"type": "noul", "noul": 0.9}));
+            }
+            let asked = serde_json::Value::Object(answers).to_string();
+            let reply = format!("{{\"model\":\"jev-latest\",\"answers\":{}{unasked}}}}}", &asked[..asked.len() - 1]);
+            let _ = s.write_all(&head("200 OK", "Content-Type: application/json\r\n", reply.as_bytes()));
+        }
+    });
+    url
+}
+
 fn head(status: &str, headers: &str, body: &[u8]) -> Vec<u8> {
     let mut out = format!("HTTP/1.1 {status}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n", body.len())
         .into_bytes();
@@ -93,4 +131,18 @@ fn a_reply_that_is_not_an_answer_is_named_for_what_it_is() {
         assert!(!msg.contains("connection failed") && !msg.contains("nothing answers"), "{msg}");
         assert!(!msg.contains("secret"), "a password in a Location is never shown: {msg}");
     }
+}
+
+#[test]
+fn a_reply_is_read_only_up_to_what_the_questions_asked_can_need() {
+    // 300,000 answers nobody asked for (about 10 MB): not read, whatever they would cost parsed.
+    let v = decide(&answering(300_000));
+    let msg = error_of(&v);
+    assert!(
+        msg.contains("the reply's body is over") && msg.contains("more than any answer to this request needs"),
+        "{msg}"
+    );
+    // A few are ignored, and the answer asked for is used.
+    let v = decide(&answering(12));
+    assert_eq!(v["decision"], "yes", "{v}");
 }
