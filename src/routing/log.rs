@@ -46,6 +46,16 @@ pub fn read_all() -> io::Result<Entries> {
     read_all_at(&paths::routing_log())
 }
 
+/// Calls `f` with every entry of `paths::routing_log()` in order, one line at a time (see
+/// [`for_each_line`]); a missing log has none.
+pub fn for_each_entry(mut f: impl FnMut(Entry)) -> io::Result<()> {
+    for_each_line(&paths::routing_log(), |line| {
+        if let Some(e) = line.and_then(parse) {
+            f(e)
+        }
+    })
+}
+
 /// Rewrites `paths::routing_log()` through `f` while holding the lock (see `rewrite_at`).
 pub fn rewrite<R>(f: impl FnOnce(&mut Vec<Entry>) -> R) -> io::Result<R> {
     rewrite_at(&paths::routing_log(), f)
@@ -335,12 +345,11 @@ fn read_tail(log: &Path, cap: u64) -> Option<Vec<u8>> {
 /// Runs at every session start, so it reads the log without the writers' lock (a line being
 /// appended at that moment is incomplete and skipped) and parses as little as it can.
 pub fn count_waiting_for_labels() -> usize {
-    let Ok(mut file) = open_private(&paths::routing_log(), OpenOptions::new().read(true)) else { return 0 };
-    let mut bytes = Vec::new();
-    if file.read_to_end(&mut bytes).is_err() {
-        return 0;
+    let mut n = 0;
+    match for_each_line(&paths::routing_log(), |line| n += usize::from(line.is_some_and(waits_for_labels))) {
+        Ok(()) => n,
+        Err(_) => 0,
     }
-    String::from_utf8_lossy(&bytes).lines().filter(|line| waits_for_labels(line)).count()
 }
 
 /// [`Entry::needs_labels`] of one log line, settling most lines without parsing them. The writers
@@ -370,6 +379,49 @@ fn waits_for_labels(line: &str) -> bool {
 }
 
 /// The log's lines; a missing log has none. Lines that are not UTF-8 are kept lossily (they count as bad).
+/// Calls `f` with each line of `log`, without its newline, reading it in pieces: a line longer than
+/// [`MAX_HELD_LINE`] is passed over without being held (`f` gets `None` for it), so that the
+/// session-start hook and `calibrate pending` hold one line at a time, never the log. A missing log
+/// has no lines.
+fn for_each_line(log: &Path, mut f: impl FnMut(Option<&str>)) -> io::Result<()> {
+    let file = match open_private(log, OpenOptions::new().read(true)) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let mut reader = BufReader::with_capacity(1 << 16, file);
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let (used, ended) = {
+            let buf = reader.fill_buf()?;
+            if buf.is_empty() {
+                break;
+            }
+            let end = memchr::memchr(b'\n', buf);
+            let piece = &buf[..end.unwrap_or(buf.len())];
+            if !too_long && line.len() + piece.len() > MAX_HELD_LINE {
+                too_long = true;
+                line = Vec::new();
+            }
+            if !too_long {
+                line.extend_from_slice(piece);
+            }
+            (end.map_or(buf.len(), |i| i + 1), end.is_some())
+        };
+        reader.consume(used);
+        if ended {
+            f((!too_long).then(|| String::from_utf8_lossy(&line)).as_deref());
+            line.clear();
+            too_long = false;
+        }
+    }
+    if too_long || !line.is_empty() {
+        f((!too_long).then(|| String::from_utf8_lossy(&line)).as_deref());
+    }
+    Ok(())
+}
+
 fn read_lines(log: &Path) -> io::Result<Vec<String>> {
     let file = match open_private(log, OpenOptions::new().read(true)) {
         Ok(f) => f,

@@ -43,8 +43,12 @@ fn read_log() -> Result<log::Entries> {
 
 /// `calibrate pending`: the entries waiting for labels and the tally, as JSON on stdout.
 pub fn pending(limit: usize) -> Result<i32> {
-    let entries = read_log()?;
-    let (list, tally) = labels::pending(&entries.entries, limit);
+    // One entry at a time, keeping only what is shown: the log can be gigabytes.
+    let mut scan = labels::PendingKept::default();
+    log::for_each_entry(|e| scan.add(e, limit))
+        .context(|| format!("cannot read {}", paths::routing_log().display()))?;
+    let (list, _) = labels::pending(&scan.kept, limit);
+    let tally = scan.tally;
     let out = json!({
         "log": paths::routing_log().display().to_string(),
         "tally": tally,

@@ -87,23 +87,48 @@ pub struct Tally {
     pub pending: usize,
 }
 
+impl Tally {
+    /// Counts one entry; true when it waits for labels.
+    fn count(&mut self, e: &Entry) -> bool {
+        if !e.is_routing() {
+            return false;
+        }
+        self.entries += 1;
+        self.with_feature_labels += usize::from(!e.feature_labels().is_empty());
+        self.with_outcome += usize::from(e.judged.outcome.is_some());
+        self.failed += usize::from(e.judged.outcome == Some(Outcome::Failed));
+        let waits = e.needs_labels();
+        self.pending += usize::from(waits);
+        waits
+    }
+}
+
 /// The entries waiting for labels, oldest first, at most `limit`, plus the tally.
 pub fn pending(entries: &[Entry], limit: usize) -> (Vec<View<'_>>, Tally) {
     let mut t = Tally::default();
     let mut out = Vec::new();
-    for e in entries.iter().filter(|e| e.is_routing()) {
-        t.entries += 1;
-        t.with_feature_labels += usize::from(!e.feature_labels().is_empty());
-        t.with_outcome += usize::from(e.judged.outcome.is_some());
-        t.failed += usize::from(e.judged.outcome == Some(Outcome::Failed));
-        if e.needs_labels() {
-            t.pending += 1;
-            if out.len() < limit {
-                out.push(view(e, e.needs()));
-            }
+    for e in entries {
+        if t.count(e) && out.len() < limit {
+            out.push(view(e, e.needs()));
         }
     }
     (out, t)
+}
+
+/// [`pending`] over a log read one entry at a time: every entry is counted, and only the first
+/// `limit` waiting for labels are kept, so that a log of gigabytes is never held whole.
+#[derive(Debug, Default)]
+pub struct PendingKept {
+    pub tally: Tally,
+    pub kept: Vec<Entry>,
+}
+
+impl PendingKept {
+    pub fn add(&mut self, e: Entry, limit: usize) {
+        if self.tally.count(&e) && self.kept.len() < limit {
+            self.kept.push(e);
+        }
+    }
 }
 
 /// What `calibrate label` records on one entry.
@@ -207,6 +232,12 @@ mod tests {
         assert_eq!(p[0]["features"]["design"]["confidence"], 0.7, "the engine's answers go along, for proposing");
         assert_eq!(t, Tally { entries: 4, with_feature_labels: 3, with_outcome: 2, failed: 1, pending: 2 });
         assert_eq!(pending(&entries, 1).0.len(), 1);
+        let mut kept = PendingKept::default();
+        for e in log() {
+            kept.add(e, 1);
+        }
+        assert_eq!(kept.tally, t, "one entry at a time, the same tally");
+        assert_eq!(kept.kept.iter().map(|e| e.id.as_deref()).collect::<Vec<_>>(), vec![Some("p1")]);
     }
 
     #[test]

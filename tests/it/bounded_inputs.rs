@@ -436,3 +436,29 @@ fn the_embedding_cache_survives_a_torn_record_and_stays_under_its_cap() {
     assert_eq!(keys.last(), Some(&key("fresh")));
     assert_eq!(keys[keys.len() - 2], key("old 19999"));
 }
+
+#[test]
+fn the_session_start_hook_and_calibrate_pending_read_a_routing_log_of_gigabytes_a_line_at_a_time() {
+    // 30 prompts waiting for labels, a line of 1.5 GB (here zeros), then one more: both readers once
+    // held the whole log (the hook 516 MB for a 498 MB log, `pending` several times that), and the
+    // address space here is 1 GiB.
+    let env = TestEnv::with_mock("");
+    let waiting = |i: usize| format!("{}\n", json!({"id": format!("p{i}"), "source": "prompt", "prompt": "x"}));
+    let log = routing_log(&env, &(0..30).map(waiting).collect::<String>());
+    append_hole_then(&log, 1536 << 20, &format!("\n{}", waiting(30)));
+
+    let out = run_limited(&env, &["calibrate", "pending"], "");
+    assert_eq!(out.status.code(), Some(0), "calibrate pending: {}", stderr(&out));
+    let v: Value = serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)));
+    assert_eq!(v["tally"]["pending"], 31, "every entry counted, the long line passed over: {v}");
+    assert_eq!(v["tally"]["entries"], 31, "{v}");
+
+    let start = r#"{"session_id":"s1","transcript_path":"/tmp/t.jsonl","cwd":"/tmp","hook_event_name":"SessionStart","source":"startup"}"#;
+    let out = run_limited(&env, &["hook", "session-start"], start);
+    assert_eq!(out.status.code(), Some(0), "hooks exit 0: {}", stderr(&out));
+    assert!(
+        stdout(&out).contains("31 logged prompts and spawns"),
+        "the nudge counts past the long line: {}",
+        stdout(&out)
+    );
+}
