@@ -54,15 +54,21 @@ impl Endpoint {
                 "endpoint {url:?} is not on this machine; set allow_remote = true to use a remote engine"
             ));
         }
-        let mut config = ureq::Agent::config_builder().http_status_as_error(false).max_redirects(0);
+        // The system's certificates for HTTPS, and the proxy the environment names for this URL
+        // (never one for an engine on this machine, which a system proxy must not see or break).
+        let proxy =
+            super::net::proxy_for(trimmed, &|v| std::env::var(v).ok()).map_err(|e| format!("endpoint {url:?}: {e}"))?;
+        let mut config = ureq::Agent::config_builder()
+            .tls_config(super::net::tls_for(trimmed))
+            .proxy(proxy)
+            .http_status_as_error(false)
+            .max_redirects(0);
         if loopback {
-            // A system proxy must never see (or break) calls to an engine on this machine. Its answers are a
-            // few KB: buffers of 16 KB instead of ureq's 128 KB come from the heap, not from an
-            // mmap whose pages are zeroed (and faulted in) on every hook.
+            // Its answers are a few KB: buffers of 16 KB instead of ureq's 128 KB come from the
+            // heap, not from an mmap whose pages are zeroed (and faulted in) on every hook.
             // Headers past half the buffer are refused as such; filling the whole buffer would
             // read as a connection that broke off.
             config = config
-                .proxy(None)
                 .input_buffer_size(LOOPBACK_BUFFER)
                 .output_buffer_size(LOOPBACK_BUFFER)
                 .max_response_header_size(LOOPBACK_BUFFER / 2);
@@ -207,6 +213,10 @@ fn transport_failure(e: ureq::Error, timeout: Duration) -> Failure {
         }
         ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
             Failure::new(Cause::Refused, "connection refused: is the engine running?")
+        }
+        // A certificate the trust store does not vouch for comes wrapped in an I/O error: named as such.
+        ref tls if super::net::certificate_problem(tls).is_some() => {
+            Failure::new(Cause::Unreachable, super::net::describe(tls))
         }
         ureq::Error::Io(io) => Failure::new(Cause::Unreachable, format!("connection failed: {io}")),
         ureq::Error::HostNotFound => Failure::new(Cause::Unreachable, "host not found"),

@@ -16,6 +16,7 @@ pub mod http;
 pub mod laya;
 pub mod local;
 pub mod mock;
+pub mod net;
 pub mod ollama;
 pub mod systemone;
 pub mod von;

