@@ -3,10 +3,13 @@
 //! The main thread reads stdin line by line and answers everything but `tools/call` inline; each
 //! tool call runs on its own thread (a 2025-03-26 batch holding one runs on its own thread too,
 //! its members side by side), so a decision waiting on a slow engine holds up neither `ping`, nor
-//! health, nor another decision. Calls in flight are bounded in number and in the bytes of their
-//! messages ([`MAX_CALLS`], [`MAX_CALL_BYTES`]); one past either is refused at once with [`BUSY`]. Replies are written whole, one line each, under one
+//! health, nor another decision. At most [`MAX_CALLS`] run at once; a call past that count waits
+//! its turn in a queue (first come, first run, on the thread of a call that finished), so a client
+//! sending 50 calls at once has them all answered. What is bounded is memory: the messages of the
+//! calls running and waiting hold at most [`MAX_CALL_BYTES`] together, and only a call that would
+//! pass that is refused, at once, with [`BUSY`]. Replies are written whole, one line each, under one
 //! lock; stdout carries nothing else. End of input ends the process once every call still running
-//! is answered (each within its time budget), at once when none is.
+//! or waiting is answered (each within its time budget once it runs), at once when none is.
 //!
 //! Two protocol eras share the loop. The handshake era (2024-11-05 to 2025-11-25) starts with
 //! `initialize`, which fixes the version for the connection. The stateless era (2026-07-28) has no
@@ -25,7 +28,7 @@ pub mod clients;
 mod rpc;
 pub mod tools;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{BufReader, Write};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,21 +47,28 @@ use rpc::{
 const REPLY_MARGIN: Duration = Duration::from_millis(250);
 
 /// At most this many tool calls run at once (a batch counts one per tool call it runs at once, up
-/// to [`BATCH_RUNNERS`]); a call past it is refused at once with [`BUSY`]. Each call holds its
-/// message and the engine's working memory (the local engine's forward pass, an HTTP engine's
-/// request body) until it is answered: without a bound, 1,000 concurrent local decides took 3.9 GB.
+/// to [`BATCH_RUNNERS`]); a call past it waits in the queue until one finishes. Each running call
+/// holds its message and the engine's working memory (the local engine's forward pass, an HTTP
+/// engine's request body) until it is answered: without a bound, 1,000 concurrent local decides
+/// took 3.9 GB.
 pub const MAX_CALLS: usize = 32;
 
-/// At most this many bytes of messages (each line as read) may belong to tool calls still running;
-/// a call that would go past it is refused with [`BUSY`]. A call holds several times its message's
+/// What a call waiting in the queue costs beyond its message: its parsed arguments' allocations,
+/// its closure and its entry. Counted against [`MAX_CALL_BYTES`] with the message, so that a flood
+/// of tiny calls is bounded too (at most 16,384 waiting).
+const CALL_OVERHEAD: usize = 1024;
+
+/// At most this many bytes of messages (each line as read, plus [`CALL_OVERHEAD`]) may belong to
+/// tool calls running or waiting to run; a call that would go past it is refused with [`BUSY`]. A
+/// call holds several times its message's
 /// size while it runs (the parsed arguments, the request the gateway checks, the text the engine
 /// reads, an HTTP engine's body: about 7 times, measured on 4 MB contexts), so this bounds what
 /// large contexts cost: 100 calls of 15 MB took 5.9 GB. It is the longest message allowed
 /// ([`rpc::MAX_LINE`]), which therefore always runs when nothing else does.
 pub const MAX_CALL_BYTES: usize = rpc::MAX_LINE;
 
-/// The JSON-RPC error of a tool call refused because [`MAX_CALLS`] or [`MAX_CALL_BYTES`] would be
-/// passed (an implementation-defined server error, in the range JSON-RPC leaves to servers).
+/// The JSON-RPC error of a tool call refused because [`MAX_CALL_BYTES`] would be passed (an
+/// implementation-defined server error, in the range JSON-RPC leaves to servers).
 pub const BUSY: i64 = -32001;
 
 /// What one admitted call (or batch) holds of the bounds, given back when it is over.
@@ -68,22 +78,52 @@ struct Weight {
     bytes: usize,
 }
 
-/// Tool calls still running, by id, and what they hold of the bounds together. One map under one
-/// lock, so a cancellation can never outlive its call, and admission sees every call.
+/// Tool calls running or waiting, by id, what they hold of the bounds together, and the queue of
+/// those waiting. One map under one lock, so a cancellation can never outlive its call, and
+/// admission sees every call.
 #[derive(Default)]
 struct Flights {
     by_key: HashMap<String, InFlight>,
+    /// Of the calls running: what they count against [`MAX_CALLS`].
     calls: usize,
+    /// Of the calls running and waiting: what they count against [`MAX_CALL_BYTES`].
     bytes: usize,
+    waiting: VecDeque<Job>,
 }
 
-/// A tool call (or a batch holding one) still running.
+/// A tool call (or a batch holding one) running or waiting to run.
 struct InFlight {
-    /// The client cancelled it: its reply is dropped.
+    /// The client cancelled it: its reply is dropped (and, while it waits, it never runs).
     cancelled: bool,
-    /// By when it is answered, whatever its engines do: its time budget from its start. End of
-    /// input waits for it until then.
-    deadline: Instant,
+    /// By when it is answered, whatever its engines do: its time budget from its start (`None`
+    /// while it waits). End of input waits for it until then.
+    deadline: Option<Instant>,
+}
+
+/// A call admitted but not yet run: what it holds, how many turns of the chain it may take, and
+/// the work, which sends its reply.
+struct Job {
+    key: String,
+    weight: Weight,
+    rounds: u32,
+    work: Work,
+}
+
+/// Runs the call and sends its reply; gives the calls waiting that its end lets run.
+type Work = Box<dyn FnOnce(&Arc<Server>) -> Vec<Job> + Send>;
+
+impl Job {
+    /// Runs the call (unless it was cancelled while it waited); the calls waiting that its end lets run.
+    fn run(self, server: &Arc<Server>) -> Vec<Job> {
+        let cancelled =
+            server.in_flight.lock().map(|f| f.by_key.get(&self.key).is_some_and(|c| c.cancelled)).unwrap_or(false);
+        if cancelled {
+            // Cancelled while it waited: never run, and its share of the bound given back.
+            server.finish(&self.key, self.weight)
+        } else {
+            (self.work)(server)
+        }
+    }
 }
 
 struct Server {
@@ -101,38 +141,66 @@ impl Server {
         self.version.lock().map(|v| v.clone()).ok().flatten().unwrap_or_else(|| tools::PROTOCOL_VERSIONS[0].to_string())
     }
 
-    /// Registers a call (or a batch) as running, with its deadline: `rounds` turns of the whole
-    /// provider chain, each provider within the timeout. Refused (with the message of the busy
-    /// error) when `weight` would take the calls in flight past [`MAX_CALLS`] or [`MAX_CALL_BYTES`],
-    /// and when a call with this key is running already: a second call under one id would take the
-    /// first's place, and whichever finished first would end the wait for both at end of input.
-    fn start(&self, key: &str, rounds: u32, weight: Weight) -> Result<(), Refused> {
-        let deadline = Instant::now() + self.gateway.chain_budget() * rounds.max(1) + REPLY_MARGIN;
+    /// By when a call that starts now and may take `rounds` turns of the whole provider chain (each
+    /// provider within the timeout) is answered.
+    fn deadline(&self, rounds: u32) -> Instant {
+        Instant::now() + self.gateway.chain_budget() * rounds.max(1) + REPLY_MARGIN
+    }
+
+    /// Admits a call (or a batch): given back to run now when it fits beside the calls running
+    /// ([`MAX_CALLS`]) and none waits before it, else queued (`None`), to be run by the thread of a
+    /// call that finishes. Refused (with the message of the busy error) when its bytes would take
+    /// the calls running and waiting past [`MAX_CALL_BYTES`], and when a call with this key is
+    /// running or waiting already: a second call under one id would take the first's place, and
+    /// whichever finished first would end the wait for both at end of input.
+    fn admit(&self, job: Job) -> Result<Option<Job>, Refused> {
         let mut f = self.in_flight.lock().map_err(|_| Refused::Busy("the server is shutting down".to_string()))?;
-        if f.by_key.contains_key(key) {
+        if f.by_key.contains_key(&job.key) {
             return Err(Refused::IdInUse);
         }
         // The first call always fits: a single message is at most rpc::MAX_LINE bytes.
-        let idle = f.calls == 0;
-        if !idle && (f.calls + weight.calls > MAX_CALLS || f.bytes + weight.bytes > MAX_CALL_BYTES) {
+        let idle = f.by_key.is_empty();
+        if !idle && f.bytes + job.weight.bytes > MAX_CALL_BYTES {
             return Err(Refused::Busy(format!(
-                "busy: {} tool calls holding {} bytes of requests are running, and this one ({} bytes) would \
-                 pass the server's bound ({MAX_CALLS} calls, {MAX_CALL_BYTES} bytes); retry when one is answered",
-                f.calls, f.bytes, weight.bytes
+                "busy: the {} tool calls running and waiting hold {} bytes of requests, and this one ({} bytes) \
+                 would pass the server's bound of {MAX_CALL_BYTES} bytes; retry when one is answered",
+                f.by_key.len(),
+                f.bytes,
+                job.weight.bytes
             )));
         }
-        f.calls += weight.calls;
-        f.bytes += weight.bytes;
-        f.by_key.insert(key.to_string(), InFlight { cancelled: false, deadline });
-        Ok(())
+        f.bytes += job.weight.bytes;
+        if f.waiting.is_empty() && (f.calls == 0 || f.calls + job.weight.calls <= MAX_CALLS) {
+            f.calls += job.weight.calls;
+            f.by_key.insert(job.key.clone(), InFlight { cancelled: false, deadline: Some(self.deadline(job.rounds)) });
+            return Ok(Some(job));
+        }
+        f.by_key.insert(job.key.clone(), InFlight { cancelled: false, deadline: None });
+        f.waiting.push_back(job);
+        Ok(None)
     }
 
-    fn finish(&self, key: &str, weight: Weight) {
-        if let Ok(mut f) = self.in_flight.lock() {
-            f.by_key.remove(key);
-            f.calls = f.calls.saturating_sub(weight.calls);
-            f.bytes = f.bytes.saturating_sub(weight.bytes);
+    /// Gives back what a call held of the bounds and its id; then the calls waiting that now fit,
+    /// first come first, each registered as running from now.
+    fn finish(&self, key: &str, weight: Weight) -> Vec<Job> {
+        let Ok(mut f) = self.in_flight.lock() else { return Vec::new() };
+        f.by_key.remove(key);
+        f.calls = f.calls.saturating_sub(weight.calls);
+        f.bytes = f.bytes.saturating_sub(weight.bytes);
+        let mut ready = Vec::new();
+        while let Some(next) = f.waiting.front() {
+            if f.calls != 0 && f.calls + next.weight.calls > MAX_CALLS {
+                break;
+            }
+            let Some(next) = f.waiting.pop_front() else { break };
+            f.calls += next.weight.calls;
+            let deadline = self.deadline(next.rounds);
+            if let Some(entry) = f.by_key.get_mut(&next.key) {
+                entry.deadline = Some(deadline);
+            }
+            ready.push(next);
         }
+        ready
     }
 
     fn send(&self, msg: &Value) {
@@ -152,21 +220,22 @@ impl Server {
     /// unless the client cancelled it. Both happen under the output lock, so a client that has read
     /// the reply finds the call over (its id free, its share of the bound given back: before, a call
     /// sent right after a reply could be refused busy or "id in use"), while end of input, which
-    /// takes that lock last, still never exits before the reply is written. Whether it was sent.
-    fn answer(&self, key: &str, weight: Weight, reply: Option<Value>) -> bool {
+    /// takes that lock last, still never exits before the reply is written (the calls waiting that
+    /// now run are registered as running in the same step). Whether it was sent, and the calls
+    /// waiting that are now to run.
+    fn answer(&self, key: &str, weight: Weight, reply: Option<Value>) -> (bool, Vec<Job>) {
         let line = reply.as_ref().and_then(line_of);
         let Ok(mut out) = self.out.lock() else {
-            self.finish(key, weight);
-            return false;
+            return (false, self.finish(key, weight));
         };
         let cancelled = self.in_flight.lock().map(|f| f.by_key.get(key).is_some_and(|c| c.cancelled)).unwrap_or(false);
-        self.finish(key, weight);
+        let ready = self.finish(key, weight);
         match line {
             Some(line) if !cancelled => {
                 Self::write_line(&mut out, &line);
-                true
+                (true, ready)
             }
-            _ => false,
+            _ => (false, ready),
         }
     }
 }
@@ -219,13 +288,15 @@ pub fn serve(gateway: Gateway) -> i32 {
     0
 }
 
-/// Input is over. Every call still running is answered: the process waits until each has sent its
-/// reply or is past its deadline (its timeouts could not hold), then exits. With nothing in flight
-/// it exits at once.
+/// Input is over. Every call still running or waiting is answered: the process waits until each
+/// has sent its reply or is past its deadline (its timeouts could not hold), then exits. A call
+/// waiting has no deadline yet; it gets one when a running call finishes and hands it its thread,
+/// so the wait goes on while some call running is within its deadline. With nothing in flight it
+/// exits at once.
 fn wait_for_replies(server: &Server) {
     let waiting = || {
         let now = Instant::now();
-        server.in_flight.lock().map(|f| f.by_key.values().any(|c| c.deadline > now)).unwrap_or(false)
+        server.in_flight.lock().map(|f| f.by_key.values().any(|c| c.deadline.is_some_and(|d| d > now))).unwrap_or(false)
     };
     while waiting() {
         std::thread::sleep(Duration::from_millis(1));
@@ -283,26 +354,39 @@ fn handle_batch(server: &Arc<Server>, items: Vec<Value>, bytes: usize) {
     // Not the text of any JSON id, so never taken for one by a cancellation.
     let key = format!("batch#{}", BATCHES.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
     // Up to BATCH_RUNNERS members run at once; the others wait for a runner.
-    let weight = Weight { calls: tool_calls.min(BATCH_RUNNERS), bytes };
+    let weight = Weight { calls: tool_calls.min(BATCH_RUNNERS), bytes: bytes + CALL_OVERHEAD };
+    let rounds = items.len().div_ceil(BATCH_RUNNERS) as u32;
+    // Held here until the batch is admitted: a refused batch is still answered from it.
+    let held = Arc::new(Mutex::new(Some(items)));
+    let (batch, job_key) = (held.clone(), key.clone());
+    let work = move |server: &Arc<Server>| {
+        let items = batch.lock().ok().and_then(|mut b| b.take()).unwrap_or_default();
+        let reply = batch_replies(server, items, Run::Inline);
+        server.answer(&job_key, weight, reply).1
+    };
+    let job = Job { key, weight, rounds, work: Box::new(work) };
     // The batch's key is new, so only the bound can refuse it.
-    if let Err(Refused::Busy(why)) = server.start(&key, items.len().div_ceil(BATCH_RUNNERS) as u32, weight) {
-        // Past the bound: every tool call in it is refused at once, the rest answered as usual.
-        logging::info("rpc", &format!("batch refused: {why}"));
-        if let Some(reply) = batch_replies(server, items, Run::Busy(why)) {
-            server.send(&reply);
+    match server.admit(job) {
+        Ok(Some(job)) => {
+            if let Err(job) = spawn_worker(server, job) {
+                let ready = server.finish(&job.key, job.weight);
+                ready.into_iter().for_each(|j| work_on(server, j));
+                server.send(&error(Value::Null, INTERNAL_ERROR, "the server is overloaded: no thread for a batch"));
+            }
         }
-        return;
-    }
-    let worker = Arc::clone(server);
-    let worker_key = key.clone();
-    let spawned = std::thread::Builder::new().name("batch".into()).spawn(move || {
-        let reply = batch_replies(&worker, items, Run::Inline);
-        worker.answer(&worker_key, weight, reply);
-    });
-    if let Err(e) = spawned {
-        server.finish(&key, weight);
-        logging::error("rpc", &format!("cannot start a thread for a batch: {e}"));
-        server.send(&error(Value::Null, INTERNAL_ERROR, format!("the server is overloaded: {e}")));
+        Ok(None) => {}
+        Err(refused) => {
+            let why = match refused {
+                Refused::Busy(why) => why,
+                Refused::IdInUse | Refused::NoThread(_) => "the server cannot take the batch".to_string(),
+            };
+            // Past the bound: every tool call in it is refused at once, the rest answered as usual.
+            logging::info("rpc", &format!("batch refused: {why}"));
+            let items = held.lock().ok().and_then(|mut b| b.take()).unwrap_or_default();
+            if let Some(reply) = batch_replies(server, items, Run::Busy(why)) {
+                server.send(&reply);
+            }
+        }
     }
 }
 
@@ -488,7 +572,7 @@ fn call_tool(server: &Arc<Server>, request: Request, modern: Option<String>, how
         Run::Busy(why) => return Some(busy(busy_id, why)),
         Run::Thread(bytes) => bytes,
     };
-    match spawn_call(server, key, &rid, Weight { calls: 1, bytes }, call) {
+    match spawn_call(server, key, &rid, Weight { calls: 1, bytes: bytes + CALL_OVERHEAD }, call) {
         Ok(()) => None,
         Err(Refused::Busy(why)) => {
             logging::info(&rid, &format!("refused: {why}"));
@@ -523,8 +607,9 @@ enum Refused {
     NoThread(std::io::Error),
 }
 
-/// Runs a tool call on its own thread, registered in `in_flight` until its reply goes out (or
-/// dropped, when the client cancelled it); refused when it would pass the bounds.
+/// Runs a tool call on a thread of its own, or queues it until a running call's thread is free; it
+/// is registered in `in_flight` until its reply goes out (or is dropped, when the client cancelled
+/// it). Refused when its bytes would pass the bound.
 fn spawn_call(
     server: &Arc<Server>,
     key: String,
@@ -532,20 +617,63 @@ fn spawn_call(
     weight: Weight,
     run: impl FnOnce(&Gateway) -> Option<Value> + Send + 'static,
 ) -> Result<(), Refused> {
-    server.start(&key, 1, weight)?;
-    let worker = Arc::clone(server);
-    let (worker_key, rid) = (key.clone(), rid.to_string());
-    let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
-        let (server, key) = (worker, worker_key);
+    let rid = rid.to_string();
+    let job_key = key.clone();
+    let work = move |server: &Arc<Server>| {
         let reply = run(&server.gateway);
-        if !server.answer(&key, weight, reply) {
+        let (sent, ready) = server.answer(&job_key, weight, reply);
+        if !sent {
             logging::info(&rid, "reply dropped: the request was cancelled");
         }
+        ready
+    };
+    let Some(job) = server.admit(Job { key, weight, rounds: 1, work: Box::new(work) })? else {
+        return Ok(());
+    };
+    spawn_worker(server, job).map_err(|job| {
+        // No thread for it: it is refused, and what its place lets run gets this thread.
+        let ready = server.finish(&job.key, job.weight);
+        ready.into_iter().for_each(|j| work_on(server, j));
+        Refused::NoThread(std::io::Error::other("no thread could be started for the call"))
+    })
+}
+
+/// Starts a thread that runs `job` and then the calls waiting that its end lets run; the job back
+/// when no thread could be started.
+fn spawn_worker(server: &Arc<Server>, job: Job) -> Result<(), Job> {
+    // Shared, so that a spawn that fails (and drops its closure) gives the job back.
+    let slot = Arc::new(Mutex::new(Some(job)));
+    let (worker, taken) = (Arc::clone(server), slot.clone());
+    let spawned = std::thread::Builder::new().name("tool-call".into()).spawn(move || {
+        if let Some(job) = taken.lock().ok().and_then(|mut j| j.take()) {
+            work_on(&worker, job);
+        }
     });
-    if spawned.is_err() {
-        server.finish(&key, weight);
+    match spawned {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            logging::error("rpc", &format!("cannot start a thread for a tool call: {e}"));
+            match slot.lock().ok().and_then(|mut j| j.take()) {
+                Some(job) => Err(job),
+                None => Ok(()),
+            }
+        }
     }
-    spawned.map(|_| ()).map_err(Refused::NoThread)
+}
+
+/// Runs `first` on this thread, then each call waiting that a finished one lets run: the first of
+/// them here, any other (a batch's end can free several places) on a thread of its own.
+fn work_on(server: &Arc<Server>, first: Job) {
+    let mut mine = VecDeque::from([first]);
+    while let Some(job) = mine.pop_front() {
+        for next in job.run(server) {
+            if mine.is_empty() {
+                mine.push_back(next);
+            } else if let Err(next) = spawn_worker(server, next) {
+                mine.push_back(next);
+            }
+        }
+    }
 }
 
 fn handle_notification(server: &Server, method: &str, params: &Value) {

@@ -1,6 +1,7 @@
-//! The MCP server's bound on tool calls in flight (docs/tools.md, "Concurrency"): past it a call is
-//! refused at once with the busy error, every other call is answered as it would be alone, no reply
-//! is dropped, and the process's memory stays bounded however much the client sends at once.
+//! The MCP server's bounds on tool calls in flight (docs/tools.md, "Concurrency"): past the count a
+//! call waits its turn, past the bytes it is refused at once with the busy error; every other call
+//! is answered as it would be alone, no reply is dropped, and the process's memory stays bounded
+//! however much the client sends at once.
 //! Through the real binary over real pipes, with the real all-MiniLM-L6-v2 in the chain and a
 //! laya-serve fake behind it that holds its answers until the test lets go, so what runs beside
 //! what does not depend on the machine's speed.
@@ -112,11 +113,11 @@ fn peak_rss_kb(pid: u32) -> u64 {
     line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmHWM in kB")
 }
 
-/// 40 calls at once where the server runs 32: the last 8 are refused at once with the busy error
-/// (before the ping sent after them is answered), the 32 others are answered once the engine
-/// lets go, each as a call alone is, and the bound is free again afterwards.
+/// 40 calls at once where the server runs 32: none is refused; the last 8 wait their turn while a
+/// ping sent after them is answered at once, only 32 reach the engine while it holds them, and
+/// once it lets go all 40 are answered, each as a call alone is, and the bound is free again.
 #[test]
-fn calls_past_the_bound_are_refused_at_once_and_the_rest_answered() {
+fn calls_past_the_count_wait_their_turn_and_every_one_is_answered() {
     let gate = Gate::start(true);
     let Some(env) = env(&gate) else { return };
     let mut c = env.mcp();
@@ -128,21 +129,19 @@ fn calls_past_the_bound_are_refused_at_once_and_the_rest_answered() {
     gate.set(false);
 
     let early = send_all(&mut c, (1..=40).map(|id| decide(id, context)).collect());
-    let busy: Vec<i64> = early.iter().filter(|r| r["error"]["code"] == BUSY).filter_map(|r| r["id"].as_i64()).collect();
-    assert_eq!(busy, (33..=40).collect::<Vec<_>>(), "the calls past the 32nd are refused, at once: {early:?}");
-    let e = &early[0]["error"];
-    assert!(e["message"].as_str().unwrap().starts_with("busy: 32 tool calls"), "{e}");
-    assert_eq!(e["data"]["max_calls"], 32, "{e}");
-    assert_eq!(gate.wait_for_questions(33), 33, "the 32 admitted calls reached the engine");
+    assert_eq!(early, Vec::<Value>::new(), "nothing is refused, and the ping is answered before any call");
+    assert_eq!(gate.wait_for_questions(33), 33, "32 calls run at once and reach the engine");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(gate.server.requests_to("/v1/systemone").len(), 33, "the other 8 wait while 32 run");
 
     gate.set(true);
     let mut answered = std::collections::HashSet::new();
-    while answered.len() < 32 {
-        let reply = c.recv(CUT_OFF).expect("every admitted call is answered");
+    while answered.len() < 40 {
+        let reply = c.recv(CUT_OFF).expect("every call is answered");
         assert_eq!(gist(&reply), gist(&alone), "an answer under load is the answer alone: {reply}");
         assert!(answered.insert(reply["id"].as_i64().unwrap()), "one reply per call: {reply}");
     }
-    assert_eq!(answered, (1..=32).collect(), "the admitted calls are the first 32");
+    assert_eq!(answered, (1..=40).collect(), "every call");
     // The bound is given back as calls finish.
     c.send(&decide(41, context));
     let after = c.recv(CUT_OFF).expect("a call after the load");

@@ -2,12 +2,16 @@
 
 Run by tests/sdk_client.rs with the venv that scripts/test creates. Usage:
     python sdk_client.py <path to system1>
+    python sdk_client.py <path to system1> concurrent <N>
 The environment (scratch HOME, SYSTEM1_CONFIG selecting the mock, ...) is inherited.
 
 In each connect mode ("auto" probes server/discover and adopts the stateless 2026-07-28 era when the
 server offers it, else falls back to initialize; "legacy" goes straight to initialize) it connects, lists the tools, calls each one, and validates every
 structuredContent against the tool's outputSchema with jsonschema (a dependency of the SDK).
 Prints one JSON summary line on stdout; exits non-zero on the first failure.
+
+With "concurrent N" it instead connects once and sends N system1_decide calls at once (one task
+each, as an agent fanning out does), and prints the status of each, or the error the SDK raised.
 """
 
 import json
@@ -77,7 +81,29 @@ async def session(binary, mode):
     return summary
 
 
-async def main(binary):
+async def concurrent(binary, n):
+    params = StdioServerParameters(command=binary, args=["mcp"], env=dict(os.environ))
+    outcomes = [None] * n
+    async with Client(params, mode="legacy") as client:
+
+        async def one(i):
+            try:
+                result = await client.call_tool("system1_decide", {"question": f"Ship change {i}?"})
+                outcomes[i] = result.model_dump(by_alias=True)["structuredContent"]["status"]
+            except Exception as e:  # the SDK raises the server's JSON-RPC error: reported, not fatal
+                outcomes[i] = f"{type(e).__name__}: {e}"
+
+        async with anyio.create_task_group() as group:
+            for i in range(n):
+                group.start_soon(one, i)
+    return {"statuses": outcomes}
+
+
+async def main(binary, *rest):
+    if rest[:1] == ("concurrent",):
+        with anyio.fail_after(60):
+            print(json.dumps(await concurrent(binary, int(rest[1]))))
+        return
     results = []
     for mode in ("auto", "legacy"):
         with anyio.fail_after(30):
@@ -86,4 +112,4 @@ async def main(binary):
 
 
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1])
+    anyio.run(main, *sys.argv[1:])
