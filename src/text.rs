@@ -148,8 +148,21 @@ pub fn binary() -> &'static str {
     static SHOWN: OnceLock<String> = OnceLock::new();
     SHOWN.get_or_init(|| {
         let installed = paths::installed_binary();
-        let target = if installed.is_file() { installed } else { std::env::current_exe().unwrap_or(installed) };
-        if binary_on_path(&target) { "system1".to_string() } else { shell_path(&target) }
+        if installed.is_file() {
+            return if binary_on_path(&installed) { "system1".to_string() } else { shell_path(&installed) };
+        }
+        let running = std::env::current_exe().unwrap_or(installed);
+        if binary_on_path(&running) {
+            return "system1".to_string();
+        }
+        // The path the user ran it by, when it names this binary (a link to a build, say): the
+        // resolved path is one they never typed.
+        match std::env::args_os().next().map(std::path::PathBuf::from) {
+            Some(typed) if typed.components().count() > 1 && paths::same_file(&typed, &running) => {
+                if typed.is_absolute() { shell_path(&typed) } else { shell_quote(&typed.display().to_string()) }
+            }
+            _ => shell_path(&running),
+        }
     })
 }
 

@@ -280,6 +280,16 @@ fn check_registration(r: &mut Findings) {
             r.ok(format!("MCP server registered ({found})"));
             return;
         }
+        // Without Claude Code there is nothing to register with: not a fault for other clients.
+        if claude::find_claude().is_none() && !file.exists() && !paths::claude_dir().exists() {
+            r.ok(format!(
+                "Claude Code is not installed here (no `claude` on PATH, no {}): no registration to check; \
+                 for other MCP clients, `{}` prints the entry to add",
+                file.display(),
+                text::command("mcp-config")
+            ));
+            return;
+        }
         let fix = if claude::find_claude().is_some() {
             format!("run `{}`, or `{}`", text::command("install"), register_command())
         } else {

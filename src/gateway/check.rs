@@ -42,7 +42,11 @@ impl Gateway {
                 confidence: c.confidence,
                 probabilities: Some(Probabilities::of(options, &c.probabilities)),
                 calibrated: true,
-                rationale,
+                // The engine's rationale quotes its own numbers: the ones the answer carries follow,
+                // so the two never seem to disagree.
+                rationale: rationale.map(|r| {
+                    format!("{r}; calibrated: {}", crate::providers::answers::listed(options, &c.probabilities))
+                }),
                 stability,
             },
             None => Answer::Decided { decision, confidence, probabilities, calibrated: false, rationale, stability },

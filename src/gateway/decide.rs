@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::request::{DecideRequest, Invalid};
 use super::{
-    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, Gateway, PAUSED_RATIONALE, Purpose, Query, Refusal, Stability,
-    Status, YES_NO_FIX, millis,
+    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, Gateway, Purpose, Query, Refusal, Stability, Status, YES_NO_FIX,
+    millis, paused_rationale,
 };
 use crate::providers::{Cause, PassCause, Question};
 use crate::{logging, state};
@@ -100,7 +100,7 @@ fn refuse(resp: &mut DecideResponse, refusal: Refusal) {
     let (code, message) = match refusal {
         Refusal::Paused => {
             resp.status = Status::Abstained;
-            resp.rationale = Some(PAUSED_RATIONALE.to_string());
+            resp.rationale = Some(paused_rationale());
             return;
         }
         Refusal::Config(errors) => (ErrorCode::ConfigError, errors.join("; ")),
@@ -143,7 +143,7 @@ fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
             resp.rationale = rationale;
             if confidence < threshold {
                 resp.status = Status::Abstained;
-                let why = format!("confidence {confidence:.2} is below the threshold {threshold:.2}");
+                let why = below(confidence, threshold);
                 resp.rationale = Some(match resp.rationale.take() {
                     Some(r) => format!("{why} ({r})"),
                     None => why,
@@ -154,6 +154,13 @@ fn apply_threshold(resp: &mut DecideResponse, answer: Answer, threshold: f64) {
             }
         }
     }
+}
+
+/// `confidence C is below the threshold T`, each to the fewest decimals (2 to 6) at which C is
+/// shown below T: 0.5996 and 0.6 are `0.5996` and `0.6000`, not `0.60` and `0.60`.
+fn below(confidence: f64, threshold: f64) -> String {
+    let digits = (2..6).find(|&d| crate::text::round(confidence, d) < crate::text::round(threshold, d)).unwrap_or(6);
+    format!("confidence {confidence:.digits$} is below the threshold {threshold:.digits$}", digits = digits as usize)
 }
 
 /// The stability figures, to 4 decimals, when they were measured.

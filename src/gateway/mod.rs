@@ -51,17 +51,25 @@ pub const TOOLS: [&str; 3] = ["system1_decide", "system1_health", "system1_capab
 /// uses, so they are not tallied (doctor's own test decision is not either).
 pub const CHECK_RUN_ENV: &str = "SYSTEM1_CHECK_RUN";
 
-pub const PAUSED_RATIONALE: &str = "System-1 is paused (/system1:toggle off), so it makes no decisions: reason it through yourself. Resume with /system1:toggle on.";
+/// Why a paused System-1 does not decide. Any MCP client reads it, so it names the command that
+/// resumes, runnable as printed, not Claude Code's slash command.
+pub fn paused_rationale() -> String {
+    format!(
+        "System-1 is paused, so it makes no decisions: reason it through yourself. `{}` resumes it.",
+        crate::text::command("toggle on")
+    )
+}
 
 /// What would answer a question no engine of the chain answers.
 pub const PASSED_FIX: &str = "add an engine that answers it to the chain: a System One server ([providers.systemone], \
-     docs/engines.md#system-one-servers) as a fallback, or teach the local engine the question (/system1:calibrate)";
+     docs/engines.md#system-one-servers) as a fallback, or teach the local engine the question (`system1 calibrate fit \
+     --provider local --question`, docs/calibration.md)";
 
 /// What would answer free yes/no questions in a chain none of whose engines does (the local
 /// engine alone answers only the ones it was taught).
 pub const YES_NO_FIX: &str = "add a System One server to the chain as a fallback ([providers.systemone], \
-     docs/engines.md#system-one-servers), or teach the question to the local engine (`system1 calibrate fit --question`, \
-     /system1:calibrate)";
+     docs/engines.md#system-one-servers), or teach the question to the local engine (`system1 calibrate fit --provider local \
+     --question`, docs/calibration.md)";
 
 /// One question's answer, checked and calibrated.
 #[derive(Debug, Clone, PartialEq)]

@@ -78,7 +78,12 @@ pub fn remove(settings: &Path) -> Result<bool> {
         return Ok(false);
     }
     o.remove("statusLine");
-    write(settings, o)?;
+    if o.is_empty() {
+        // Nothing else was in it: no `{}` file left behind (Claude Code reads no file as empty).
+        std::fs::remove_file(settings).context(|| format!("cannot remove {}", settings.display()))?;
+    } else {
+        write(settings, o)?;
+    }
     Ok(true)
 }
 

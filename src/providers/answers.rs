@@ -16,8 +16,12 @@ pub fn round4(x: f64) -> f64 {
 
 /// `laya typed-decisions: block the merge=0.52, rerun the pipeline=0.48`.
 pub fn rationale(engine: &str, model: &str, options: &[String], probs: &[f64]) -> String {
-    let listed: Vec<String> = options.iter().zip(probs).map(|(o, p)| format!("{o}={p:.2}")).collect();
-    format!("{engine} {model}: {}", listed.join(", "))
+    format!("{engine} {model}: {}", listed(options, probs))
+}
+
+/// `block the merge=0.52, rerun the pipeline=0.48`: each option with its probability, two decimals.
+pub fn listed(options: &[String], probs: &[f64]) -> String {
+    options.iter().zip(probs).map(|(o, p)| format!("{o}={p:.2}")).collect::<Vec<_>>().join(", ")
 }
 
 /// The gateway's answer for a choice: the engine's own pick when it made one, else the most

@@ -125,6 +125,8 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
         Err(refusal) => return refusal_response(&refusal, &n),
     };
     let provider = outcome.provider.unwrap_or_default();
+    // Every engine may have passed the questions on: then none answered, and the log says so.
+    let via = if provider.is_empty() { " (no engine answered)".to_string() } else { format!(" via {provider}") };
     let mut out = Map::new();
     for (q, a) in request.questions.iter().zip(&outcome.answers) {
         match q.answer(a) {
@@ -133,7 +135,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
             }
             Err(why) => {
                 let msg = format!("question {:?} ({}): {why}", q.id, q.type_name());
-                return refused(error(400, "unanswerable_question", &msg), format!("{n} via {provider}: {msg}"));
+                return refused(error(400, "unanswerable_question", &msg), format!("{n}{via}: {msg}"));
             }
         }
     }
@@ -145,7 +147,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
         "x_provider": provider,
         "x_engine_model": outcome.model,
     });
-    Handled { response: Response::json(200, &body), note: format!("{n} via {provider}") }
+    Handled { response: Response::json(200, &body), note: format!("{n}{via}") }
 }
 
 /// The HTTP answer to a refusal: a broken config or the pause is the server's state (503), an
@@ -158,8 +160,11 @@ fn refusal_response(refusal: &gateway::Refusal, n: &str) -> Handled {
             refused(error(503, "config_error", &msg), "config error")
         }
         Refusal::Paused => {
-            let msg = "system1 is paused (`system1 toggle on` resumes it), so it makes no decisions";
-            refused(error(503, "paused", msg).with_header("Retry-After", "60"), "paused")
+            let msg = format!(
+                "system1 is paused (`{}` resumes it), so it makes no decisions",
+                crate::text::command("toggle on")
+            );
+            refused(error(503, "paused", &msg).with_header("Retry-After", "60"), "paused")
         }
         Refusal::NoEngine => {
             let message = refusal.to_string();

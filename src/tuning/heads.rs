@@ -145,7 +145,7 @@ pub fn describe(fitted: &[Head]) -> Vec<String> {
         .iter()
         .map(|h| {
             let q: String = h.question.chars().take(36).collect();
-            let clamp = h.clamped.map(|c| format!(" (fitted {c}, clamped)")).unwrap_or_default();
+            let clamp = h.clamped.map(|c| format!(" (its fit wanted {c:.3}, clamped)")).unwrap_or_default();
             format!(
                 "  {q:<36} n={:<4} yes={:<4} leave-one-out accuracy {:.3}  temperature {:.3}{clamp}",
                 h.n, h.positives, h.loo_accuracy, h.temperature

@@ -100,7 +100,12 @@ impl QuestionFit {
                 "softened: the engine was over-confident"
             };
             let clamp = match self.fit.clamped {
-                Some(f) => format!(", clamped to [{}, {}]: the fit wanted T = {f:.3}", fit::CLAMP.0, fit::CLAMP.1),
+                Some(f) => format!(
+                    ", clamped to [{}, {}]: the fit on these {} answers wanted T = {f:.3}",
+                    fit::CLAMP.0,
+                    fit::CLAMP.1,
+                    self.n
+                ),
                 None => String::new(),
             };
             format!(
@@ -186,7 +191,7 @@ mod tests {
         assert_eq!((r.applied_t, r.fit.temperature), (0.5, 0.5));
         assert!(
             r.text().contains(
-                "T = 0.500 (sharpened: the engine was under-confident, clamped to [0.5, 5]: the fit wanted T = 0.050)"
+                "T = 0.500 (sharpened: the engine was under-confident, clamped to [0.5, 5]: the fit on these 30 answers wanted T = 0.050)"
             ),
             "{}",
             r.text()

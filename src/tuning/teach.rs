@@ -347,7 +347,17 @@ fn print(set: &Set, fitted: &[Head], measured: &QuestionFit, a: &FitOptions) -> 
     let heads: Vec<String> = fitted
         .iter()
         .map(|h| {
-            let clamp = h.clamped.map(|c| format!(", fitted {c} and clamped")).unwrap_or_default();
+            let clamp = h
+                .clamped
+                .map(|c| {
+                    format!(
+                        " (its fit on all {} examples wanted {c:.3}, clamped to [{}, {}])",
+                        h.n,
+                        crate::tuning::fit::CLAMP.0,
+                        crate::tuning::fit::CLAMP.1
+                    )
+                })
+                .unwrap_or_default();
             match &h.option {
                 Some(o) => format!("  head {o:?}: temperature {:.3}{clamp}", h.temperature),
                 None => format!("  head: temperature {:.3}{clamp}", h.temperature),

@@ -589,6 +589,54 @@ fn uninstall_sh_runs_the_installed_binary_and_passes_purge() {
     assert_eq!(s.claude_log().last().map(String::as_str), Some("mcp remove --scope user system1"));
 }
 
+/// uninstall.sh when the binary is gone already: `--purge` removes what system1 keeps in the
+/// install dir (the same entries `system1 uninstall --purge` removes) and the config with its
+/// emptied folder, and leaves another program's files and the install dir that holds them.
+#[test]
+fn uninstall_sh_without_the_binary_purges_only_system1s_own_files() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    std::fs::remove_file(s.bin()).unwrap();
+    let dir = s.env.install_dir.clone();
+    for (own, text) in [
+        ("logs/routing.jsonl", "{}\n"),
+        ("logs/decisions-2026-12-07.jsonl", "{}\n"),
+        ("engines/local/model.safetensors", "weights"),
+        ("calibration.json", "{}"),
+        ("paused", ""),
+    ] {
+        support::write(&dir.join(own), text);
+    }
+    support::write(&dir.join("logs/other-tool.log"), "not system1's");
+    support::write(&dir.join("tools/keep.txt"), "not system1's");
+    let script = Path::new(REPO).join("scripts/uninstall.sh");
+    let out = s.run(Path::new("sh"), &[script.to_str().unwrap(), "--purge"]);
+    ok(&out);
+    let text = stdout(&out);
+    assert!(dir.join("tools/keep.txt").exists() && dir.join("logs/other-tool.log").exists(), "{text}");
+    for gone in
+        ["logs/routing.jsonl", "logs/decisions-2026-12-07.jsonl", "engines", "calibration.json", "paused", "bin"]
+    {
+        assert!(!dir.join(gone).exists(), "{gone}: {text}");
+    }
+    assert!(text.contains(&format!("left {}: it holds files that are not system1's", dir.display())), "{text}");
+    assert!(!s.env.config.exists() && !s.env.config.parent().unwrap().exists(), "config and its folder: {text}");
+    assert_eq!(s.claude_log().last().map(String::as_str), Some("mcp remove --scope user system1"));
+}
+
+/// `system1 uninstall` takes out the status line it set; a settings file that held nothing else
+/// goes with it instead of staying behind as `{}`.
+#[test]
+fn uninstall_leaves_no_empty_settings_file() {
+    let s = Scratch::new(true);
+    ok(&s.env.run(&["install"], ""));
+    let settings = s.env.claude_dir.join("settings.json");
+    ok(&s.run(&s.bin(), &["statusline", "--install"]));
+    assert!(settings.exists());
+    ok(&s.env.run(&["uninstall", "--purge"], ""));
+    assert!(!settings.exists(), "{:?}", std::fs::read_to_string(&settings));
+}
+
 #[test]
 fn release_workflow_builds_every_asset_the_install_scripts_download() {
     let read = |rel: &str| std::fs::read_to_string(Path::new(REPO).join(rel)).unwrap();

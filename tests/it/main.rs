@@ -32,6 +32,7 @@ mod engines_systemone;
 mod engines_von_ollama;
 mod engines_xllamacpp;
 mod first_hour;
+mod frictions;
 mod guarded_reads;
 mod hook_deadlines;
 mod hostile_output;

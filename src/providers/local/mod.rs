@@ -237,12 +237,18 @@ impl Local {
                     reason: format!(
                         "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
                      labelled examples, one JSON line each ({{\"text\": \"...\", \"label\": true}}), and run `{}` \
-                     (/system1:calibrate walks you through it)",
+                     (docs/calibration.md; in Claude Code, the calibrate skill walks you through it)",
                         self.label(),
                         text::command(&teach_command(&q.text))
                     ),
                 });
             };
+            if let Some(why) = missing_context(&head.context, request.context.as_ref()) {
+                return Some(EngineAnswer::Abstained {
+                    rationale: Some(format!("{}: {why}", self.label())),
+                    detail: None,
+                });
+            }
             let p = answers::round4(head.p_yes(state));
             let mut probs = vec![0.0; 2];
             probs[yes] = p;
@@ -435,6 +441,41 @@ pub fn teach_command(question: &str) -> String {
     // Single quotes: a shell takes everything inside them as it is, but a single quote.
     let q = question.split_whitespace().collect::<Vec<_>>().join(" ").replace('\'', "'\\''");
     format!("calibrate fit --provider local --question '{q}' --set FILE.jsonl --apply")
+}
+
+/// Why a head taught on contexts with the fields `taught` cannot read this request's `context`:
+/// there is none (the model would read the question's own words, which no example looked like),
+/// or an object without one of those fields, or with it blank. A head taught on one field also
+/// reads a plain string as that field (see [`state_text`]: both are the same text to the model).
+fn missing_context(taught: &[String], context: Option<&Value>) -> Option<String> {
+    if taught.is_empty() {
+        return None;
+    }
+    let filled = |v: &Value| match v {
+        Value::Null => false,
+        Value::String(s) => !s.trim().is_empty(),
+        _ => true,
+    };
+    let missing: Vec<&String> = match context {
+        Some(Value::String(s)) if taught.len() == 1 && !s.trim().is_empty() => Vec::new(),
+        Some(Value::Object(o)) => taught.iter().filter(|k| !o.get(k.as_str()).is_some_and(filled)).collect(),
+        _ => taught.iter().collect(),
+    };
+    if missing.is_empty() {
+        return None;
+    }
+    let names = |keys: &[&String]| keys.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ");
+    let all: Vec<&String> = taught.iter().collect();
+    let example = taught.iter().map(|k| format!("{k:?}: \"...\"")).collect::<Vec<_>>().join(", ");
+    Some(format!(
+        "this question was taught on a context with {}, and the request {}; no answer without it: pass \"context\": {{{example}}}",
+        names(&all),
+        if context.is_none_or(Value::is_null) {
+            "has no context".to_string()
+        } else {
+            format!("lacks {}", names(&missing))
+        }
+    ))
 }
 
 /// A context object's map of option descriptions (`{"skills": {name: description}}`), when one of
