@@ -110,7 +110,10 @@ fn yes_no_without_a_head_is_passed_on_and_says_how_to_teach_it() {
     let a = p.decide(&request, Duration::from_secs(10)).expect("answers");
     assert!(matches!(a[0], EngineAnswer::Passed { .. }), "{:?}", a[0]);
     let why = a[0].rationale().unwrap();
-    assert!(why.contains("no trained head") && why.contains("/system1:calibrate"), "{why}");
+    assert!(
+        why.contains("no trained head") && why.contains("docs/calibration.md") && !why.contains("/system1:"),
+        "{why}"
+    );
 }
 
 #[test]
