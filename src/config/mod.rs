@@ -51,6 +51,9 @@ provider_kinds! {
     Laya = "laya",
     Von = "von",
     SystemOne = "systemone",
+    Decisions = "decisions",
+    Gemini = "gemini",
+    OpenRouter = "openrouter",
     Ollama = "ollama",
     Local = "local",
     Mock = "mock",
@@ -64,7 +67,7 @@ impl ProviderKind {
 
 /// The kinds a named instance may be (`[providers.<name>] kind = "systemone"`): engines of one
 /// wire protocol, several of which may sit in one chain (a server on this machine and a hosted one).
-pub const INSTANCE_KINDS: &[ProviderKind] = &[ProviderKind::SystemOne];
+pub const INSTANCE_KINDS: &[ProviderKind] = &[ProviderKind::SystemOne, ProviderKind::Decisions];
 
 /// Names an instance may not take: they are config sections of their own, or start the
 /// environment variables of one (`SYSTEM1_ROUTING_*`).

@@ -104,15 +104,31 @@ impl Endpoint {
     }
 
     pub fn get(&self, path: &str, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
+        self.get_keyed(path, timeout, bearer.map(|k| (KeyHeader::Bearer, k)))
+    }
+
+    pub fn post(&self, path: &str, body: &Value, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
+        self.post_capped(path, body, timeout, bearer.map(|k| (KeyHeader::Bearer, k)), MAX_REPLY_BYTES)
+    }
+
+    /// `get` with the key in the header its API names.
+    pub fn get_keyed(&self, path: &str, timeout: Duration, key: Option<(KeyHeader, &str)>) -> Result<Reply, Failure> {
         let mut req = self.agent.get(format!("{}{path}", self.url)).config().timeout_global(Some(timeout)).build();
-        if let Some(key) = bearer {
-            req = req.header("Authorization", format!("Bearer {key}"));
+        if let Some((header, key)) = key {
+            req = req.header(header.name(), header.value(key));
         }
         read_reply(req.call(), timeout, MAX_REPLY_BYTES)
     }
 
-    pub fn post(&self, path: &str, body: &Value, timeout: Duration, bearer: Option<&str>) -> Result<Reply, Failure> {
-        self.post_capped(path, body, timeout, bearer, MAX_REPLY_BYTES)
+    /// `post` with the key in the header its API names.
+    pub fn post_keyed(
+        &self,
+        path: &str,
+        body: &Value,
+        timeout: Duration,
+        key: Option<(KeyHeader, &str)>,
+    ) -> Result<Reply, Failure> {
+        self.post_capped(path, body, timeout, key, MAX_REPLY_BYTES)
     }
 
     /// [`Endpoint::post`], reading at most `max_bytes` of the reply's body: an adapter that knows
@@ -123,7 +139,7 @@ impl Endpoint {
         path: &str,
         body: &Value,
         timeout: Duration,
-        bearer: Option<&str>,
+        key: Option<(KeyHeader, &str)>,
         max_bytes: u64,
     ) -> Result<Reply, Failure> {
         let bytes =
@@ -135,10 +151,34 @@ impl Endpoint {
             .timeout_global(Some(timeout))
             .build()
             .header("Content-Type", "application/json");
-        if let Some(key) = bearer {
-            req = req.header("Authorization", format!("Bearer {key}"));
+        if let Some((header, key)) = key {
+            req = req.header(header.name(), header.value(key));
         }
         read_reply(req.send(&bytes[..]), timeout, max_bytes)
+    }
+}
+
+/// Where an API takes its key: `Authorization: Bearer KEY`, as most do, or a header of its own
+/// (Gemini's `x-goog-api-key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyHeader {
+    Bearer,
+    Named(&'static str),
+}
+
+impl KeyHeader {
+    fn name(self) -> &'static str {
+        match self {
+            KeyHeader::Bearer => "Authorization",
+            KeyHeader::Named(n) => n,
+        }
+    }
+
+    fn value(self, key: &str) -> String {
+        match self {
+            KeyHeader::Bearer => format!("Bearer {key}"),
+            KeyHeader::Named(_) => key.to_string(),
+        }
     }
 }
 

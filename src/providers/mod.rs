@@ -8,6 +8,7 @@
 //! `config::ProviderKind` (the compiler asks for the line once the name is there).
 
 pub mod answers;
+pub mod decisions;
 pub mod failure;
 #[cfg(test)]
 #[path = "../../tests/it/support/fake_http.rs"]
@@ -36,6 +37,9 @@ fn construct(kind: ProviderKind, s: &Settings) -> Box<dyn Provider> {
         ProviderKind::Laya => Box::new(laya::Laya::new(s)),
         ProviderKind::Von => Box::new(von::Von::new(s)),
         ProviderKind::SystemOne => Box::new(systemone::SystemOne::new(s)),
+        ProviderKind::Decisions => Box::new(decisions::Decisions::new(s)),
+        ProviderKind::Gemini => Box::new(systemone::SystemOne::with_dialect(s, &systemone::GEMINI)),
+        ProviderKind::OpenRouter => Box::new(systemone::SystemOne::with_dialect(s, &systemone::OPENROUTER)),
         ProviderKind::Ollama => Box::new(ollama::Ollama::new(s)),
         ProviderKind::Local => Box::new(local::Local::new(s)),
         ProviderKind::Mock => Box::new(mock::Mock::new(s)),
@@ -377,7 +381,10 @@ mod tests {
     #[test]
     fn each_name_in_the_table_builds_the_adapter_of_that_name() {
         for &name in ProviderKind::NAMES {
-            let settings = Settings::new(&format!("providers.{name}"), toml::Table::new(), BTreeMap::new());
+            // A hosted engine is used only where the config allows a remote one.
+            let hosted = ["gemini", "openrouter"].contains(&name);
+            let table: toml::Table = if hosted { "allow_remote = true".parse().unwrap() } else { toml::Table::new() };
+            let settings = Settings::new(&format!("providers.{name}"), table, BTreeMap::new());
             let provider = build(name, &settings).unwrap_or_else(|| panic!("{name}: {:?}", settings.errors.borrow()));
             assert_eq!(provider.name(), name);
         }

@@ -18,6 +18,10 @@
 //!
 //! Several servers can sit side by side: `[providers.<name>]` with `kind = "systemone"` is one
 //! more provider of this kind under its own name (its key in `SYSTEM1_<NAME>_API_KEY`).
+//!
+//! Gemini's Decisions API and OpenRouter's are the same shape at another path: each is a
+//! [`Dialect`] of this adapter (its path, where its key goes, its model names), not an adapter of
+//! its own.
 
 use std::time::{Duration, Instant};
 
@@ -25,7 +29,7 @@ use serde_json::{Map, Value};
 
 use super::answers;
 use super::failure::generic_fix;
-use super::http::{self, Endpoint, Reply};
+use super::http::{self, Endpoint, KeyHeader, Reply};
 use super::wire::{self, Ask};
 use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, PassCause, Probe, Provider};
 use crate::config::Settings;
@@ -37,7 +41,75 @@ pub const DEFAULT_MODEL: &str = "jev-latest";
 /// The API's own limit on a choice's options.
 pub const API_MAX_OPTIONS: u64 = 255;
 
+/// What one service of the System One shape does its own way.
+#[derive(Debug)]
+pub struct Dialect {
+    /// The provider's name in the config.
+    pub kind: &'static str,
+    /// The API's name for people.
+    pub service: &'static str,
+    pub endpoint: &'static str,
+    /// Where decisions are posted, under the endpoint.
+    pub path: &'static str,
+    /// Where the models are listed (`{"models": [{"name"}]}` or `{"data": [{"id"}]}`).
+    pub models_path: &'static str,
+    pub key_header: KeyHeader,
+    pub model: &'static str,
+    /// What the request's `model` is prefixed with (Gemini's `models/`).
+    pub model_prefix: &'static str,
+    /// Whether an option without a description goes as `null` (else as `""`: Gemini types a
+    /// choice's criteria as strings).
+    pub null_description: bool,
+    /// Whether `model` must be one the models list names (the open servers all take the SDKs'
+    /// default name, listed or not).
+    pub listed_model_only: bool,
+}
+
+/// Any System One server.
+pub const SYSTEM_ONE: Dialect = Dialect {
+    kind: "systemone",
+    service: "System One",
+    endpoint: DEFAULT_ENDPOINT,
+    path: "/v1/systemone",
+    models_path: "/v1/models",
+    key_header: KeyHeader::Bearer,
+    model: DEFAULT_MODEL,
+    model_prefix: "",
+    null_description: true,
+    listed_model_only: false,
+};
+
+/// Gemini's Decisions API, as the `google-genai` SDK 3.3.0 calls it: `POST /v1beta/decisions`,
+/// the key in `x-goog-api-key`, the model as `models/<name>`.
+pub const GEMINI: Dialect = Dialect {
+    kind: "gemini",
+    service: "Gemini Decisions API",
+    endpoint: "https://generativelanguage.googleapis.com",
+    path: "/v1beta/decisions",
+    models_path: "/v1beta/models",
+    key_header: KeyHeader::Named("x-goog-api-key"),
+    model: "gemini-decision-1",
+    model_prefix: "models/",
+    null_description: false,
+    listed_model_only: true,
+};
+
+/// OpenRouter's decisions route: several vendors' decision models behind one key.
+pub const OPENROUTER: Dialect = Dialect {
+    kind: "openrouter",
+    service: "OpenRouter decisions",
+    endpoint: "https://openrouter.ai",
+    path: "/api/alpha/decisions",
+    models_path: "/api/v1/models",
+    key_header: KeyHeader::Bearer,
+    model: "typesafe/jev-1.14",
+    model_prefix: "",
+    null_description: true,
+    listed_model_only: true,
+};
+
 pub struct SystemOne {
+    dialect: &'static Dialect,
     /// `systemone`, or the instance's name.
     name: String,
     endpoint: Option<Endpoint>,
@@ -63,7 +135,11 @@ fn transport(name: &str, f: Failure) -> Failure {
 
 impl SystemOne {
     pub fn new(s: &Settings) -> Self {
-        let name = s.section().strip_prefix("providers.").unwrap_or("systemone").to_string();
+        Self::with_dialect(s, &SYSTEM_ONE)
+    }
+
+    pub fn with_dialect(s: &Settings, dialect: &'static Dialect) -> Self {
+        let name = s.section().strip_prefix("providers.").unwrap_or(dialect.kind).to_string();
         // An instance names its kind; the built-in table need not.
         if s.has("kind") {
             let kind = s.string("kind", "systemone");
@@ -71,7 +147,7 @@ impl SystemOne {
                 s.error(format!("{}.kind must be \"systemone\", got {kind:?}", s.section()));
             }
         }
-        let endpoint = Endpoint::from_settings(s, DEFAULT_ENDPOINT);
+        let endpoint = Endpoint::from_settings(s, dialect.endpoint);
         let api_key = answers::api_key(s);
         if api_key.is_some() && endpoint.as_ref().is_some_and(Endpoint::is_plain_remote) {
             s.error(format!(
@@ -81,8 +157,9 @@ impl SystemOne {
         }
         let timeout_s = s.f64("timeout_s", 0.0, 0.0, 600.0);
         Self {
+            dialect,
             endpoint,
-            model: s.string("model", DEFAULT_MODEL).trim().to_string(),
+            model: s.string("model", dialect.model).trim().to_string(),
             max_options: s.u64("max_options", API_MAX_OPTIONS, 2, API_MAX_OPTIONS) as usize,
             timeout: (timeout_s > 0.0).then(|| Duration::from_secs_f64(timeout_s)),
             api_key,
@@ -126,8 +203,10 @@ impl SystemOne {
             s @ (404 | 405) => (
                 Cause::HttpStatus(s),
                 format!(
-                    "the server at {} has no POST /v1/systemone: is it a System One server? ({detail})",
-                    self.base()
+                    "the server at {} has no POST {}: is it a {} server? ({detail})",
+                    self.base(),
+                    self.dialect.path,
+                    self.dialect.service
                 ),
             ),
             422 => (Cause::HttpStatus(422), format!("the server refused the request as invalid ({detail})")),
@@ -147,12 +226,18 @@ impl SystemOne {
             return Err("no time left".to_string());
         }
         let endpoint = self.endpoint().map_err(|f| f.detail().to_string())?;
-        let reply = endpoint.get("/v1/models", timeout, self.api_key.as_deref()).map_err(|f| f.detail().to_string())?;
+        let reply =
+            endpoint.get_keyed(self.dialect.models_path, timeout, self.key()).map_err(|f| f.detail().to_string())?;
         if reply.status != 200 {
             return Err(http::error_detail(&reply));
         }
-        let listed = reply.json.get("models").and_then(Value::as_array).ok_or("no `models` list")?;
-        Ok(listed.iter().filter_map(|m| m.get("name").and_then(Value::as_str)).map(String::from).collect())
+        let listed = listed_models(&reply.json).ok_or("no `models` list")?;
+        Ok(listed.into_iter().map(String::from).collect())
+    }
+
+    /// The key and the header it goes in.
+    fn key(&self) -> Option<(KeyHeader, &str)> {
+        self.api_key.as_deref().map(|k| (self.dialect.key_header, k))
     }
 
     /// Reads one answer as the question was asked.
@@ -178,6 +263,22 @@ impl SystemOne {
             }
         }
     }
+}
+
+/// The model names a models list gives: System One's and Gemini's `{"models": [{"name"}]}` (Gemini's
+/// names without their `models/`), or OpenAI's and OpenRouter's `{"data": [{"id"}]}`.
+fn listed_models(json: &Value) -> Option<Vec<&str>> {
+    let (list, field) = match (json.get("models"), json.get("data")) {
+        (Some(Value::Array(l)), _) => (l, "name"),
+        (_, Some(Value::Array(l))) => (l, "id"),
+        _ => return None,
+    };
+    Some(
+        list.iter()
+            .filter_map(|m| m.get(field).and_then(Value::as_str))
+            .map(|n| n.strip_prefix("models/").unwrap_or(n))
+            .collect(),
+    )
 }
 
 /// Whether an error says the model is unknown. The System One API has no error type of its own for
@@ -315,12 +416,19 @@ impl SystemOne {
             .collect();
         let mut questions = Map::new();
         for ((id, q), ask) in ids.iter().zip(&request.questions).zip(&asks) {
-            questions.insert(id.clone(), wire::question(*ask, q, wire::descriptions(request, &q.options)));
+            let mut asked = wire::question(*ask, q, wire::descriptions(request, &q.options));
+            if !self.dialect.null_description
+                && let Some(Value::Object(criteria)) = asked.get_mut("criteria")
+            {
+                criteria.values_mut().filter(|d| d.is_null()).for_each(|d| *d = Value::String(String::new()));
+            }
+            questions.insert(id.clone(), asked);
         }
-        let body = wire::body(answers::state_of(request), Some(&self.model), questions);
+        let model = format!("{}{}", self.dialect.model_prefix, self.model);
+        let body = wire::body(answers::state_of(request), Some(&model), questions);
         let reply = self
             .endpoint()?
-            .post_capped("/v1/systemone", &body, timeout, self.api_key.as_deref(), reply_cap(request))
+            .post_capped(self.dialect.path, &body, timeout, self.key(), reply_cap(request))
             .map_err(|f| transport(name, f))?;
         if reply.status == 422
             && let Some(refused) = refused_questions(name, &reply, &ids)
@@ -332,6 +440,13 @@ impl SystemOne {
         }
         if reply.json.is_null() && reply.text.trim() != "null" {
             return Err(malformed(name, wire::unparsed(&reply.text).to_string()));
+        }
+        // Gemini's content filter: no answers, and why.
+        if let Some(reason) = reply.json.pointer("/prompt_feedback/block_reason").and_then(Value::as_str)
+            && wire::answers_of(&reply.json).is_none()
+        {
+            let why = format!("{name} blocked the input ({})", crate::text::printable(reason, 60));
+            return Ok(Asked::Refused((0..ids.len()).map(|i| (i, why.clone())).collect()));
         }
         let Some(got) = wire::answers_of(&reply.json) else {
             let b = wire::Broken { rule: "response.envelope", what: "there is no `answers` object".into() };
@@ -374,15 +489,11 @@ impl SystemOne {
             Ok(e) => e,
             Err(f) => return Probe::Down(f),
         };
-        let reply = match endpoint.get("/v1/models", timeout, self.api_key.as_deref()) {
+        let reply = match endpoint.get_keyed(self.dialect.models_path, timeout, self.key()) {
             Ok(r) => r,
             Err(f) => return Probe::Down(f.prefixed(&format!("{what}: "))),
         };
-        let listed: Option<Vec<&str>> = reply
-            .json
-            .get("models")
-            .and_then(Value::as_array)
-            .map(|l| l.iter().filter_map(|m| m.get("name").and_then(Value::as_str)).collect());
+        let listed = listed_models(&reply.json);
         match (reply.status, listed) {
             (401 | 403, _) => {
                 let why = if self.api_key.is_some() {
@@ -397,16 +508,17 @@ impl SystemOne {
                 Probe::up(format!("{what} is up and offers {}", self.model))
             }
             // Every server of the API accepts the SDKs' default name, listed or not.
-            (200, Some(names)) if self.model == DEFAULT_MODEL => {
+            (200, Some(names)) if self.model == DEFAULT_MODEL && !self.dialect.listed_model_only => {
                 Probe::up(format!("{what} is up (models: {}); {DEFAULT_MODEL} takes its default", names.join(", ")))
             }
             (200, Some(names)) => Probe::Down(Failure::new(
                 Cause::UnknownModel,
                 format!("{what} is up, but does not offer the model {:?}; it offers: {}", self.model, names.join(", ")),
             )),
-            (404, _) => {
-                Probe::up(format!("{what} answers, but lists no models (no GET /v1/models); decisions will tell"))
-            }
+            (404, _) => Probe::up(format!(
+                "{what} answers, but lists no models (no GET {}); decisions will tell",
+                self.dialect.models_path
+            )),
             _ => Probe::Down(http::status_failure(&format!("{what}: "), &reply)),
         }
     }
@@ -421,9 +533,15 @@ impl SystemOne {
                  Code and the shell; a hosted server needs an https:// endpoint for it",
                 self.key_var()
             )),
-            Cause::UnknownModel => Fix::new(format!(
+            Cause::UnknownModel if !self.dialect.listed_model_only => Fix::new(format!(
                 "set [providers.{name}] model to one the server lists (the error names them), or remove it to use \
                  {DEFAULT_MODEL}, which every server of the API takes"
+            )),
+            Cause::UnknownModel => Fix::new(format!(
+                "set [providers.{name}] model to one the service lists (GET {}{}), or remove it for {}",
+                self.base(),
+                self.dialect.models_path,
+                self.dialect.model
             )),
             Cause::HttpStatus(422) => Fix::new(format!(
                 "the server refused the request as invalid (its detail says why): it may not speak the System One API \
@@ -431,8 +549,8 @@ impl SystemOne {
                 self.base()
             )),
             Cause::HttpStatus(404 | 405) => Fix::new(format!(
-                "point [providers.{name}] endpoint at the root of a System One server (the provider calls \
-                 /v1/systemone and /v1/models under it)"
+                "point [providers.{name}] endpoint at the root of a {} server (the provider calls {} and {} under it)",
+                self.dialect.service, self.dialect.path, self.dialect.models_path
             )),
             // llama.cpp's server and Ollama answer 501 when their model has no decision head.
             Cause::HttpStatus(501) => Fix::new(format!(

@@ -224,3 +224,76 @@ fn each_kind_of_failure_has_its_own_fix() {
     assert!(fixes[0].contains("SYSTEM1_HOSTED_API_KEY") && fixes[1].contains("[providers.hosted] model"), "{fixes:?}");
     assert!(fixes[6].contains("jevcompat test"), "{fixes:?}");
 }
+
+#[test]
+fn gemini_and_openrouter_are_dialects_at_their_own_paths_with_their_own_keys() {
+    let server = FakeServer::start(|r: &Request| {
+        if r.path == "/v1beta/models" {
+            return Reply::json(200, &json!({"models": [{"name": "models/gemini-decision-1"}]}));
+        }
+        if r.path == "/api/v1/models" {
+            return Reply::json(200, &json!({"data": [{"id": "typesafe/jev-1.14"}]}));
+        }
+        let body = r.json();
+        let ids: Vec<String> = body["questions"].as_object().map(|q| q.keys().cloned().collect()).unwrap_or_default();
+        if body["state"] == "blocked" {
+            return Reply::json(200, &json!({"prompt_feedback": {"block_reason": "safety"}}));
+        }
+        let answers: serde_json::Map<String, Value> = ids
+            .iter()
+            .map(|id| {
+                let a = if body["questions"][id]["type"] == "noul" {
+                    json!({"type": "noul", "noul": 0.9, "confidence": 0.9})
+                } else {
+                    json!({"type": "choice", "choice": "app", "probabilities": {"infra": 0.2, "app": 0.8}, "confidence": 0.8})
+                };
+                (id.clone(), a)
+            })
+            .collect();
+        Reply::json(200, &json!({"answers": answers}))
+    });
+    let request = |state: &str| EngineRequest {
+        context: Some(json!(state)),
+        questions: vec![
+            yes_no("oom", "Was it out of memory?"),
+            Question { key: "team".into(), text: "Which team?".into(), options: vec!["infra".into(), "app".into()] },
+        ],
+    };
+    let config = format!("endpoint = \"{}\"\napi_key = \"k-1\"\n", server.url());
+    let dialect = |section: &str, d: &'static Dialect| {
+        let s = settings(section, &config);
+        let p = SystemOne::with_dialect(&s, d);
+        s.finish();
+        assert!(s.take_errors().is_empty());
+        p
+    };
+    let gemini = dialect("providers.gemini", &GEMINI);
+    let out = gemini.decide(&request("The build ran out of memory."), T).expect("answers");
+    assert_eq!((out[0].decision(), out[1].decision()), (Some("yes"), Some("app")));
+    let seen = server.requests();
+    assert_eq!(seen[0].path, "/v1beta/decisions");
+    assert_eq!((seen[0].header("x-goog-api-key"), seen[0].header("authorization")), (Some("k-1"), None));
+    assert_eq!(seen[0].json()["model"], "models/gemini-decision-1");
+    assert_eq!(
+        seen[0].json()["questions"]["team"]["criteria"],
+        json!({"infra": "", "app": ""}),
+        "Gemini types them as text"
+    );
+    assert!(gemini.health(T).ok(), "{:?}", gemini.health(T));
+    let out = gemini.decide(&request("blocked"), T).expect("passed on");
+    assert!(
+        matches!(&out[0], EngineAnswer::Passed { cause: PassCause::Refused, reason } if reason.contains("blocked the input (safety)")),
+        "{out:?}"
+    );
+    server.clear();
+    let openrouter = dialect("providers.openrouter", &OPENROUTER);
+    openrouter.decide(&request("x"), T).expect("answers");
+    let seen = server.requests();
+    assert_eq!((seen[0].path.as_str(), seen[0].header("authorization")), ("/api/alpha/decisions", Some("Bearer k-1")));
+    assert_eq!(seen[0].json()["model"], "typesafe/jev-1.14");
+    assert!(openrouter.health(T).ok(), "{:?}", openrouter.health(T));
+    // A hosted engine is never used unless the config says a remote one may be.
+    let s = settings("providers.gemini", "");
+    let _ = SystemOne::with_dialect(&s, &GEMINI);
+    assert!(s.take_errors().iter().any(|e| e.contains("allow_remote")));
+}
