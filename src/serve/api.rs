@@ -434,7 +434,7 @@ fn round4(x: f64) -> f64 {
 
 /// Each engine option's probability, rounded to 4 decimals, and whether they were estimated: an
 /// engine that reports only its pick and confidence gets the rest spread evenly over the others.
-fn distribution(
+pub(super) fn distribution(
     options: &[String],
     decision: &str,
     confidence: f64,

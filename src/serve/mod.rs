@@ -16,6 +16,7 @@
 //! [`routes`] answers each route.
 
 pub mod api;
+mod decisions;
 mod http;
 mod routes;
 
@@ -238,7 +239,7 @@ fn serve_one(mut job: Job, shared: &Shared) {
     };
     // The key is checked on the head: a client without it gets no `100 Continue`, and its body
     // is never read into memory.
-    if let Some(refused) = routes::check_key(shared.key.as_ref(), head.authorization.as_deref()) {
+    if let Some(refused) = routes::check_key(shared.key.as_ref(), head.authorization.as_deref(), &head.path) {
         http::write_response(&mut job.stream, &refused.response, head.has_body());
         shared.served.fetch_add(1, Ordering::Relaxed);
         return log(&head.method, &head.path, &refused);

@@ -4,6 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::api::{self, Refusal, SoRequest};
+use super::decisions;
 use super::http::{Request, Response};
 use crate::gateway::response::HealthStatus;
 use crate::gateway::{self, Gateway};
@@ -22,28 +23,34 @@ pub fn error(status: u16, error_type: &str, message: &str) -> Response {
     Response::json(status, &json!({"detail": {"error_type": error_type, "message": message}}))
 }
 
-fn refused(response: Response, note: impl Into<String>) -> Handled {
+pub(super) fn refused(response: Response, note: impl Into<String>) -> Handled {
     Handled { response, note: note.into() }
 }
 
 /// The 401 for a request without the key, when one is set; None when it may go on.
-pub fn check_key(key: Option<&[u8; 32]>, authorization: Option<&str>) -> Option<Handled> {
+pub fn check_key(key: Option<&[u8; 32]>, authorization: Option<&str>, path: &str) -> Option<Handled> {
     let key = key?;
     if authorized(key, authorization) {
         return None;
     }
     let why = if authorization.is_some() { "a wrong API key" } else { "no API key" };
-    let resp = error(401, "authentication_error", &format!("{why}: send Authorization: Bearer <key>"))
-        .with_header("WWW-Authenticate", "Bearer");
-    Some(refused(resp, why))
+    let message = format!("{why}: send Authorization: Bearer <key>");
+    // In the error shape of the API the client speaks.
+    let resp = if path.trim_end_matches('/') == decisions::PATH {
+        decisions::error(401, "invalid_api_key", &message, None)
+    } else {
+        error(401, "authentication_error", &message)
+    };
+    Some(refused(resp.with_header("WWW-Authenticate", "Bearer"), why))
 }
 
 pub fn handle(gateway: &Gateway, key: Option<&[u8; 32]>, started: &str, req: &Request, rid: &str) -> Handled {
-    if let Some(refusal) = check_key(key, req.authorization.as_deref()) {
+    if let Some(refusal) = check_key(key, req.authorization.as_deref(), &req.path) {
         return refusal;
     }
     match (req.method.as_str(), req.path.trim_end_matches('/')) {
         ("POST", "/v1/systemone") => systemone(gateway, &req.body, rid),
+        ("POST", decisions::PATH) => decisions::handle(gateway, &req.body, rid),
         ("GET", "/v1/models") => refused(Response::json(200, &models(gateway, started)), ""),
         ("GET", "/health") => {
             let h = gateway.health();
@@ -51,7 +58,7 @@ pub fn handle(gateway: &Gateway, key: Option<&[u8; 32]>, started: &str, req: &Re
             let body = serde_json::to_value(&h).unwrap_or(Value::Null);
             refused(Response::json(status, &body), h.status.to_string())
         }
-        (_, "/v1/systemone") => method_not_allowed("POST"),
+        (_, "/v1/systemone" | decisions::PATH) => method_not_allowed("POST"),
         (_, "/v1/models" | "/health") => method_not_allowed("GET"),
         (_, path) => refused(error(404, "not_found", &format!("no such route: {path}")), "no such route"),
     }
@@ -122,7 +129,7 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
     let n = crate::text::count(request.questions.len() as u64, "question");
     let outcome = match gateway.ask(&request.ask(), rid) {
         Ok(answered) => answered,
-        Err(refusal) => return refusal_response(&refusal, &n),
+        Err(refusal) => return refusal_response(&refusal, &n, error),
     };
     let provider = outcome.provider.unwrap_or_default();
     // Every engine may have passed the questions on: then none answered, and the log says so.
@@ -151,8 +158,13 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
 }
 
 /// The HTTP answer to a refusal: a broken config or the pause is the server's state (503), an
-/// engine's timeout 504, any other failure of the engines 502.
-fn refusal_response(refusal: &gateway::Refusal, n: &str) -> Handled {
+/// engine's timeout 504, any other failure of the engines 502; the body in the error shape of the
+/// route asked (`error(status, type, message)`).
+pub(super) fn refusal_response(
+    refusal: &gateway::Refusal,
+    n: &str,
+    error: impl Fn(u16, &str, &str) -> Response,
+) -> Handled {
     use gateway::Refusal;
     match refusal {
         Refusal::Config(errors) => {

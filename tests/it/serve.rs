@@ -41,7 +41,7 @@ impl Server {
         Server { child, addr, stderr: Some(stderr) }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}", self.addr)
     }
 
@@ -295,7 +295,7 @@ fn results(report: &Value) -> Vec<(String, String, String)> {
 
 /// An environment whose chain is the local engine with the real all-MiniLM-L6-v2, then `mock` as
 /// a `systemone` engine for what local passes on; `None` when either is not installed.
-fn local_then_mock(mock: &crate::engines_systemone::Mock) -> Option<TestEnv> {
+pub(crate) fn local_then_mock(mock: &crate::engines_systemone::Mock) -> Option<TestEnv> {
     let dir = crate::local_engine::model_dir()?;
     let mut env = TestEnv::new();
     // A loaded machine can take seconds over a request: the answers are under test, not the time.
