@@ -145,7 +145,13 @@ pub fn run(args: Args) -> Result<i32> {
                 .map(text::without_userinfo)
                 .unwrap_or_else(|| providers::systemone::DEFAULT_ENDPOINT.to_string());
             let health = server.map(|s| s.health(Duration::from_secs(1)));
-            let p = probe::probe(health.as_ref().map(|h| (endpoint.as_str(), h)));
+            // A hosted engine is offered only where its key is set (the environment or api_key_file).
+            let keyed: Vec<&str> = probe::HOSTED
+                .iter()
+                .map(|h| h.provider)
+                .filter(|name| !loaded.provider_settings(name).peek_string("api_key").trim().is_empty())
+                .collect();
+            let p = probe::probe(health.as_ref().map(|h| (endpoint.as_str(), h)), &keyed);
             if json {
                 outln!("{}", serde_json::to_string_pretty(&p).unwrap_or_default())?;
             } else {

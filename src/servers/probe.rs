@@ -178,9 +178,88 @@ pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&
     offers
 }
 
+/// A hosted decision engine: its provider, the service, and its published price.
+pub struct Hosted {
+    pub provider: &'static str,
+    pub service: &'static str,
+    /// Whose servers the prompts go to.
+    pub vendor: &'static str,
+    /// USD per million input tokens (output is not charged), as the vendor publishes it; `None`
+    /// where it depends on the model chosen.
+    pub usd_per_million_input: Option<f64>,
+    pub price_source: &'static str,
+}
+
+/// The hosted decision engines System-1 speaks to (docs/engines.md#gemini-and-openrouter).
+pub const HOSTED: [Hosted; 3] = [
+    Hosted {
+        provider: "gemini",
+        service: "Google's Gemini Decisions API (gemini-decision-1)",
+        vendor: "Google",
+        usd_per_million_input: Some(0.10),
+        price_source: "Google's figure at launch, 2026-11-11",
+    },
+    Hosted {
+        provider: "decisions",
+        service: "OpenAI's Decisions API (gpt-6-luna; endpoint = \"https://api.openai.com/v1\")",
+        vendor: "OpenAI",
+        usd_per_million_input: Some(0.10),
+        price_source: "OpenAI's figure for the public beta, 2026-10-06",
+    },
+    Hosted {
+        provider: "openrouter",
+        service: "OpenRouter's decisions route (several vendors' decision models behind one key)",
+        vendor: "OpenRouter and the model's vendor",
+        usd_per_million_input: None,
+        price_source: "OpenRouter prices each model on its own page",
+    },
+];
+
+/// The median prompt of the routing seed set (calibration/routing.jsonl: 281 prompts, median 141
+/// characters): the state of a routing-sized decision.
+const ROUTING_PROMPT_CHARS: usize = 141;
+
+/// The input tokens of one decision the size of the routing hook's (its four questions about a
+/// median prompt), at one token per four characters, the estimate `system1 serve` reports `usage` by.
+pub fn routing_decision_tokens() -> u64 {
+    let questions: usize = crate::routing::features::QUESTIONS.iter().map(|(_, q)| q.chars().count()).sum();
+    ((questions + ROUTING_PROMPT_CHARS) as u64).div_ceil(4)
+}
+
+/// The hosted engines to offer: only those whose key is set (`keyed` names their providers), each
+/// saying that prompts leave the machine, what 1,000 routing-sized decisions cost at the published
+/// price, and that it goes behind the local engine.
+pub fn hosted(keyed: &[&str]) -> Vec<Value> {
+    let tokens = routing_decision_tokens();
+    HOSTED
+        .iter()
+        .filter(|h| keyed.contains(&h.provider))
+        .map(|h| {
+            let cost = match h.usd_per_million_input {
+                Some(p) => format!(
+                    "about ${:.3} per 1,000 decisions the size of the routing hook's ({tokens} input tokens each, at \
+                     ${p:.2} per million input tokens and nothing for output: {})",
+                    tokens as f64 * 1000.0 * p / 1e6,
+                    h.price_source
+                ),
+                None => format!("priced per model ({})", h.price_source),
+            };
+            let how = format!(
+                "{} (your key is set), only if you agree: every prompt and context it decides on leaves this machine \
+                 for {}'s servers; {cost}. Put it behind the local engine, so that the questions the local engine was \
+                 taught stay here and only the others go out: [gateway] provider = \"local\", fallback = [\"{}\"], \
+                 and [providers.{}] allow_remote = true",
+                h.service, h.vendor, h.provider, h.provider
+            );
+            json!({"engine": h.provider, "how": how})
+        })
+        .collect()
+}
+
 /// Everything the probe finds, as JSON. `answering` is the configured System One server's
-/// endpoint and health probe, when one is configured or listens at the default address.
-pub fn probe(answering: Option<(&str, &Probe)>) -> Value {
+/// endpoint and health probe, when one is configured or listens at the default address; `keyed`
+/// the hosted engines whose key is set.
+pub fn probe(answering: Option<(&str, &Probe)>, keyed: &[&str]) -> Value {
     let threads = std::thread::available_parallelism().map(|n| n.get()).ok();
     // What programs and system files say is printed and goes to the model: escaped and short.
     let shown = |s: Option<String>| s.map(|s| text::printable(&s, 200));
@@ -197,6 +276,7 @@ pub fn probe(answering: Option<(&str, &Probe)>) -> Value {
         "ollama": ollama,
         "llama_server": llama.as_deref().and_then(llama_build),
         "systemone": offers,
+        "hosted": hosted(keyed),
     })
     .as_object()
     .map(|o| {
@@ -265,6 +345,9 @@ pub fn describe(p: &Value) -> Vec<String> {
         let mark = if offer["fits"].as_bool() == Some(true) { "" } else { "(not yet) " };
         lines.push(format!("System One server: {mark}{}", s(&offer["how"]).unwrap_or_default()));
     }
+    for offer in p["hosted"].as_array().into_iter().flatten() {
+        lines.push(format!("Hosted engine: {}", s(&offer["how"]).unwrap_or_default()));
+    }
     lines
 }
 
@@ -301,6 +384,22 @@ mod recommend_tests {
         assert!(
             hosted.contains("only if you agree") && hosted.contains("leaves this machine") && hosted.contains("paid")
         );
+    }
+
+    #[test]
+    fn a_hosted_engine_is_offered_only_with_its_key_and_says_what_leaves_and_what_it_costs() {
+        assert!(hosted(&[]).is_empty(), "no key, no offer");
+        let offers = hosted(&["gemini", "openrouter"]);
+        assert_eq!(offers.iter().map(|o| o["engine"].as_str().unwrap()).collect::<Vec<_>>(), ["gemini", "openrouter"]);
+        let gemini = offers[0]["how"].as_str().unwrap();
+        let tokens = routing_decision_tokens();
+        assert!((150..300).contains(&tokens), "four questions and a median prompt: {tokens}");
+        let cost = format!("about ${:.3} per 1,000 decisions", tokens as f64 * 1000.0 * 0.10 / 1e6);
+        assert!(gemini.contains(&cost), "{gemini}");
+        assert!(gemini.contains("leaves this machine") && gemini.contains("fallback = [\"gemini\"]"), "{gemini}");
+        assert!(offers[1]["how"].as_str().unwrap().contains("priced per model"));
+        let lines = describe(&json!({"hosted": offers}));
+        assert_eq!(lines.iter().filter(|l| l.starts_with("Hosted engine: ")).count(), 2, "{lines:?}");
     }
 
     #[test]
