@@ -120,17 +120,6 @@ impl Endpoint {
         read_reply(req.call(), timeout, MAX_REPLY_BYTES)
     }
 
-    /// `post` with the key in the header its API names.
-    pub fn post_keyed(
-        &self,
-        path: &str,
-        body: &Value,
-        timeout: Duration,
-        key: Option<(KeyHeader, &str)>,
-    ) -> Result<Reply, Failure> {
-        self.post_capped(path, body, timeout, key, MAX_REPLY_BYTES)
-    }
-
     /// [`Endpoint::post`], reading at most `max_bytes` of the reply's body: an adapter that knows
     /// how large an answer to its request can be caps the reply there, so a server cannot make one
     /// decision cost hundreds of MB with answers nobody asked for.
