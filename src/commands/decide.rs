@@ -82,6 +82,10 @@ pub fn run(args: Args) -> Result<i32> {
             );
         }
     }
+    // What would answer the question, for the person (the model's rationale is one sentence).
+    if let Some(hint) = &resp.hint {
+        errln!("system1: {hint}");
+    }
     Ok(match (&resp.status, &resp.error) {
         (Status::Decided, _) => exit::OK,
         (Status::Abstained, _) => exit::ABSTAINED,

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::request::{DecideRequest, Invalid};
 use super::{
-    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, Gateway, Purpose, Query, Refusal, Stability, Status, YES_NO_FIX,
-    millis, paused_rationale,
+    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, Gateway, Purpose, Query, Refusal, Stability, Status,
+    UNANSWERED_RATIONALE, YES_NO_FIX, millis, paused_rationale,
 };
 use crate::providers::{Cause, PassCause, Question};
 use crate::{logging, state};
@@ -39,9 +39,11 @@ impl Gateway {
                 if req.options.is_none() && causes.contains(&PassCause::NoHead) && self.lacks_free_yes_no() =>
             {
                 resp.status = Status::Abstained;
-                resp.rationale = Some(format!(
+                resp.rationale = Some(UNANSWERED_RATIONALE.to_string());
+                resp.hint = Some(format!(
                     "no engine in this chain answers free yes/no questions, only those taught to it ({reason}); to \
-                     have any yes/no question answered, {YES_NO_FIX}"
+                     have any yes/no question answered, {YES_NO_FIX}; {}",
+                    crate::providers::local::teach_hint(&req.question)
                 ));
             }
             Some(answer) => {

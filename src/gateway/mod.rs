@@ -60,6 +60,10 @@ pub fn paused_rationale() -> String {
     )
 }
 
+/// What the model reads when no engine here answers a question: one sentence, no instructions
+/// meant for the person (those go in the response's `hint`, and to doctor).
+pub const UNANSWERED_RATIONALE: &str = "No engine here answers this kind of question: decide it yourself.";
+
 /// What would answer a question no engine of the chain answers.
 pub const PASSED_FIX: &str = "add an engine that answers it to the chain: a System One server ([providers.systemone], \
      docs/engines.md#system-one-servers) as a fallback, or teach the local engine the question (`system1 calibrate fit \

@@ -87,6 +87,11 @@ pub struct DecideResponse {
     pub latency_ms: f64,
     pub attempts: Vec<Attempt>,
     pub error: Option<ErrorInfo>,
+    /// For the person, not the model: what would answer a question no engine here answers (an
+    /// engine to add, how to teach it). `system1 decide` prints it on stderr; the MCP tool leaves it
+    /// out, so Claude reads only the rationale's one sentence.
+    #[serde(skip)]
+    pub hint: Option<String>,
 }
 
 impl DecideResponse {
@@ -107,6 +112,7 @@ impl DecideResponse {
             latency_ms: 0.0,
             attempts: Vec::new(),
             error: None,
+            hint: None,
         }
     }
 }

@@ -232,15 +232,11 @@ impl Local {
             // Without a head the engine has nothing to say: it passes the question on to the next
             // engine in the chain rather than abstaining, which would end the chain.
             let Some(head) = find_head(&loaded.heads, q) else {
+                // Only the fact: the model reads this in `attempts`; how to teach the question is for
+                // the person (`teach_hint`, which `system1 decide` and doctor print).
                 return Some(EngineAnswer::Passed {
                     cause: PassCause::NoHead,
-                    reason: format!(
-                        "{}: no trained head for this yes/no question, so no answer; to teach it, write 20 or more \
-                     labelled examples, one JSON line each ({{\"text\": \"...\", \"label\": true}}), and run `{}` \
-                     (docs/calibration.md; in Claude Code, the calibrate skill walks you through it)",
-                        self.label(),
-                        text::command(&teach_command(&q.text))
-                    ),
+                    reason: format!("{}: no trained head for this yes/no question", self.label()),
                 });
             };
             if let Some(why) = missing_context(&head.context, request.context.as_ref()) {
@@ -437,6 +433,15 @@ fn option_heads<'a>(heads: &'a [Head], q: &Question) -> Option<Vec<&'a Head>> {
 }
 
 /// The command that teaches the local engine a question.
+/// How to teach the local engine `question`, for the person: the examples' format and the command.
+pub fn teach_hint(question: &str) -> String {
+    format!(
+        "to teach the local engine this question, write 20 or more labelled examples, one JSON line each \
+         ({{\"text\": \"...\", \"label\": true}}), and run `{}` (docs/calibration.md; in Claude Code, the calibrate skill walks you through it)",
+        text::command(&teach_command(question))
+    )
+}
+
 pub fn teach_command(question: &str) -> String {
     // Single quotes: a shell takes everything inside them as it is, but a single quote.
     let q = question.split_whitespace().collect::<Vec<_>>().join(" ").replace('\'', "'\\''");
