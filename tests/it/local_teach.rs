@@ -72,14 +72,17 @@ fn a_yes_no_question_is_taught_from_a_set_and_answered_however_it_is_spelled() {
         .chain(BUGS.iter().map(|t| json!({"context": {"ticket": t}, "label": false})));
     write(&set, &lines(examples));
 
-    // Before: it abstains, and names the command that teaches it.
+    // Before: it abstains; the model reads one sentence, the person the command that teaches it.
     let ctx = json!({"ticket": "I was charged twice for my plan this month"}).to_string();
     let (v, code) = env.decide_json(&["-q", question, "--context", &ctx]);
     assert_eq!(code, 4, "{v}");
-    let why = v["rationale"].as_str().unwrap_or_default();
+    assert_eq!(v["rationale"], "No engine here answers this kind of question: decide it yourself.", "{v}");
+    let out = env.run(&["decide", "-q", question, "--context", &ctx], "");
     assert!(
-        why.contains(&format!("calibrate fit --provider local --question '{question}' --set FILE.jsonl --apply")),
-        "{v}"
+        stderr(&out)
+            .contains(&format!("calibrate fit --provider local --question '{question}' --set FILE.jsonl --apply")),
+        "{}",
+        stderr(&out)
     );
 
     let svg = env.root.join("billing.svg");
