@@ -6,7 +6,7 @@ use crate::tuning::readiness::{self, Options};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The engine to evaluate (laya, von, systemone, ollama, local, mock, or the name of a
+    /// The engine to evaluate (laya, von, systemone, decisions, gemini, openrouter, ollama, local, mock, or the name of a
     /// `[providers.<name>]` table); only it is asked, no fallback.
     #[arg(long)]
     provider: String,

@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use super::request::{DecideRequest, Invalid};
 use super::{
-    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, Gateway, Purpose, Query, Refusal, Stability, Status,
-    UNANSWERED_RATIONALE, YES_NO_FIX, millis, paused_rationale,
+    Answer, Ask, DecideResponse, ErrorCode, ErrorInfo, FALLBACK_FIX, Gateway, Purpose, Query, Refusal, Stability,
+    Status, UNANSWERED_RATIONALE, millis, paused_rationale,
 };
 use crate::providers::{Cause, PassCause, Question};
 use crate::{logging, state};
@@ -42,7 +42,7 @@ impl Gateway {
                 resp.rationale = Some(UNANSWERED_RATIONALE.to_string());
                 resp.hint = Some(format!(
                     "no engine in this chain answers free yes/no questions, only those taught to it ({reason}); to \
-                     have any yes/no question answered, {YES_NO_FIX}; {}",
+                     have any yes/no question answered, {FALLBACK_FIX}; {}",
                     crate::providers::local::teach_hint(&req.question)
                 ));
             }

@@ -69,11 +69,23 @@ pub const PASSED_FIX: &str = "add an engine that answers it to the chain: a Syst
      docs/engines.md#system-one-servers) as a fallback, or teach the local engine the question (`system1 calibrate fit \
      --provider local --question`, docs/calibration.md)";
 
+/// Where an engine for free yes/no questions goes; in [`YES_NO_FIX`] and [`FALLBACK_FIX`].
+macro_rules! fallback_fix {
+    () => {
+        "add a System One server to the chain as a fallback ([providers.systemone], docs/engines.md#system-one-servers)"
+    };
+}
+
 /// What would answer free yes/no questions in a chain none of whose engines does (the local
 /// engine alone answers only the ones it was taught).
-pub const YES_NO_FIX: &str = "add a System One server to the chain as a fallback ([providers.systemone], \
-     docs/engines.md#system-one-servers), or teach the question to the local engine (`system1 calibrate fit --provider local \
-     --question`, docs/calibration.md)";
+pub const YES_NO_FIX: &str = concat!(
+    fallback_fix!(),
+    ", or teach the question to the local engine (`system1 calibrate fit --provider local --question`, \
+     docs/calibration.md)"
+);
+
+/// The first half of [`YES_NO_FIX`], for where how to teach the question follows in full.
+pub const FALLBACK_FIX: &str = fallback_fix!();
 
 /// One question's answer, checked and calibrated.
 #[derive(Debug, Clone, PartialEq)]

@@ -423,6 +423,8 @@ fn doctor_finds_missing_install_registration_and_version_drift() {
     let env = TestEnv::with_mock("");
     let root = env.root.join("plugin");
     write(&root.join(".claude-plugin/plugin.json"), r#"{"name": "system1", "version": "9.9.9"}"#);
+    // Claude Code is here (its config file exists) but has no system1 server registered.
+    write(&env.claude_dir.join(".claude.json"), "{}");
     let mut env = env;
     env.set_env("CLAUDE_PLUGIN_ROOT", &root.display().to_string());
     let (code, text) = doctor(&env);

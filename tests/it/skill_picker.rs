@@ -168,7 +168,10 @@ fn above_max_options_the_skills_go_through_elimination_rounds_or_the_picker_slee
 
 #[test]
 fn picker_is_skipped_when_routing_used_the_budget() {
-    let env = env_with("budget_ms = 250\n[providers.mock]\ndelay_ms = 20000");
+    // The budget is routing's: the picker gets what routing left of it.
+    let env = TestEnv::with_mock(
+        "[routing]\nenabled = true\nhint = true\nbudget_ms = 250\n[skills]\nenabled = true\n[providers.mock]\ndelay_ms = 20000\n",
+    );
     let project = claude_tree(&env);
     let v = route_json(&env, &project);
     assert!(v["routing"]["engine_error"].is_string(), "{v}");
