@@ -7,6 +7,12 @@
 //! | config file | `~/.config/system1/config.toml`, `%APPDATA%\system1\config.toml` | `SYSTEM1_CONFIG` |
 //! | Claude Code dir | `~/.claude` | `CLAUDE_CONFIG_DIR` |
 //! | Claude Code settings (user MCP servers) | `~/.claude.json` | `$CLAUDE_CONFIG_DIR/.claude.json` |
+//! | start-at-login units (Linux) | `~/.config/systemd/user/` | `XDG_CONFIG_HOME` |
+//! | start-at-login scripts (Windows) | `%APPDATA%\Microsoft\Windows\Start Menu\Programs\Startup` | `APPDATA` |
+//!
+//! In the unit tests, which run on threads of one process and so cannot each have an environment
+//! of their own, every one of these is under one scratch home of the test process, whatever the
+//! environment says: a unit test never reads or writes the user's files.
 //!
 //! Programs system1 runs (the `claude` CLI, service managers) are found on `PATH` with
 //! [`find_on_path`].
@@ -16,6 +22,9 @@ use std::path::{Path, PathBuf};
 
 /// The user's home: `HOME` (or `USERPROFILE` on Windows) first, so a test's scratch HOME wins.
 pub fn home() -> PathBuf {
+    if let Some(h) = unit_test_home() {
+        return h;
+    }
     let from_env =
         if cfg!(windows) { env::var_os("USERPROFILE").or_else(|| env::var_os("HOME")) } else { env::var_os("HOME") };
     match from_env {
@@ -25,7 +34,33 @@ pub fn home() -> PathBuf {
 }
 
 fn env_path(var: &str) -> Option<PathBuf> {
+    if cfg!(test) {
+        return None;
+    }
     env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from)
+}
+
+/// The unit tests' home: one scratch folder per test process, in the system's temp folder.
+#[cfg(test)]
+fn unit_test_home() -> Option<PathBuf> {
+    static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    Some(HOME.get_or_init(|| env::temp_dir().join(format!("system1-unit-tests-{}", std::process::id()))).clone())
+}
+
+#[cfg(not(test))]
+fn unit_test_home() -> Option<PathBuf> {
+    None
+}
+
+/// The base of the user's configuration (`XDG_CONFIG_HOME`, else `~/.config`), where systemd
+/// looks for user units.
+pub fn xdg_config_home() -> PathBuf {
+    env_path("XDG_CONFIG_HOME").unwrap_or_else(|| home().join(".config"))
+}
+
+/// Windows' roaming profile folder (`APPDATA`, else `~/AppData/Roaming`).
+pub fn appdata() -> PathBuf {
+    env_path("APPDATA").unwrap_or_else(|| home().join("AppData").join("Roaming"))
 }
 
 pub fn install_dir() -> PathBuf {

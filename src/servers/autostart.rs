@@ -48,26 +48,16 @@ fn file_named(name: &str, platform: Platform) -> PathBuf {
     let home = paths::home();
     match platform {
         Platform::Linux => {
-            let config = std::env::var_os("XDG_CONFIG_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| home.join(".config"));
-            config.join("systemd").join("user").join(format!("system1-{name}.service"))
+            paths::xdg_config_home().join("systemd").join("user").join(format!("system1-{name}.service"))
         }
         Platform::MacOs => home.join("Library").join("LaunchAgents").join(format!("com.system1.{name}.plist")),
-        Platform::Windows => {
-            let appdata = std::env::var_os("APPDATA")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| home.join("AppData").join("Roaming"));
-            appdata
-                .join("Microsoft")
-                .join("Windows")
-                .join("Start Menu")
-                .join("Programs")
-                .join("Startup")
-                .join(format!("system1-{name}.cmd"))
-        }
+        Platform::Windows => paths::appdata()
+            .join("Microsoft")
+            .join("Windows")
+            .join("Start Menu")
+            .join("Programs")
+            .join("Startup")
+            .join(format!("system1-{name}.cmd")),
     }
 }
 

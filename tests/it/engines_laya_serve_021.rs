@@ -32,7 +32,9 @@ fn start(key: &str) -> Option<(Server, u16)> {
         return None;
     };
     let port = free_port();
-    let child = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    crate::support::sandbox(&mut cmd, &crate::support::shared_home());
+    let child = cmd
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
         .env("LAYA_HOST", "127.0.0.1")
         .env("LAYA_SERVE_BACKEND", "fake")

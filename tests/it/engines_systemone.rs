@@ -40,7 +40,9 @@ impl Mock {
         let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("jevcompat-{}-{n}.log", std::process::id()));
         // Port 0: the mock takes a port no other test's mock can have picked too (a port found free
         // first could be taken by another mock meanwhile, and this one's requests answered by it).
-        let child = Command::new(bin)
+        let mut cmd = Command::new(bin);
+        crate::support::sandbox(&mut cmd, &crate::support::shared_home());
+        let child = cmd
             .args(["mock", "--host", "127.0.0.1", "--port", "0", "-v"])
             .args(args)
             .stdout(Stdio::null())

@@ -260,12 +260,9 @@ fn the_plugins_system1_runs_the_installed_binary_or_says_how_to_install_it() {
     let wrapper = Path::new(ROOT).join("bin/system1");
     let env = TestEnv::new();
     let run = |install_dir: &Path| {
-        Command::new(&wrapper)
-            .arg("--version")
-            .env("HOME", &env.home)
-            .env("SYSTEM1_INSTALL_DIR", install_dir)
-            .output()
-            .expect("run bin/system1")
+        let mut cmd = Command::new(&wrapper);
+        crate::support::sandbox(&mut cmd, &env.home);
+        cmd.arg("--version").env("SYSTEM1_INSTALL_DIR", install_dir).output().expect("run bin/system1")
     };
     let out = run(&env.install_dir);
     assert_eq!(out.status.code(), Some(127));

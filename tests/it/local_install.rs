@@ -36,13 +36,9 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
             else:
                 z.write(path, name)
 "#;
-    let status = std::process::Command::new(python)
-        .args(["-c", script])
-        .arg(root)
-        .arg(out)
-        .arg(config.unwrap_or(""))
-        .status()
-        .expect("run python");
+    let mut cmd = std::process::Command::new(python);
+    crate::support::sandbox(&mut cmd, &crate::support::shared_home());
+    let status = cmd.args(["-c", script]).arg(root).arg(out).arg(config.unwrap_or("")).status().expect("run python");
     assert!(status.success(), "building {}", out.display());
 }
 

@@ -18,13 +18,12 @@ fn claude_clis(test: &str) -> Vec<(&'static str, PathBuf)> {
 
 fn validate(claude: &Path, target: &Path) -> Output {
     let env = TestEnv::new();
-    Command::new(claude)
-        .args(["plugin", "validate", "--strict"])
+    let mut cmd = Command::new(claude);
+    support::sandbox(&mut cmd, &env.home);
+    cmd.args(["plugin", "validate", "--strict"])
         .arg(target)
-        .env("HOME", &env.home)
         .env("DISABLE_TELEMETRY", "1")
         .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env_remove("CLAUDE_CONFIG_DIR")
         .output()
         .expect("run claude plugin validate")
 }

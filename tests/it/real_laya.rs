@@ -54,7 +54,9 @@ fn start(bin: PathBuf, ckpt: PathBuf) -> Server {
     let dir = |name: &str| ckpt.join(name).to_string_lossy().to_string();
     let models = json!({"english": dir("english"), "multilingual": dir("multilingual"), "typed-decisions": dir("typed-decisions")});
     let log = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("laya-serve-0.4.15-{}.log", std::process::id()));
-    let mut child = Command::new("sh")
+    let mut cmd = Command::new("sh");
+    crate::support::sandbox(&mut cmd, &crate::support::shared_home());
+    let mut child = cmd
         .args(["-c", "\"$0\" </dev/null >\"$1\" 2>&1 & pid=$!; exec 2>/dev/null; read _; kill $pid; wait $pid"])
         .arg(&bin)
         .arg(&log)

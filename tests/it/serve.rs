@@ -267,7 +267,9 @@ fn jevcompat() -> Option<PathBuf> {
 /// `jevcompat test` against `url`; its JSON report.
 fn conformance(bin: &std::path::Path, url: &str, extra: &[&str], scratch: &std::path::Path) -> Value {
     let report = scratch.join(format!("jevcompat-{}.json", extra.len()));
-    let out = Command::new(bin)
+    let mut cmd = Command::new(bin);
+    support::sandbox(&mut cmd, scratch);
+    let out = cmd
         .args(["test", url, "--json", report.to_str().unwrap()])
         .args(extra)
         .current_dir(scratch)
@@ -432,7 +434,9 @@ with TypeSafeClient(api_key="unused") as client:
 print(json.dumps({"noul": r.nouls["refund"].noul, "choice": r.choices["team"].choice,
                   "score": r.scores["anger"].score}))
 "#;
-    let out = Command::new(&python)
+    let mut cmd = Command::new(&python);
+    support::sandbox(&mut cmd, &support::shared_home());
+    let out = cmd
         .args(["-c", script])
         .env("TYPESAFE_BASE_URL", url)
         .env_remove("TYPESAFE_API_KEY")

@@ -60,23 +60,17 @@ pub fn find(test: &str, version: &str) -> Option<PathBuf> {
 /// Scrubs whatever the caller's own session set for Claude Code, Anthropic, system1 or proxies,
 /// then points everything at the scratch paths, the fake API at `base_url`, and offline switches.
 pub fn offline(cmd: &mut Command, env: &TestEnv, base_url: &str) {
+    super::sandbox(cmd, &env.home);
     for (k, _) in std::env::vars_os() {
         let k = k.to_string_lossy().to_string();
-        if k.starts_with("ANTHROPIC_")
-            || k.starts_with("CLAUDE")
-            || k.starts_with("SYSTEM1_")
-            || k.to_ascii_lowercase().ends_with("_proxy")
-        {
+        if k.starts_with("ANTHROPIC_") || k.to_ascii_lowercase().ends_with("_proxy") {
             cmd.env_remove(&k);
         }
     }
     // 2.1.332 keeps a background agent's output under $TMPDIR/claude-<uid>/: in the scratch dir too.
     let tmp = env.root.join("tmp");
     let _ = std::fs::create_dir_all(&tmp);
-    cmd.env("HOME", &env.home)
-        .env("USERPROFILE", &env.home)
-        .env("XDG_CONFIG_HOME", env.home.join(".config"))
-        .env("TMPDIR", &tmp)
+    cmd.env("TMPDIR", &tmp)
         .env("SYSTEM1_INSTALL_DIR", &env.install_dir)
         .env("SYSTEM1_CONFIG", &env.config)
         .env("CLAUDE_CONFIG_DIR", &env.claude_dir)

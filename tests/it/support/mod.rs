@@ -85,27 +85,10 @@ impl TestEnv {
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.args(args);
-        for (k, _) in std::env::vars_os() {
-            let k = k.to_string_lossy().to_string();
-            if k.starts_with("SYSTEM1_")
-                || k.starts_with("CLAUDE")
-                || k.ends_with("_PROXY")
-                || k.ends_with("_proxy")
-                || k.starts_with("SSL_CERT_")
-            {
-                cmd.env_remove(&k);
-            }
-        }
-        cmd.env("HOME", &self.home)
-            .env("USERPROFILE", &self.home)
-            .env("SYSTEM1_INSTALL_DIR", &self.install_dir)
+        sandbox(&mut cmd, &self.home);
+        cmd.env("SYSTEM1_INSTALL_DIR", &self.install_dir)
             .env("SYSTEM1_CONFIG", &self.config)
-            .env("CLAUDE_CONFIG_DIR", &self.claude_dir)
-            // Days and dates are counted in UTC unless a test says otherwise.
-            .env("TZ", "UTC")
-            // No test downloads a model from the real hub (a test that may reach the package index
-            // sets SYSTEM1_PYPI_ENDPOINT itself: mcp-config carries SYSTEM1_* settings along).
-            .env("HF_ENDPOINT", "http://127.0.0.1:9");
+            .env("CLAUDE_CONFIG_DIR", &self.claude_dir);
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
@@ -211,6 +194,64 @@ fn cpu_time(pid: u32) -> Option<Duration> {
     let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
     // USER_HZ is 100 on every Linux this runs on (sysconf(_SC_CLK_TCK)).
     Some(Duration::from_millis(ticks * 10))
+}
+
+/// Every variable that moves a path some program of a test may write to: the home folder, the XDG
+/// base directories (where systemd looks for user units, and the default config home), Windows'
+/// profile folders, and Claude Code's own folder.
+pub const PATH_VARIABLES: [&str; 10] = [
+    "HOME",
+    "USERPROFILE",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_STATE_HOME",
+    "XDG_RUNTIME_DIR",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "CLAUDE_CONFIG_DIR",
+];
+
+/// Puts `cmd` in a test's sandbox under `home`: every variable of [`PATH_VARIABLES`] points into
+/// `home` or is removed, and the caller's `SYSTEM1_*`, `CLAUDE*` and
+/// proxy settings are removed. Every program a test starts (system1, the Claude Code CLI, a
+/// script) goes through here, so none of them writes outside the test's temp folder whatever the
+/// environment `scripts/test` ran in (the `sandbox` test runs the suite with all of them at
+/// sentinel folders).
+pub fn sandbox(cmd: &mut Command, home: &Path) {
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy().to_string();
+        if k.starts_with("SYSTEM1_")
+            || k.starts_with("CLAUDE")
+            || k.ends_with("_PROXY")
+            || k.ends_with("_proxy")
+            || k.starts_with("SSL_CERT_")
+        {
+            cmd.env_remove(&k);
+        }
+    }
+    cmd.env("HOME", home)
+        .env("USERPROFILE", home)
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("XDG_STATE_HOME", home.join(".local/state"))
+        .env("APPDATA", home.join("AppData/Roaming"))
+        .env("LOCALAPPDATA", home.join("AppData/Local"))
+        .env_remove("XDG_RUNTIME_DIR")
+        // Days and dates are counted in UTC unless a test says otherwise.
+        .env("TZ", "UTC")
+        // No test downloads a model from the real hub (a test that may reach the package index
+        // sets SYSTEM1_PYPI_ENDPOINT itself: mcp-config carries SYSTEM1_* settings along).
+        .env("HF_ENDPOINT", "http://127.0.0.1:9");
+}
+
+/// A home folder for the programs a test starts outside any one test's scratch environment (the
+/// engine servers shared by a run): in the target's temp folder, never the real one.
+pub fn shared_home() -> PathBuf {
+    let home = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("shared-home-{}", std::process::id()));
+    let _ = std::fs::create_dir_all(&home);
+    home
 }
 
 pub fn drain<R: std::io::Read + Send + 'static>(pipe: Option<R>) -> std::thread::JoinHandle<Vec<u8>> {
