@@ -478,7 +478,9 @@ mod tests {
         let m = SubagentModel::read(vars(&[(SUBAGENT_MODEL, "sonnet"), (SUBAGENT_MODEL_FORCE, "0")])).unwrap();
         assert!(!m.force);
 
-        let dir = std::env::temp_dir().join(format!("system1-subagent-model-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+
+        let dir = _tmp.path().to_path_buf();
         std::fs::create_dir_all(&dir).unwrap();
         let file = dir.join("settings.json");
         std::fs::write(
@@ -506,7 +508,8 @@ mod tests {
 
     #[test]
     fn the_installed_version_comes_from_the_manifest_then_the_record() {
-        let dir = std::env::temp_dir().join(format!("system1-claude-code-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let dir = _tmp.path().to_path_buf();
         let with_manifest = dir.join("cache/with");
         std::fs::create_dir_all(with_manifest.join(".claude-plugin")).unwrap();
         std::fs::write(PluginManifest::path(&with_manifest), r#"{"version": "0.0.9"}"#).unwrap();

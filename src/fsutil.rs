@@ -621,14 +621,23 @@ fn check_format(format: &str, version: u64, expected_format: &str, expected_vers
     Ok(())
 }
 
+/// A scratch folder for a unit test, in the system's temp folder: made empty, and removed with
+/// everything in it when dropped (tempfile's `TempDir`, which names it so no two tests share one).
+#[cfg(test)]
+pub fn scratch_dir() -> tempfile::TempDir {
+    #[allow(clippy::expect_used)]
+    tempfile::Builder::new().prefix("system1-test-").tempdir().expect("a scratch folder in the temp folder")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("system1-fsutil-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+    /// A scratch folder, which goes when the first value is dropped.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = scratch_dir();
+        let path = dir.path().to_path_buf();
+        (dir, path)
     }
 
     fn leftovers(dir: &Path) -> Vec<String> {
@@ -641,18 +650,17 @@ mod tests {
 
     #[test]
     fn an_atomic_write_replaces_the_file_and_leaves_no_temp_file() {
-        let dir = scratch("write");
+        let (_scratch, dir) = scratch();
         let p = dir.join("sub").join("f.json");
         write_atomically(&p, b"one").unwrap();
         write_atomically(&p, b"two").unwrap();
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
         assert!(leftovers(p.parent().unwrap()).is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_staged_file_is_the_target_only_once_committed() {
-        let dir = scratch("staged");
+        let (_scratch, dir) = scratch();
         let p = dir.join("config.toml");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(&p, "old").unwrap();
@@ -674,13 +682,12 @@ mod tests {
             assert_eq!(std::fs::metadata(&p).unwrap().permissions().mode() & 0o077, 0, "the mode is kept");
         }
         assert!(leftovers(&dir).is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(unix)]
     #[test]
     fn a_staged_file_never_writes_through_a_planted_link() {
-        let dir = scratch("link");
+        let (_scratch, dir) = scratch();
         std::fs::create_dir_all(&dir).unwrap();
         let victim = dir.join("victim");
         std::fs::write(&victim, "keep").unwrap();
@@ -697,13 +704,12 @@ mod tests {
         write_atomically(&target, b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[cfg(unix)]
     #[test]
     fn open_read_takes_only_a_bounded_regular_file_and_links_where_allowed() {
-        let dir = scratch("open-read");
+        let (_scratch, dir) = scratch();
         let inside = dir.join("inside");
         std::fs::create_dir_all(&inside).unwrap();
         std::fs::write(inside.join("f"), "text").unwrap();
@@ -729,12 +735,12 @@ mod tests {
         assert_eq!(err(&fifo, Links::Refuse), "is not a regular file (a FIFO)");
         assert_eq!(err(&inside, Links::Follow), "is not a regular file (a folder)");
         assert_eq!(read_text(&dir.join("absent"), 64, Links::Refuse).unwrap_err().kind(), io::ErrorKind::NotFound);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn read_json_tells_missing_from_broken() {
-        let dir = std::env::temp_dir().join(format!("system1-fsutil-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let dir = _tmp.path().to_path_buf();
         std::fs::create_dir_all(&dir).unwrap();
         assert!(matches!(read_json(&dir.join("absent.json")), Ok(None)));
         std::fs::write(dir.join("ok.json"), r#"{"a": 1}"#).unwrap();
@@ -743,7 +749,6 @@ mod tests {
         let err = read_json(&dir.join("bad.json")).unwrap_err();
         assert!(matches!(err, ReadError::NotJson(_)) && err.to_string().starts_with("is not JSON: "), "{err}");
         assert!(matches!(read_json(&dir), Err(ReadError::Unreadable(_))), "a directory is not a file");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
@@ -778,7 +783,7 @@ mod tests {
 
     #[test]
     fn a_versioned_file_is_taken_only_when_its_format_version_and_rules_hold() {
-        let dir = scratch("versioned");
+        let (_scratch, dir) = scratch();
         let path = dir.join("counted.json");
         assert!(matches!(read_versioned::<Counted>(&path), Ok(None)), "absent");
         let good = Counted { format: "system1-counted".into(), version: 1, count: 3 };

@@ -290,7 +290,8 @@ mod tests {
 
     #[test]
     fn a_local_file_is_loaded_before_the_shipped_fits_and_a_broken_one_is_reported() {
-        let dir = std::env::temp_dir().join(format!("s1-cal-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let dir = _tmp.path().to_path_buf();
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join("calibration.json");
         let file = File::new(vec![fit(Some("design"), None, "typed-decisions", 0.5)]);
@@ -326,7 +327,8 @@ mod tests {
     /// changes.
     #[test]
     fn a_fits_file_read_and_written_back_is_the_same_bytes() {
-        let dir = std::env::temp_dir().join(format!("s1-cal-bytes-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let dir = _tmp.path().to_path_buf();
         let path = dir.join("calibration.json");
         std::fs::create_dir_all(&dir).expect("temp dir");
         std::fs::write(&path, SHIPPED).expect("write");

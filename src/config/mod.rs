@@ -750,7 +750,8 @@ mod tests {
     use super::*;
 
     fn load_text(text: &str, env: &[(&str, &str)]) -> Loaded {
-        let dir = std::env::temp_dir().join(format!("s1cfg-{}-{}", std::process::id(), text.len() + env.len()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let dir = _tmp.path().to_path_buf();
         std::fs::create_dir_all(&dir).expect("temp dir");
         let path = dir.join(format!("c{}.toml", fastrand_name(text)));
         std::fs::write(&path, text).expect("write config");
@@ -867,7 +868,8 @@ mod tests {
     #[test]
     fn api_key_file_gives_the_key_and_a_broken_one_is_named() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = std::env::temp_dir().join(format!("s1cfg-keyfile-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let dir = _tmp.path().to_path_buf();
         std::fs::create_dir_all(&dir).expect("temp dir");
         let key = dir.join("laya.key");
         std::fs::write(&key, "sk-from-file\n").expect("write key");

@@ -111,11 +111,11 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
     use std::path::PathBuf;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("s1-keyfile-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("scratch dir");
-        dir
+    /// A scratch folder, which goes when the first value is dropped.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = crate::fsutil::scratch_dir();
+        let path = dir.path().to_path_buf();
+        (dir, path)
     }
 
     fn key_file(dir: &Path, text: &str, mode: u32) -> PathBuf {
@@ -127,15 +127,14 @@ mod tests {
 
     #[test]
     fn a_file_only_you_can_read_gives_its_key() {
-        let dir = scratch("good");
+        let (_scratch, dir) = scratch();
         assert_eq!(read_key_file(&key_file(&dir, "sk-abc123\n", 0o600)), Ok("sk-abc123".to_string()));
         assert_eq!(read_key_file(&key_file(&dir, "  sk-abc123  ", 0o400)), Ok("sk-abc123".to_string()));
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn a_file_others_can_read_or_change_is_refused_with_the_fix() {
-        let dir = scratch("open");
+        let (_scratch, dir) = scratch();
         for mode in [0o644, 0o640, 0o604, 0o620, 0o602] {
             let path = key_file(&dir, "sk-abc123", mode);
             let err = read_key_file(&path).expect_err("refused");
@@ -148,12 +147,11 @@ mod tests {
                 )
             );
         }
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn a_link_is_refused_even_to_a_good_file() {
-        let dir = scratch("link");
+        let (_scratch, dir) = scratch();
         let target = key_file(&dir, "sk-abc123", 0o600);
         let link = dir.join("link.key");
         std::os::unix::fs::symlink(&target, &link).expect("symlink");
@@ -161,12 +159,11 @@ mod tests {
         assert!(err.ends_with("is a symbolic link; name the key file itself, not a link to it"), "{err}");
         // The O_NOFOLLOW open refuses it by itself, should a link appear after the check.
         assert!(open_no_follow(&link).is_err());
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn what_is_not_one_key_is_refused() {
-        let dir = scratch("bad");
+        let (_scratch, dir) = scratch();
         let missing = dir.join("absent.key");
         assert!(read_key_file(&missing).expect_err("missing").starts_with("cannot read "));
         assert!(read_key_file(&dir).expect_err("a dir").ends_with("is not a regular file"));
@@ -186,13 +183,12 @@ mod tests {
         std::fs::write(&path, [0xff, 0xfe]).expect("write");
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).expect("chmod");
         assert!(read_key_file(&path).expect_err("binary").ends_with("is not text; put only the key in it"));
-        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
     fn a_file_of_another_user_is_refused() {
         // Only root can give a file away; elsewhere the check is shown by the uid comparison alone.
-        let dir = scratch("owner");
+        let (_scratch, dir) = scratch();
         let path = key_file(&dir, "sk-abc123", 0o600);
         if crate::fsutil::euid() == 0 {
             std::os::unix::fs::chown(&path, Some(4242), None).expect("chown");
@@ -207,6 +203,5 @@ mod tests {
                 crate::fsutil::euid()
             );
         }
-        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -459,15 +459,18 @@ mod tests {
         e.entries.iter().map(|e| e.id.as_deref().unwrap_or("")).collect()
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("system1-log-{name}-{}", new_id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        dir.join("logs").join("routing.jsonl")
+    /// A routing log's path in a scratch folder (its `logs` folder made), which goes when the
+    /// first value is dropped.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = crate::fsutil::scratch_dir();
+        let path = dir.path().join("logs").join("routing.jsonl");
+        (dir, path)
     }
 
     #[test]
     fn opt_in_by_directory() {
-        let root = scratch("optin").parent().unwrap().parent().unwrap().to_path_buf();
+        let (_scratch, log) = scratch();
+        let root = log.parent().unwrap().parent().unwrap().to_path_buf();
         let repo = root.join("repo");
         std::fs::create_dir_all(repo.join("sub/deeper")).unwrap();
         std::fs::create_dir_all(root.join("repo-other")).unwrap();
@@ -491,7 +494,7 @@ mod tests {
 
     #[test]
     fn append_creates_private_file_and_reads_back() {
-        let log = scratch("append");
+        let (_scratch, log) = scratch();
         let b = Entry { prompt: Some("line\nbreak".into()), ..entry("b", json!({})) };
         append_at(&log, &entry("a", json!({"n": 1}))).unwrap();
         append_at(&log, &b).unwrap();
@@ -512,7 +515,7 @@ mod tests {
 
     #[test]
     fn entries_appended_together_come_back_as_their_own_lines() {
-        let log = scratch("append-all");
+        let (_scratch, log) = scratch();
         append_at(&log, &entry("1", json!({}))).unwrap();
         append_all_at(&log, &[entry("2", json!({})), entry("3", json!({"n": 3}))]).unwrap();
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "{\"id\":\"1\"}\n{\"id\":\"2\"}\n{\"id\":\"3\",\"n\":3}\n");
@@ -520,7 +523,7 @@ mod tests {
 
     #[test]
     fn append_after_a_torn_last_line_keeps_the_new_entry_whole() {
-        let log = scratch("torn");
+        let (_scratch, log) = scratch();
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         std::fs::write(&log, "{\"id\":\"1\"}\n{\"id\":\"2\",\"prom").unwrap();
         append_at(&log, &entry("3", json!({}))).unwrap();
@@ -531,7 +534,7 @@ mod tests {
 
     #[test]
     fn read_all_counts_bad_lines_and_missing_log_is_empty() {
-        let log = scratch("bad");
+        let (_scratch, log) = scratch();
         assert_eq!(read_all_at(&log).unwrap().entries.len(), 0);
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         std::fs::write(&log, "{\"id\":\"1\"}\nnot json\n[1,2]\n\n{\"id\":\"2\"}\n{\"rule_tier\":\"gpt\"}\n{\"trunc")
@@ -543,7 +546,7 @@ mod tests {
 
     #[test]
     fn rewrite_changes_entries_and_keeps_bad_lines_verbatim() {
-        let log = scratch("rewrite");
+        let (_scratch, log) = scratch();
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         std::fs::write(&log, "{\"id\":\"1\",\"x\":[1]}\nnot json  \n{\"id\":\"2\"}\n{\"id\":3}\n").unwrap();
         let n = rewrite_at(&log, |entries| {
@@ -566,7 +569,7 @@ mod tests {
 
     #[test]
     fn update_changes_one_entry_and_keeps_every_other_byte() {
-        let log = scratch("update");
+        let (_scratch, log) = scratch();
         std::fs::create_dir_all(log.parent().unwrap()).unwrap();
         // Spacing no writer uses, a line that is no entry, one whose id is a number, the id quoted
         // inside another entry's prompt, a later entry with the same id, and a last line without
@@ -605,7 +608,7 @@ mod tests {
             .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
             .collect();
         assert!(leftovers.is_empty());
-        assert!(update_at(&scratch("absent"), "1", |_| Ok(())).unwrap().is_err(), "a missing log has no entry");
+        assert!(update_at(&scratch().1, "1", |_| Ok(())).unwrap().is_err(), "a missing log has no entry");
     }
 
     #[test]
@@ -707,7 +710,7 @@ mod tests {
 
     #[test]
     fn rewrites_concurrent_with_appends_lose_nothing() {
-        let log = scratch("race");
+        let (_scratch, log) = scratch();
         let mut children = spawn_appenders(&log, 8, 20);
         let mut rewrites = 0;
         let mut all_done = false;
@@ -744,7 +747,7 @@ mod tests {
 
     #[test]
     fn fifty_processes_append_fifty_whole_lines() {
-        let log = scratch("fifty");
+        let (_scratch, log) = scratch();
         for mut c in spawn_appenders(&log, 50, 1) {
             assert!(c.wait().unwrap().success());
         }
@@ -757,7 +760,7 @@ mod tests {
 
     #[test]
     fn find_agent_takes_the_last_agent_entry_of_the_spawn() {
-        let log = scratch("find");
+        let (_scratch, log) = scratch();
         let line = |v: Value| append_at(&log, &serde_json::from_value(v).unwrap()).unwrap();
         line(json!({"id": "1", "source": "agent", "session_id": "s1", "tool_use_id": "toolu_a", "chosen": "opus"}));
         line(json!({"id": "2", "source": "prompt", "session_id": "s1", "tool_use_id": "toolu_a"}));

@@ -886,16 +886,16 @@ mod tests {
         }
     }
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("s1-transcripts-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        dir
+    /// A scratch folder, which goes when the first value is dropped.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = crate::fsutil::scratch_dir();
+        let path = dir.path().to_path_buf();
+        (dir, path)
     }
 
     #[test]
     fn read_walks_the_layout_counts_bad_lines_and_filters_by_time() {
-        let root = scratch("layout");
+        let (_scratch, root) = scratch();
         let proj = root.join("-home-u-w1");
         std::fs::create_dir_all(proj.join("s1/subagents")).unwrap();
         std::fs::write(
@@ -962,7 +962,6 @@ mod tests {
         let main = outs.iter().find(|o| !o.1).unwrap();
         assert_eq!(main.2, vec!["assistant"]);
         assert_eq!(total.out_of_range, 1);
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
@@ -1004,7 +1003,7 @@ mod tests {
         // The shape of real histories: many sessions, most with a few small subagent files, each
         // with its .meta.json (a few without: older Claude Code versions wrote none). More files
         // than one reader thread hands over at once, so the batches are exercised too.
-        let root = scratch("many");
+        let (_scratch, root) = scratch();
         let (mut files, mut metas, mut expected_input) = (0u64, 0u64, 0u64);
         for p in 0..3 {
             for s in 0..40 {
@@ -1059,7 +1058,6 @@ mod tests {
             seen.push((total, tool_uses));
         }
         assert!(seen.windows(2).all(|w| w[0] == w[1]), "every thread count reads alike");
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     fn one_file(root: &Path) -> Vec<FileInfo> {
@@ -1074,7 +1072,7 @@ mod tests {
 
     #[test]
     fn a_line_longer_than_the_read_buffer_is_read_whole() {
-        let root = scratch("long");
+        let (_scratch, root) = scratch();
         std::fs::create_dir_all(root.join("-p")).unwrap();
         let pad = "x".repeat(3 * CHUNK + 17);
         let long =
@@ -1084,13 +1082,12 @@ mod tests {
         assert_eq!(input, 8);
         assert_eq!((stats.lines, stats.malformed_lines), (3, 0));
         assert_eq!(stats.bytes, std::fs::metadata(root.join("-p/s.jsonl")).unwrap().len());
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
     fn a_file_written_to_after_listing_is_read_as_listed_or_to_its_next_line_end() {
         use std::io::Write;
-        let root = scratch("grown");
+        let (_scratch, root) = scratch();
         std::fs::create_dir_all(root.join("-p")).unwrap();
         let path = root.join("-p/s.jsonl");
         let append = |s: &str| std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(s.as_bytes());
@@ -1116,12 +1113,11 @@ mod tests {
         let files = one_file(&root);
         std::fs::write(&path, usage_line(7)).unwrap();
         assert_eq!(read_one(files).0, 7);
-        let _ = std::fs::remove_dir_all(&root);
     }
 
     #[test]
     fn an_oversized_meta_file_is_not_read() {
-        let root = scratch("bigmeta");
+        let (_scratch, root) = scratch();
         let sub = root.join("-p/s/subagents");
         std::fs::create_dir_all(&sub).unwrap();
         std::fs::write(sub.join("agent-a.jsonl"), usage_line(1)).unwrap();
@@ -1136,6 +1132,5 @@ mod tests {
         };
         assert_eq!(meta("a").as_deref(), Some("toolu_a"));
         assert_eq!(meta("b"), None);
-        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -386,22 +386,12 @@ fn print(set: &Set, fitted: &[Head], measured: &QuestionFit, a: &FitOptions) -> 
 mod tests {
     use super::*;
 
-    /// A set file in a folder of its own, removed when the guard drops.
-    struct Scratch(std::path::PathBuf);
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
-
-    fn write(lines: &[String]) -> (Scratch, std::path::PathBuf) {
-        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let dir = std::env::temp_dir().join(format!("system1-teach-{}-{n}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let p = dir.join("set.jsonl");
+    /// A set file in a scratch folder of its own, removed when the first value drops.
+    fn write(lines: &[String]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = crate::fsutil::scratch_dir();
+        let p = dir.path().join("set.jsonl");
         std::fs::write(&p, lines.join("\n")).unwrap();
-        (Scratch(dir), p)
+        (dir, p)
     }
 
     #[test]

@@ -214,15 +214,16 @@ impl Cache {
 mod tests {
     use super::*;
 
-    fn scratch(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("system1-cache-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir.join("m.embeddings")
+    /// The cache file of a scratch folder, which goes when the first value is dropped.
+    fn scratch() -> (tempfile::TempDir, PathBuf) {
+        let dir = crate::fsutil::scratch_dir();
+        let path = dir.path().join("m.embeddings");
+        (dir, path)
     }
 
     #[test]
     fn embeds_once_and_keeps_whole_records_past_a_torn_one_and_another_dimension() {
-        let path = scratch("torn");
+        let (_scratch, path) = scratch();
         let calls = std::cell::Cell::new(0);
         let embed = |x: f32| {
             calls.set(calls.get() + 1);
@@ -252,7 +253,7 @@ mod tests {
 
     #[test]
     fn a_vector_that_is_no_embedding_is_neither_read_nor_written() {
-        let path = scratch("poison");
+        let (_scratch, path) = scratch();
         let mut bytes = header(2).to_vec();
         for (text, v) in [("nan", [f32::NAN, 1.0]), ("huge", [1e38, 0.0]), ("long", [3.0, 4.0]), ("good", [0.0, 1.0])] {
             bytes.extend_from_slice(&key(text));
@@ -274,7 +275,7 @@ mod tests {
 
     #[test]
     fn past_its_cap_the_file_keeps_its_newest_records_each_once() {
-        let path = scratch("cap");
+        let (_scratch, path) = scratch();
         let mut bytes = header(1).to_vec();
         for i in 0..MAX_RECORDS {
             // Every tenth record repeats the text of the one before it.

@@ -865,7 +865,8 @@ mod tests {
             File { path: "model.safetensors", size: big.len() as u64, sha256: digest(&big) },
         ]));
         let base = serve(vec![("config.json", small.clone()), ("model.safetensors", big.clone())]);
-        let root = std::env::temp_dir().join(format!("system1-local-dl-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+        let root = _tmp.path().to_path_buf();
         let _ = std::fs::remove_dir_all(&root);
         let target = root.join("tiny");
         let model =

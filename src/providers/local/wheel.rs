@@ -305,7 +305,9 @@ mod tests {
         zip.extend_from_slice(&dir_offset.to_le_bytes());
         zip.extend_from_slice(&0u16.to_le_bytes());
 
-        let root = std::env::temp_dir().join(format!("system1-wheel-{}", std::process::id()));
+        let _tmp = crate::fsutil::scratch_dir();
+
+        let root = _tmp.path().to_path_buf();
         std::fs::create_dir_all(&root).unwrap();
         let path = root.join("t.whl");
         std::fs::write(&path, &zip).unwrap();
