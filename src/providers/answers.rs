@@ -98,9 +98,31 @@ pub fn api_key(s: &Settings) -> Option<String> {
     if key.is_empty() { None } else { Some(key.to_string()) }
 }
 
+/// The environment variable that holds engine `engine`'s API key.
+pub fn key_var(engine: &str) -> String {
+    format!("SYSTEM1_{}_API_KEY", engine.to_ascii_uppercase())
+}
+
+/// What a status other than 200 means where the adapters of keyed decision APIs (`systemone` and its
+/// dialects, `decisions`) read it alike: a key missing or refused (401, 403) and a failing server
+/// (5xx). `None` leaves the status to the adapter.
+pub fn keyed_refusal(engine: &str, status: u16, key_set: bool, detail: &str) -> Option<(Cause, String)> {
+    Some(match status {
+        401 | 403 if !key_set => (
+            Cause::Unauthorised,
+            format!("the server wants an API key: it is missing; set {} or api_key_file ({detail})", key_var(engine)),
+        ),
+        401 | 403 => {
+            (Cause::Unauthorised, format!("the server refused the API key: it is wrong or lacks access ({detail})"))
+        }
+        s if s >= 500 => (Cause::HttpStatus(s), format!("the server failed ({detail})")),
+        _ => return None,
+    })
+}
+
 /// The failure for an HTTP 401: says whether the key is missing or wrong, and where it goes.
 pub fn auth_failure(engine: &str, key_set: bool, detail: &str) -> Failure {
-    let var = format!("SYSTEM1_{}_API_KEY", engine.to_ascii_uppercase());
+    let var = key_var(engine);
     if key_set {
         Failure::new(Cause::Unauthorised, format!("{engine} refused the API key in {var}: it is wrong ({detail})"))
     } else {

@@ -85,7 +85,7 @@ impl Decisions {
     }
 
     fn key_var(&self) -> String {
-        format!("SYSTEM1_{}_API_KEY", self.name.to_ascii_uppercase())
+        answers::key_var(&self.name)
     }
 
     fn base(&self) -> String {
@@ -131,29 +131,20 @@ impl Decisions {
     /// The failure for an answer other than 200, each kind with its own cause.
     fn refused(&self, reply: &Reply) -> Failure {
         let detail = http::error_detail(reply);
-        let (cause, said) = match reply.status {
-            401 | 403 if self.api_key.is_none() => (
-                Cause::Unauthorised,
-                format!(
-                    "the server wants an API key: it is missing; set {} or api_key_file ({detail})",
-                    self.key_var()
-                ),
-            ),
-            401 | 403 => {
-                (Cause::Unauthorised, format!("the server refused the API key: it is wrong or lacks access ({detail})"))
-            }
-            400 | 404 if is_unknown_model(reply) => {
+        let shared = answers::keyed_refusal(&self.name, reply.status, self.api_key.is_some(), &detail);
+        let (cause, said) = match (shared, reply.status) {
+            (Some(refusal), _) => refusal,
+            (None, 400 | 404) if is_unknown_model(reply) => {
                 (Cause::UnknownModel, format!("the server has no model {:?} ({detail})", self.model))
             }
-            s @ (404 | 405) => (
+            (None, s @ (404 | 405)) => (
                 Cause::HttpStatus(s),
                 format!(
                     "the server at {} has no POST /decisions: does it serve OpenAI's Decisions API? ({detail})",
                     self.base()
                 ),
             ),
-            s if s >= 500 => (Cause::HttpStatus(s), format!("the server failed ({detail})")),
-            s => (Cause::HttpStatus(s), detail),
+            (None, s) => (Cause::HttpStatus(s), detail),
         };
         failed(cause, &self.name, said)
     }

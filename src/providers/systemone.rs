@@ -174,25 +174,17 @@ impl SystemOne {
     }
 
     fn key_var(&self) -> String {
-        format!("SYSTEM1_{}_API_KEY", self.name.to_ascii_uppercase())
+        answers::key_var(&self.name)
     }
 
     /// The failure for an answer other than 200, each kind with its own cause (and so its own fix).
     fn refused(&self, reply: &Reply, deadline: Instant) -> Failure {
         let name = &self.name;
         let detail = http::error_detail(reply);
-        let (cause, said) = match reply.status {
-            401 | 403 if self.api_key.is_none() => (
-                Cause::Unauthorised,
-                format!(
-                    "the server wants an API key: it is missing; set {} or api_key_file ({detail})",
-                    self.key_var()
-                ),
-            ),
-            401 | 403 => {
-                (Cause::Unauthorised, format!("the server refused the API key: it is wrong or lacks access ({detail})"))
-            }
-            400 | 404 if is_unknown_model(reply) => {
+        let shared = answers::keyed_refusal(name, reply.status, self.api_key.is_some(), &detail);
+        let (cause, said) = match (shared, reply.status) {
+            (Some(refusal), _) => refusal,
+            (None, 400 | 404) if is_unknown_model(reply) => {
                 let offered = match self.models(deadline.saturating_duration_since(Instant::now())) {
                     Ok(names) if !names.is_empty() => format!("it offers: {}", names.join(", ")),
                     Ok(_) => "its /v1/models lists none".to_string(),
@@ -200,7 +192,7 @@ impl SystemOne {
                 };
                 (Cause::UnknownModel, format!("the server has no model {:?}; {offered} ({detail})", self.model))
             }
-            s @ (404 | 405) => (
+            (None, s @ (404 | 405)) => (
                 Cause::HttpStatus(s),
                 format!(
                     "the server at {} has no POST {}: is it a {} server? ({detail})",
@@ -209,9 +201,8 @@ impl SystemOne {
                     self.dialect.service
                 ),
             ),
-            422 => (Cause::HttpStatus(422), format!("the server refused the request as invalid ({detail})")),
-            s if s >= 500 => (Cause::HttpStatus(s), format!("the server failed ({detail})")),
-            s => (Cause::HttpStatus(s), detail),
+            (None, 422) => (Cause::HttpStatus(422), format!("the server refused the request as invalid ({detail})")),
+            (None, s) => (Cause::HttpStatus(s), detail),
         };
         failed(cause, name, said)
     }
