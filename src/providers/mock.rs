@@ -22,9 +22,14 @@ use serde_json::{Map, Value};
 use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, Probabilities, Probe, Provider};
 use crate::config::Settings;
 
-/// How to replace the mock with a real engine, in the words its answers and health use.
+/// How to replace the mock with a real engine, in the words its answers and health use. Any MCP or
+/// HTTP client reads them, so they name commands and no Claude Code slash command (issue 40 item 6).
 fn set_up() -> String {
-    format!("a real one is set up with `{}` or /system1:choose-model", crate::text::command("engine install local"))
+    format!(
+        "a real one is set up with `{}`, and `{}` shows what else this machine can run",
+        crate::text::command("engine install local"),
+        crate::text::command("engine probe")
+    )
 }
 
 pub struct Mock {

@@ -97,6 +97,24 @@ fn the_paused_rationale_names_a_command_any_client_can_run() {
     assert!(why.contains("system1 toggle on` resumes it") && !why.contains("/system1:"), "{v}");
 }
 
+/// The mock engine's health and abstentions reach every MCP and HTTP client: they say how to set
+/// up a real engine with commands, not with Claude Code's slash command.
+#[test]
+fn the_mock_engines_words_name_commands_any_client_can_run() {
+    let env = TestEnv::with_mock("");
+    let mut server = env.mcp();
+    server.initialize("2025-11-25");
+    let health = server.call("system1_health", json!({}));
+    let detail = health["providers"][0]["detail"].as_str().unwrap().to_string();
+    server.close();
+    assert!(detail.contains("system1 engine install local`") && !detail.contains("/system1:"), "{health}");
+    let env = TestEnv::with_mock("[providers.mock]\nfail = \"abstain\"\n");
+    let (v, code) = env.decide_json(&["-q", "Ship it?"]);
+    assert_eq!(code, 4, "{v}");
+    let why = v["rationale"].as_str().unwrap();
+    assert!(why.contains("system1 engine install local`") && !why.contains("/system1:"), "{v}");
+}
+
 /// `system1 serve --port 0` in `env`: the child, its address, and its stderr being read.
 fn serve(env: &TestEnv) -> (std::process::Child, String, std::thread::JoinHandle<Vec<u8>>) {
     use std::io::BufRead;

@@ -224,7 +224,7 @@ fn toggle_pauses_a_running_server_from_the_next_call() {
         routing hint:  off
         spawn model:   enforce off (record only: spawns run on the model Claude gives them)
         skill picker:  off
-        engine health: paused (mock up in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local` or /system1:choose-model)
+        engine health: paused (mock up in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local`, and `[BIN] engine probe` shows what else this machine can run)
         decisions today: 2 (abstained 1, decided 1)
         "));
 
@@ -242,7 +242,7 @@ fn toggle_pauses_a_running_server_from_the_next_call() {
         routing hint:  off
         spawn model:   enforce off (record only: spawns run on the model Claude gives them)
         skill picker:  off
-        engine health: ok (mock up in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local` or /system1:choose-model)
+        engine health: ok (mock up in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local`, and `[BIN] engine probe` shows what else this machine can run)
         decisions today: 3 (abstained 1, decided 2)
         "));
 }
@@ -257,7 +257,7 @@ fn toggle_status_shows_routing_and_picker_modes() {
         routing hint:  on (hints)
         spawn model:   enforce off (record only: spawns run on the model Claude gives them)
         skill picker:  on (log only, no hints)
-        engine health: ok (mock up in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local` or /system1:choose-model)
+        engine health: ok (mock up in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local`, and `[BIN] engine probe` shows what else this machine can run)
         decisions today: 0
         "));
 }
@@ -272,7 +272,7 @@ fn smoke_checks_the_server_as_a_client_does() {
         launch     [BIN] mcp
         ok         initialize: system1 [VERSION], protocol 2025-11-25 ([TIME] ms)
         ok         tools/list: system1_decide, system1_health, system1_capabilities
-        ok         system1_health: ok (mock up: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local` or /system1:choose-model)
+        ok         system1_health: ok (mock up: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local`, and `[BIN] engine probe` shows what else this machine can run)
         ok         system1_decide: "red" (confidence 0.90, mock, [TIME] ms)
         smoke: ok
         "#));
@@ -410,7 +410,7 @@ fn doctor_is_all_good_on_a_healthy_install() {
         ok    MCP server registered (user scope): [ROOT]/home/.system1-gateway/bin/system1 mcp
         warn  no real engine is set up: the mock answers as it is configured to, not by deciding
               fix: install the local engine with `~/.system1-gateway/bin/system1 engine install local` (a 91 MB model that runs inside system1 on the CPU: no GPU, Python or server; it switches the config install wrote to it), or pick another engine with /system1:choose-model
-        ok    mock engine (primary) answers health in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `~/.system1-gateway/bin/system1 engine install local` or /system1:choose-model
+        ok    mock engine (primary) answers health in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `~/.system1-gateway/bin/system1 engine install local`, and `~/.system1-gateway/bin/system1 engine probe` shows what else this machine can run
         ok    test decision by mock in [TIME] ms ("yes" at 0.90)
         ok    no decisions in the last 7 days
         ok    not paused (routing off; enforce off)
@@ -439,7 +439,7 @@ fn doctor_finds_missing_install_registration_and_version_drift() {
               fix: `claude` is not on PATH here: in a shell where it is, run `claude mcp add --scope user --transport stdio system1 -- [ROOT]/home/.system1-gateway/bin/system1 mcp`
         warn  no real engine is set up: the mock answers as it is configured to, not by deciding
               fix: install the local engine with `[BIN] engine install local` (a 91 MB model that runs inside system1 on the CPU: no GPU, Python or server; it switches the config install wrote to it), or pick another engine with /system1:choose-model
-        ok    mock engine (primary) answers health in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local` or /system1:choose-model
+        ok    mock engine (primary) answers health in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `[BIN] engine install local`, and `[BIN] engine probe` shows what else this machine can run
         ok    test decision by mock in [TIME] ms ("yes" at 0.90)
         ok    no decisions in the last 7 days
         ok    not paused (routing off; enforce off)
@@ -596,7 +596,7 @@ fn doctor_warns_when_paused() {
         ok    MCP server registered (user scope): [ROOT]/home/.system1-gateway/bin/system1 mcp
         warn  no real engine is set up: the mock answers as it is configured to, not by deciding
               fix: install the local engine with `~/.system1-gateway/bin/system1 engine install local` (a 91 MB model that runs inside system1 on the CPU: no GPU, Python or server; it switches the config install wrote to it), or pick another engine with /system1:choose-model
-        ok    mock engine (primary) answers health in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `~/.system1-gateway/bin/system1 engine install local` or /system1:choose-model
+        ok    mock engine (primary) answers health in [TIME] ms: mock engine, model mock: not a real engine, it gives configured answers; a real one is set up with `~/.system1-gateway/bin/system1 engine install local`, and `~/.system1-gateway/bin/system1 engine probe` shows what else this machine can run
         ok    test decision by mock in [TIME] ms ("yes" at 0.90)
         ok    no decisions in the last 7 days
         warn  System-1 is paused since [DATETIME] UTC: decisions abstain and the hooks are silent
