@@ -15,7 +15,9 @@ use std::time::{Duration, Instant};
 use crate::checks::{self, NoEngine};
 use crate::claude_code::{self, ClaudeJson, InstalledPlugins, Scope, SubagentModel};
 use crate::config::{Enforce, Source, secret};
-use crate::error::{Result, exit};
+use serde::Serialize;
+
+use crate::error::{Error, Result, exit};
 use crate::gateway::{Answer, Ask, Gateway, Outcome, Purpose, Query, Refusal, VERSION};
 use crate::install::claude;
 use crate::providers::http::Endpoint;
@@ -28,19 +30,35 @@ pub struct Args {
     /// Days of decision tallies to read for the abstention and error checks.
     #[arg(long, default_value_t = 7)]
     days: u32,
+    /// Print the findings as one JSON object (its fields are in docs/troubleshooting.md); the exit
+    /// code is the same.
+    #[arg(long)]
+    json: bool,
 }
 
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
 enum Level {
     Ok,
     Warn,
     Fail,
 }
 
+#[derive(Serialize)]
 struct Finding {
     level: Level,
     what: String,
     fix: Option<String>,
+}
+
+/// What `doctor --json` prints.
+#[derive(Serialize)]
+struct Report<'a> {
+    findings: &'a [Finding],
+    /// Findings that are not `ok` (warnings and failures).
+    problems: usize,
+    /// Whether any finding is `fail`: then doctor exits 1.
+    failed: bool,
 }
 
 #[derive(Default)]
@@ -91,14 +109,20 @@ pub fn run(args: Args) -> Result<i32> {
     check_spawn_hook(&gateway, &mut r);
     check_labels(&mut r);
 
-    let mut failed = false;
+    let failed = r.0.iter().any(|f| f.level == Level::Fail);
+    let problems = r.0.iter().filter(|f| f.level != Level::Ok).count();
+    let code = if failed { exit::FAILURE } else { exit::OK };
+    if args.json {
+        let report = Report { findings: &r.0, problems, failed };
+        outln!("{}", serde_json::to_string_pretty(&report).map_err(|e| Error::failure(e.to_string()))?)?;
+        return Ok(code);
+    }
     for f in &r.0 {
         let tag = match f.level {
             Level::Ok => "ok  ",
             Level::Warn => "warn",
             Level::Fail => "FAIL",
         };
-        failed |= f.level == Level::Fail;
         // A finding quotes what engines, files, settings and the environment say: each is one
         // line for people, escaped and capped whatever got into it.
         outln!("{tag}  {}", text::printable(&f.what, MAX_FINDING_CHARS))?;
@@ -106,7 +130,6 @@ pub fn run(args: Args) -> Result<i32> {
             outln!("      fix: {}", text::printable(fix, MAX_FINDING_CHARS))?;
         }
     }
-    let problems = r.0.iter().filter(|f| f.level != Level::Ok).count();
     outln!(
         "{}",
         match problems {
@@ -115,7 +138,7 @@ pub fn run(args: Args) -> Result<i32> {
             n => format!("doctor: {n} findings need attention"),
         }
     )?;
-    Ok(if failed { exit::FAILURE } else { exit::OK })
+    Ok(code)
 }
 
 fn check_config(gateway: &Gateway, r: &mut Findings) {

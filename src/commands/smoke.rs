@@ -11,10 +11,11 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::checks;
-use crate::error::{Result, exit};
+use crate::error::{Error, Result, exit};
 use crate::gateway::{Gateway, TOOLS};
 use crate::install::claude;
 use crate::{paths, text};
@@ -34,6 +35,92 @@ pub struct Args {
     /// Seconds each step may take.
     #[arg(long, default_value_t = 30.0)]
     timeout_s: f64,
+    /// Print the steps and the verdict as one JSON object at the end (its fields are in
+    /// docs/troubleshooting.md); the exit code is the same.
+    #[arg(long)]
+    json: bool,
+}
+
+/// What `smoke --json` prints: each step as the line a person reads would say it.
+#[derive(Serialize)]
+struct Report {
+    /// The server binary launched (with `mcp`).
+    binary: String,
+    steps: Vec<Step>,
+    /// For an engine that is down, or a binary that is missing: what to do.
+    fixes: Vec<String>,
+    /// The server's last lines on stderr, when a step failed.
+    server_stderr: Vec<String>,
+    verdict: VerdictName,
+}
+
+#[derive(Serialize)]
+struct Step {
+    /// launch, initialize, initialized, tools/list, system1_health or system1_decide.
+    step: &'static str,
+    status: StepStatus,
+    detail: String,
+}
+
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+enum StepStatus {
+    Ok,
+    Warn,
+    Fail,
+}
+
+/// `ok` (exit 0), `engine_down` (exit 5) or `failed` (exit 1).
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum VerdictName {
+    Ok,
+    EngineDown,
+    Failed,
+}
+
+/// Where the steps go: printed one line each as they happen, or kept for `--json`.
+struct Out {
+    json: bool,
+    report: Report,
+}
+
+impl Out {
+    fn step(&mut self, status: StepStatus, step: &'static str, detail: String) -> Result<()> {
+        if !self.json {
+            let tag = match status {
+                StepStatus::Ok => "ok",
+                StepStatus::Warn => "warn",
+                StepStatus::Fail => "FAIL",
+            };
+            outln!("{tag:<10} {step}: {detail}")?;
+        }
+        self.report.steps.push(Step { step, status, detail });
+        Ok(())
+    }
+
+    fn fix(&mut self, fix: String) -> Result<()> {
+        if !self.json {
+            outln!("fix:       {fix}")?;
+        }
+        self.report.fixes.push(fix);
+        Ok(())
+    }
+
+    /// The verdict's line (or the JSON), and the exit code that goes with it.
+    fn finish(mut self, verdict: VerdictName, line: Option<String>) -> Result<i32> {
+        self.report.verdict = verdict;
+        if self.json {
+            outln!("{}", serde_json::to_string_pretty(&self.report).map_err(|e| Error::failure(e.to_string()))?)?;
+        } else if let Some(line) = line {
+            outln!("{line}")?;
+        }
+        Ok(match verdict {
+            VerdictName::Ok => exit::OK,
+            VerdictName::EngineDown => exit::ENGINE_DOWN,
+            VerdictName::Failed => exit::FAILURE,
+        })
+    }
 }
 
 /// The command Claude Code launches: the user-scoped registration when it runs `<bin> mcp`,
@@ -53,40 +140,58 @@ const PROTOCOL_VERSION: &str = "2025-11-25";
 pub fn run(args: Args) -> Result<i32> {
     let bin = args.bin.clone().unwrap_or_else(registered_or_installed);
     let timeout = Duration::from_secs_f64(args.timeout_s.clamp(0.1, 3600.0));
-    outln!("launch     {} mcp", bin.display())?;
+    let report = Report {
+        binary: bin.display().to_string(),
+        steps: Vec::new(),
+        fixes: Vec::new(),
+        server_stderr: Vec::new(),
+        verdict: VerdictName::Failed,
+    };
+    let mut out = Out { json: args.json, report };
+    if !out.json {
+        outln!("launch     {} mcp", bin.display())?;
+    }
     let mut server = match Server::spawn(&bin) {
         Ok(s) => s,
         Err(e) => {
-            outln!("FAIL       cannot start {}: {e}", bin.display())?;
-            if !bin.exists() {
-                outln!("fix:       install it with /system1:setup (or `{}`), or pass --bin", text::command("install"))?;
+            let why = format!("cannot start {}: {e}", bin.display());
+            if !out.json {
+                outln!("FAIL       {why}")?;
             }
-            return Ok(exit::FAILURE);
+            out.report.steps.push(Step { step: "launch", status: StepStatus::Fail, detail: why });
+            if !bin.exists() {
+                out.fix(format!("install it with /system1:setup (or `{}`), or pass --bin", text::command("install")))?;
+            }
+            // The fix says it all: no server ran, so doctor has no more to say.
+            return out.finish(VerdictName::Failed, None);
         }
     };
-    let verdict = steps(&mut server, &args, timeout);
+    out.report.steps.push(Step { step: "launch", status: StepStatus::Ok, detail: format!("{} mcp", bin.display()) });
+    let verdict = steps(&mut server, &args, timeout, &mut out);
     let stderr = server.finish();
     let verdict = verdict?;
     if let Verdict::EngineDown(fixes) = &verdict {
         for fix in fixes {
-            outln!("fix:       {fix}")?;
+            out.fix(fix.clone())?;
         }
-        outln!("smoke: the server works, but no engine answers (exit {})", exit::ENGINE_DOWN)?;
-        return Ok(exit::ENGINE_DOWN);
+        let line = format!("smoke: the server works, but no engine answers (exit {})", exit::ENGINE_DOWN);
+        return out.finish(VerdictName::EngineDown, Some(line));
     }
     if verdict == Verdict::Failed {
         let tail: Vec<&str> = stderr.lines().rev().take(10).collect();
-        if !tail.is_empty() {
+        if !tail.is_empty() && !out.json {
             outln!("server stderr (last lines):")?;
-            for line in tail.into_iter().rev() {
+        }
+        for line in tail.into_iter().rev() {
+            if !out.json {
                 outln!("  {}", said(line))?;
             }
+            out.report.server_stderr.push(line.to_string());
         }
-        outln!("smoke: FAILED (run `{}` for fixes)", text::command("doctor"))?;
-        return Ok(exit::FAILURE);
+        let line = format!("smoke: FAILED (run `{}` for fixes)", text::command("doctor"));
+        return out.finish(VerdictName::Failed, Some(line));
     }
-    outln!("smoke: ok")?;
-    Ok(exit::OK)
+    out.finish(VerdictName::Ok, Some("smoke: ok".to_string()))
 }
 
 /// How the checks went.
@@ -101,7 +206,7 @@ enum Verdict {
 
 /// Runs each step in order and stops at the first that fails (after printing why); an error when
 /// the report cannot be printed.
-fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict> {
+fn steps(server: &mut Server, args: &Args, timeout: Duration, out: &mut Out) -> Result<Verdict> {
     let started = Instant::now();
     let init = server.request(
         "initialize",
@@ -111,35 +216,39 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
     );
     let init = match init {
         Ok(r) => r,
-        Err(e) => return fail("initialize", &e),
+        Err(e) => return fail(out, "initialize", &e),
     };
     let info = &init["serverInfo"];
-    outln!(
-        "ok         initialize: {} {}, protocol {} ({:.0} ms)",
-        said(info["name"].as_str().unwrap_or("?")),
-        said(info["version"].as_str().unwrap_or("?")),
-        said(init["protocolVersion"].as_str().unwrap_or("?")),
-        started.elapsed().as_secs_f64() * 1e3
+    out.step(
+        StepStatus::Ok,
+        "initialize",
+        format!(
+            "{} {}, protocol {} ({:.0} ms)",
+            said(info["name"].as_str().unwrap_or("?")),
+            said(info["version"].as_str().unwrap_or("?")),
+            said(init["protocolVersion"].as_str().unwrap_or("?")),
+            started.elapsed().as_secs_f64() * 1e3
+        ),
     )?;
     if let Err(e) = server.notify("notifications/initialized") {
-        return fail("initialized", &e);
+        return fail(out, "initialized", &e);
     }
 
     let tools = match server.request("tools/list", json!({}), timeout) {
         Ok(r) => r,
-        Err(e) => return fail("tools/list", &e),
+        Err(e) => return fail(out, "tools/list", &e),
     };
     let names: Vec<&str> =
         tools["tools"].as_array().map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect()).unwrap_or_default();
     let missing: Vec<&str> = TOOLS.iter().copied().filter(|t| !names.contains(t)).collect();
     if !missing.is_empty() {
-        return fail("tools/list", &format!("missing {} (got {})", missing.join(", "), said(&names.join(", "))));
+        return fail(out, "tools/list", &format!("missing {} (got {})", missing.join(", "), said(&names.join(", "))));
     }
-    outln!("ok         tools/list: {}", said(&names.join(", ")))?;
+    out.step(StepStatus::Ok, "tools/list", said(&names.join(", ")))?;
 
     let health = match server.call("system1_health", json!({}), timeout) {
         Ok(h) => h,
-        Err(e) => return fail("system1_health", &e),
+        Err(e) => return fail(out, "system1_health", &e),
     };
     let status = health["status"].as_str().unwrap_or("?");
     let engines: Vec<String> = health["providers"]
@@ -162,10 +271,10 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
     let health_line = text::printable(&health_line, MAX_LINE_CHARS);
     let config_ok = health["config_errors"].as_array().is_none_or(|e| e.is_empty());
     match status {
-        "ok" => outln!("ok         system1_health: {health_line}")?,
-        "degraded" | "paused" => outln!("warn       system1_health: {health_line}")?,
+        "ok" => out.step(StepStatus::Ok, "system1_health", health_line)?,
+        "degraded" | "paused" => out.step(StepStatus::Warn, "system1_health", health_line)?,
         "down" if config_ok => {
-            outln!("warn       system1_health: {health_line}")?;
+            out.step(StepStatus::Warn, "system1_health", health_line)?;
             let down: Vec<&str> = health["providers"]
                 .as_array()
                 .into_iter()
@@ -181,7 +290,7 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
                 .collect();
             return Ok(Verdict::EngineDown(fixes));
         }
-        _ => return fail("system1_health", &health_line),
+        _ => return fail(out, "system1_health", &health_line),
     }
 
     let Some(question) = &args.question else { return Ok(Verdict::Ok) };
@@ -191,24 +300,29 @@ fn steps(server: &mut Server, args: &Args, timeout: Duration) -> Result<Verdict>
     }
     let d = match server.call("system1_decide", req, timeout) {
         Ok(d) => d,
-        Err(e) => return fail("system1_decide", &e),
+        Err(e) => return fail(out, "system1_decide", &e),
     };
     let latency = d["latency_ms"].as_f64().unwrap_or(f64::NAN);
     match d["status"].as_str() {
-        Some("decided") => outln!(
-            "ok         system1_decide: \"{}\" (confidence {:.2}, {}, {latency} ms)",
-            said(d["decision"].as_str().unwrap_or("")),
-            d["confidence"].as_f64().unwrap_or(f64::NAN),
-            said(d["provider"].as_str().unwrap_or("?"))
+        Some("decided") => out.step(
+            StepStatus::Ok,
+            "system1_decide",
+            format!(
+                "\"{}\" (confidence {:.2}, {}, {latency} ms)",
+                said(d["decision"].as_str().unwrap_or("")),
+                d["confidence"].as_f64().unwrap_or(f64::NAN),
+                said(d["provider"].as_str().unwrap_or("?"))
+            ),
         )?,
-        Some("abstained") => outln!(
-            "ok         system1_decide: abstained ({}, {latency} ms)",
-            said(d["rationale"].as_str().unwrap_or("no rationale"))
+        Some("abstained") => out.step(
+            StepStatus::Ok,
+            "system1_decide",
+            format!("abstained ({}, {latency} ms)", said(d["rationale"].as_str().unwrap_or("no rationale"))),
         )?,
         _ => {
             let code = said(d["error"]["code"].as_str().unwrap_or("?"));
             let msg = said(d["error"]["message"].as_str().unwrap_or("?"));
-            return fail("system1_decide", &format!("error {code}: {msg}"));
+            return fail(out, "system1_decide", &format!("error {code}: {msg}"));
         }
     }
     Ok(Verdict::Ok)
@@ -223,8 +337,8 @@ fn said(text: &str) -> String {
     text::printable(text, crate::providers::failure::MAX_QUOTED_CHARS)
 }
 
-fn fail(step: &str, why: &str) -> Result<Verdict> {
-    outln!("FAIL       {step}: {}", text::printable(why, MAX_LINE_CHARS))?;
+fn fail(out: &mut Out, step: &'static str, why: &str) -> Result<Verdict> {
+    out.step(StepStatus::Fail, step, text::printable(why, MAX_LINE_CHARS))?;
     Ok(Verdict::Failed)
 }
 

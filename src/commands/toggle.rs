@@ -4,14 +4,22 @@
 //! decision and the hooks on every prompt, so a toggle takes effect from the next call with no
 //! restart. `status` shows what is on, the engine's health and today's decision tally.
 
-use crate::error::{Context, Result, exit};
-use crate::gateway::Gateway;
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::Enforce;
+use crate::error::{Context, Error, Result, exit};
+use crate::gateway::{Gateway, HealthResponse};
 use crate::{logging, paths, state, text};
 
 #[derive(clap::Args)]
 pub struct Args {
     #[arg(value_enum, default_value = "status")]
     action: Action,
+    /// With status: print the state as one JSON object (its fields are in docs/troubleshooting.md).
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -25,6 +33,9 @@ enum Action {
 }
 
 pub fn run(args: Args) -> Result<i32> {
+    if args.json && !matches!(args.action, Action::Status) {
+        return Err(Error::usage("--json goes with `toggle status` only"));
+    }
     match args.action {
         Action::On => {
             state::set_paused(false).context(|| format!("cannot remove {}", paths::pause_file().display()))?;
@@ -39,7 +50,72 @@ pub fn run(args: Args) -> Result<i32> {
             )?;
             Ok(exit::OK)
         }
-        Action::Status => status(),
+        Action::Status => status(args.json),
+    }
+}
+
+/// What `toggle status` shows, and what `--json` prints: one shape for people and programs.
+#[derive(Serialize)]
+struct Status {
+    /// Whether System-1 is paused (`toggle off`), and since when.
+    paused: bool,
+    paused_since: Option<String>,
+    /// Whether the config loads; without it nothing is asked.
+    config_ok: bool,
+    /// The engines asked, in order.
+    engines: Vec<String>,
+    routing_hint: Mode,
+    spawn_model: SpawnModel,
+    skill_picker: Mode,
+    /// The `system1_health` answer (docs/tools.md); absent when the config is broken.
+    engine_health: Option<HealthResponse>,
+    config_errors: Vec<String>,
+    decisions_today: Tally,
+}
+
+/// A hook feature's mode: off (or paused), on with hints, or on and only logging.
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "snake_case")]
+enum Mode {
+    Off,
+    Hints,
+    LogOnly,
+}
+
+#[derive(Serialize)]
+struct SpawnModel {
+    /// `[routing] enforce`: off, fill, raise or set.
+    #[serde(serialize_with = "as_name")]
+    enforce: Enforce,
+    /// Whether it acts now: routing on and not paused.
+    active: bool,
+}
+
+#[derive(Serialize)]
+struct Tally {
+    total: u64,
+    /// By status (decided, abstained, error).
+    by_status: BTreeMap<String, u64>,
+}
+
+fn as_name<S: serde::Serializer>(e: &Enforce, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(e.name())
+}
+
+impl Mode {
+    fn of(enabled: bool, hint: bool, paused: bool) -> Mode {
+        match (enabled && !paused, hint) {
+            (false, _) => Mode::Off,
+            (true, true) => Mode::Hints,
+            (true, false) => Mode::LogOnly,
+        }
+    }
+    fn describe(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::Hints => "on (hints)",
+            Mode::LogOnly => "on (log only, no hints)",
+        }
     }
 }
 
@@ -48,45 +124,59 @@ fn on_off(on: bool) -> &'static str {
 }
 
 /// `[routing] enforce`, and whether it acts now (routing on and not paused).
-fn enforce_state(active: bool, enforce: crate::config::Enforce) -> String {
+fn enforce_state(active: bool, enforce: Enforce) -> String {
     match (enforce, active) {
-        (crate::config::Enforce::Off, _) => format!("enforce off ({})", enforce.describe()),
+        (Enforce::Off, _) => format!("enforce off ({})", enforce.describe()),
         (_, true) => format!("enforce {enforce} ({})", enforce.describe()),
         (_, false) => format!("enforce {enforce}, inactive while routing is off or paused"),
     }
 }
 
-fn status() -> Result<i32> {
+fn status(json: bool) -> Result<i32> {
     let gateway = Gateway::from_env();
     let g = &gateway.loaded.config.gateway;
     logging::init(&g.log_level, &g.log_file, false);
     let paused = state::is_paused();
     let cfg = &gateway.loaded.config;
+    let today = state::decisions_today();
+    let s = Status {
+        paused,
+        paused_since: if paused { state::paused_since() } else { None },
+        config_ok: gateway.is_ok(),
+        engines: gateway.loaded.chain(),
+        routing_hint: Mode::of(cfg.routing.enabled, cfg.routing.hint, paused),
+        spawn_model: SpawnModel { enforce: cfg.routing.enforce, active: cfg.routing.enabled && !paused },
+        skill_picker: Mode::of(cfg.skills.enabled, cfg.skills.hint, paused),
+        engine_health: gateway.is_ok().then(|| gateway.health()),
+        config_errors: gateway.config_errors.clone(),
+        decisions_today: Tally { total: today.values().sum(), by_status: today },
+    };
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&s).map_err(|e| Error::failure(e.to_string()))?)?;
+    } else {
+        print(&s)?;
+    }
+    Ok(exit::OK)
+}
 
-    if paused {
-        let since = state::paused_since().map(|t| format!(" since {t}")).unwrap_or_default();
+fn print(s: &Status) -> Result<()> {
+    if s.paused {
+        let since = s.paused_since.as_deref().map(|t| format!(" since {t}")).unwrap_or_default();
         outln!("System-1:      paused{since} (`{}` resumes)", text::command("toggle on"))?;
     } else {
         outln!("System-1:      on")?;
     }
-    let chain = gateway.loaded.chain().join(" → ");
-    let gateway_state = if !gateway.is_ok() {
+    let gateway_state = if !s.config_ok {
         format!("broken config (`{}`)", text::command("doctor"))
     } else {
-        format!("{} (engines: {chain})", on_off(!paused))
+        format!("{} (engines: {})", on_off(!s.paused), s.engines.join(" → "))
     };
     outln!("gateway:       {gateway_state}")?;
-    let mode = |enabled: bool, hint: bool| match (enabled && !paused, hint) {
-        (false, _) => "off".to_string(),
-        (true, true) => "on (hints)".to_string(),
-        (true, false) => "on (log only, no hints)".to_string(),
-    };
-    outln!("routing hint:  {}", mode(cfg.routing.enabled, cfg.routing.hint))?;
-    outln!("spawn model:   {}", enforce_state(cfg.routing.enabled && !paused, cfg.routing.enforce))?;
-    outln!("skill picker:  {}", mode(cfg.skills.enabled, cfg.skills.hint))?;
+    outln!("routing hint:  {}", s.routing_hint.describe())?;
+    outln!("spawn model:   {}", enforce_state(s.spawn_model.active, s.spawn_model.enforce))?;
+    outln!("skill picker:  {}", s.skill_picker.describe())?;
 
-    if gateway.is_ok() {
-        let health = gateway.health();
+    if let Some(health) = &s.engine_health {
         let engines: Vec<String> = health
             .providers
             .iter()
@@ -98,15 +188,12 @@ fn status() -> Result<i32> {
             .collect();
         outln!("engine health: {} ({})", health.status, engines.join("; "))?;
     } else {
-        for e in &gateway.config_errors {
+        for e in &s.config_errors {
             outln!("config error:  {e}")?;
         }
     }
-
-    let today = state::decisions_today();
-    let total: u64 = today.values().sum();
-    let by_status: Vec<String> = today.iter().map(|(s, n)| format!("{s} {n}")).collect();
+    let by_status: Vec<String> = s.decisions_today.by_status.iter().map(|(k, n)| format!("{k} {n}")).collect();
     let detail = if by_status.is_empty() { String::new() } else { format!(" ({})", by_status.join(", ")) };
-    outln!("decisions today: {total}{detail}")?;
-    Ok(exit::OK)
+    outln!("decisions today: {}{detail}", s.decisions_today.total)?;
+    Ok(())
 }

@@ -39,6 +39,7 @@ mod hook_deadlines;
 mod hostile_output;
 mod hostile_reads;
 mod install;
+mod json_output;
 mod local_deadline;
 mod local_engine;
 mod local_install;
