@@ -225,30 +225,15 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         None => servers::SPECS.iter().collect(),
     };
     let loaded = crate::config::load();
-    let mut report = Vec::new();
+    let servers: Vec<servers::Status> = specs.iter().map(|spec| servers::Status::read(spec, &loaded)).collect();
     let local = matches!(name, None | Some("local")).then(|| download::status_entry(&loaded));
-    for spec in specs {
-        let port = spec.port();
-        let settings = loaded.provider_settings(spec.name);
-        let health = providers::build(spec.name, &settings).map(|p| p.health(Duration::from_secs(2)));
-        let pid = std::fs::read_to_string(spec.pid_file()).ok().map(|t| t.trim().to_string());
-        report.push(json!({
-            "engine": spec.name,
-            "installed": spec.is_installed(),
-            "dir": spec.dir().display().to_string(),
-            "port": port,
-            "listening": servers::listening(port),
-            "pid": pid,
-            "healthy": health.as_ref().map(|h| h.ok()),
-            "detail": health.as_ref().and_then(|h| h.detail()),
-            "autostart": autostart::is_enabled(spec, Platform::current()),
-            "log": spec.log_file().display().to_string(),
-        }));
-    }
     // With every engine shown: the chain's, what each answers and where each kind of question goes.
     let gateway = name.is_none().then(|| crate::gateway::Gateway::new(loaded));
     let chain = gateway.as_ref().map(crate::gateway::Gateway::described_routes);
     if as_json {
+        // The wire: one array of the servers, the local engine and the chain, each its own shape.
+        let mut report: Vec<serde_json::Value> =
+            servers.iter().map(|s| serde_json::to_value(s).unwrap_or_default()).collect();
         report.extend(local);
         if let Some((described, routes)) = &chain {
             let engines: Vec<serde_json::Value> = described
@@ -264,16 +249,8 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
         return Ok(exit::OK);
     }
-    for r in &report {
-        let yes = |k: &str| if r[k].as_bool() == Some(true) { "yes" } else { "no" };
-        outln!("{}:", r["engine"].as_str().unwrap_or(""))?;
-        outln!("  installed:  {} ({})", yes("installed"), r["dir"].as_str().unwrap_or(""))?;
-        outln!("  listening:  {} (127.0.0.1:{})", yes("listening"), r["port"])?;
-        if let Some(d) = r["detail"].as_str() {
-            outln!("  health:     {d}")?;
-        }
-        outln!("  at login:   {}", if r["autostart"].as_bool() == Some(true) { "on" } else { "off" })?;
-        outln!("  log:        {}", r["log"].as_str().unwrap_or(""))?;
+    for line in servers.iter().flat_map(servers::Status::lines) {
+        outln!("{line}")?;
     }
     if let Some(l) = &local {
         for line in download::describe(l) {

@@ -116,6 +116,60 @@ impl Spec {
     }
 }
 
+/// One engine server's state, as `engine status` shows it (and prints it with `--json`).
+#[derive(Debug, serde::Serialize)]
+pub struct Status {
+    pub engine: &'static str,
+    pub installed: bool,
+    pub dir: String,
+    pub port: u16,
+    pub listening: bool,
+    /// What its pid file says, when there is one.
+    pub pid: Option<String>,
+    /// Whether its health probe passed; `None` where its config is broken and no probe ran.
+    pub healthy: Option<bool>,
+    pub detail: Option<String>,
+    pub autostart: bool,
+    pub log: String,
+}
+
+impl Status {
+    /// Reads the engine's state: its files, its port and its health probe (at most 2 s).
+    pub fn read(spec: &Spec, loaded: &crate::config::Loaded) -> Status {
+        let settings = loaded.provider_settings(spec.name);
+        let health = crate::providers::build(spec.name, &settings).map(|p| p.health(Duration::from_secs(2)));
+        let port = spec.port();
+        Status {
+            engine: spec.name,
+            installed: spec.is_installed(),
+            dir: spec.dir().display().to_string(),
+            port,
+            listening: listening(port),
+            pid: std::fs::read_to_string(spec.pid_file()).ok().map(|t| t.trim().to_string()),
+            healthy: health.as_ref().map(|h| h.ok()),
+            detail: health.as_ref().and_then(|h| h.detail()).map(String::from),
+            autostart: autostart::is_enabled(spec, autostart::Platform::current()),
+            log: spec.log_file().display().to_string(),
+        }
+    }
+
+    /// The status as lines for a person.
+    pub fn lines(&self) -> Vec<String> {
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        let mut lines = vec![
+            format!("{}:", self.engine),
+            format!("  installed:  {} ({})", yes(self.installed), self.dir),
+            format!("  listening:  {} (127.0.0.1:{})", yes(self.listening), self.port),
+        ];
+        if let Some(d) = &self.detail {
+            lines.push(format!("  health:     {d}"));
+        }
+        lines.push(format!("  at login:   {}", if self.autostart { "on" } else { "off" }));
+        lines.push(format!("  log:        {}", self.log));
+        lines
+    }
+}
+
 /// The port of an `http://host:port` URL, when it names one.
 pub fn port_of(url: &str) -> Option<u16> {
     let rest = url.trim().split_once("://").map(|(_, r)| r)?;

@@ -6,7 +6,7 @@
 
 use std::process::Command;
 
-use serde_json::{Value, json};
+use serde::Serialize;
 
 use crate::providers::Probe;
 use crate::text;
@@ -72,20 +72,80 @@ fn ram_bytes() -> Option<u64> {
     }
 }
 
+/// What the probe finds, as `engine probe --json` prints it (docs/engines.md lists the fields).
+#[derive(Debug, Serialize)]
+pub struct Machine {
+    pub os: String,
+    pub cpu: Cpu,
+    pub ram_gb: Option<f64>,
+    pub gpus: Vec<Gpu>,
+    pub python: Option<String>,
+    pub ollama: Option<String>,
+    /// llama.cpp's build number of the `llama-server` on PATH.
+    pub llama_server: Option<u64>,
+    pub systemone: Vec<ServerOffer>,
+    pub hosted: Vec<HostedOffer>,
+    pub recommended: Recommended,
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Cpu {
+    pub model: Option<String>,
+    pub threads: Option<usize>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Gpu {
+    pub name: String,
+    pub vram_gb: Option<f64>,
+    /// `cuda` or `mps`.
+    pub backend: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<&'static str>,
+}
+
+/// A System One server this machine has or could reach.
+#[derive(Debug, Serialize)]
+pub struct ServerOffer {
+    /// `running`, `ollama`, `llama-server` or `hosted`.
+    pub server: &'static str,
+    /// Whether it can serve decisions as it is (an Ollama or llama-server too old does not).
+    pub fits: bool,
+    pub how: String,
+}
+
+/// A hosted decision engine whose key is set.
+#[derive(Debug, Serialize)]
+pub struct HostedOffer {
+    pub engine: &'static str,
+    pub how: String,
+}
+
+/// The engine this machine suits, and why.
+#[derive(Debug, Serialize)]
+pub struct Recommended {
+    pub engine: &'static str,
+    pub why: String,
+}
+
 /// NVIDIA GPUs with their memory, from `nvidia-smi`; on Apple Silicon the integrated GPU (MPS).
-fn gpus() -> Vec<Value> {
+fn gpus() -> Vec<Gpu> {
     let mut found = Vec::new();
     if let Some(csv) = output("nvidia-smi", &["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"]) {
         for line in csv.lines() {
             let mut parts = line.split(',').map(str::trim);
             let name = text::printable(parts.next().unwrap_or("NVIDIA GPU"), 200);
             let vram_mib: Option<u64> = parts.next().and_then(|m| m.parse().ok());
-            found.push(json!({"name": name, "vram_gb": vram_mib.map(|m| gb(m * 1024 * 1024)), "backend": "cuda"}));
+            found.push(Gpu { name, vram_gb: vram_mib.map(|m| gb(m * 1024 * 1024)), backend: "cuda", note: None });
         }
     }
     if found.is_empty() && std::env::consts::OS == "macos" && std::env::consts::ARCH == "aarch64" {
-        found.push(json!({"name": "Apple Silicon GPU", "vram_gb": null, "backend": "mps",
-            "note": "unified memory: the GPU shares the RAM"}));
+        found.push(Gpu {
+            name: "Apple Silicon GPU".into(),
+            vram_gb: None,
+            backend: "mps",
+            note: Some("unified memory: the GPU shares the RAM"),
+        });
     }
     found
 }
@@ -128,15 +188,19 @@ const LLAMA_WITHOUT_SYSTEMONE: u64 = 11349;
 /// use it: one answering at the configured endpoint (`answering`: its health probe), an Ollama new
 /// enough to serve decision models, a `llama-server` on PATH, and TypeSafe's hosted Jev, which only
 /// the user can choose (prompts and contexts leave the machine).
-pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&str, &Probe)>) -> Vec<Value> {
+pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&str, &Probe)>) -> Vec<ServerOffer> {
     let mut offers = Vec::new();
     let fallback = "as a fallback after the local engine it answers the free yes/no questions local passes on";
     if let Some((endpoint, probe)) = answering {
         match probe {
-            Probe::Up(detail) => offers.push(json!({"server": "running", "fits": true, "how": format!(
-                "a System One server answers at {endpoint} ({}): add \"systemone\" to [gateway] fallback; {fallback}",
-                detail.as_deref().unwrap_or("up")
-            )})),
+            Probe::Up(detail) => offers.push(ServerOffer {
+                server: "running",
+                fits: true,
+                how: format!(
+                    "a System One server answers at {endpoint} ({}): add \"systemone\" to [gateway] fallback; {fallback}",
+                    detail.as_deref().unwrap_or("up")
+                ),
+            }),
             Probe::Down(_) => {}
         }
     }
@@ -152,7 +216,7 @@ pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&
                 "Ollama ({v}) is older than 0.35, the first to serve the System One API: upgrade it to use a decision model"
             )
         };
-        offers.push(json!({"server": "ollama", "fits": fits, "how": how}));
+        offers.push(ServerOffer { server: "ollama", fits, how });
     }
     if let Some(v) = llama {
         let build = llama_build(v);
@@ -169,12 +233,16 @@ pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&
                  build llama.cpp from source until a release has it"
             )
         };
-        offers.push(json!({"server": "llama-server", "fits": fits, "how": how}));
+        offers.push(ServerOffer { server: "llama-server", fits, how });
     }
-    offers.push(json!({"server": "hosted", "fits": true, "how":
-        "TypeSafe's hosted Jev, only if you agree: every prompt and context it decides on leaves this machine, and it \
-         is a paid service billed by TypeSafe (each answer reports its tokens in `usage`; check TypeSafe's prices \
-         first). A team's vLLM (0.32 or later) is the same kind of server on your own network"}));
+    offers.push(ServerOffer {
+        server: "hosted",
+        fits: true,
+        how: "TypeSafe's hosted Jev, only if you agree: every prompt and context it decides on leaves this machine, \
+              and it is a paid service billed by TypeSafe (each answer reports its tokens in `usage`; check \
+              TypeSafe's prices first). A team's vLLM (0.32 or later) is the same kind of server on your own network"
+            .into(),
+    });
     offers
 }
 
@@ -229,7 +297,7 @@ pub fn routing_decision_tokens() -> u64 {
 /// The hosted engines to offer: only those whose key is set (`keyed` names their providers), each
 /// saying that prompts leave the machine, what 1,000 routing-sized decisions cost at the published
 /// price, and that it goes behind the local engine.
-pub fn hosted(keyed: &[&str]) -> Vec<Value> {
+pub fn hosted(keyed: &[&str]) -> Vec<HostedOffer> {
     let tokens = routing_decision_tokens();
     HOSTED
         .iter()
@@ -251,51 +319,43 @@ pub fn hosted(keyed: &[&str]) -> Vec<Value> {
                  and [providers.{}] allow_remote = true",
                 h.service, h.vendor, h.provider, h.provider
             );
-            json!({"engine": h.provider, "how": how})
+            HostedOffer { engine: h.provider, how }
         })
         .collect()
 }
 
-/// Everything the probe finds, as JSON. `answering` is the configured System One server's
-/// endpoint and health probe, when one is configured or listens at the default address; `keyed`
-/// the hosted engines whose key is set.
-pub fn probe(answering: Option<(&str, &Probe)>, keyed: &[&str]) -> Value {
+/// Everything the probe finds. `answering` is the configured System One server's endpoint and
+/// health probe, when one is configured or listens at the default address; `keyed` the hosted
+/// engines whose key is set.
+pub fn probe(answering: Option<(&str, &Probe)>, keyed: &[&str]) -> Machine {
     let threads = std::thread::available_parallelism().map(|n| n.get()).ok();
     // What programs and system files say is printed and goes to the model: escaped and short.
     let shown = |s: Option<String>| s.map(|s| text::printable(&s, 200));
     let python = shown(output("python3", &["--version"]).or_else(|| output("python", &["--version"])));
     let ollama = shown(output("ollama", &["--version"]));
     let llama = printed("llama-server", &["--version"]);
-    let offers = systemone(ollama.as_deref(), llama.as_deref(), answering);
-    json!({
-        "os": text::printable(&os_name(), 200),
-        "cpu": {"model": shown(cpu_model()), "threads": threads},
-        "ram_gb": ram_bytes().map(gb),
-        "gpus": gpus(),
-        "python": python,
-        "ollama": ollama,
-        "llama_server": llama.as_deref().and_then(llama_build),
-        "systemone": offers,
-        "hosted": hosted(keyed),
-    })
-    .as_object()
-    .map(|o| {
-        let mut o = o.clone();
-        let (engine, why) = recommend(&Value::Object(o.clone()));
-        o.insert("recommended".into(), json!({"engine": engine, "why": why}));
-        Value::Object(o)
-    })
-    .unwrap_or_default()
+    let gpus = gpus();
+    let recommended = recommend(!gpus.is_empty(), python.is_some());
+    Machine {
+        os: text::printable(&os_name(), 200),
+        cpu: Cpu { model: shown(cpu_model()), threads },
+        ram_gb: ram_bytes().map(gb),
+        gpus,
+        systemone: systemone(ollama.as_deref(), llama.as_deref(), answering),
+        python,
+        ollama,
+        llama_server: llama.as_deref().and_then(llama_build),
+        hosted: hosted(keyed),
+        recommended,
+    }
 }
 
 /// The engine this machine suits: Laya where a GPU and Python are there (one forward pass for the
 /// four features, fast on a GPU), else the local engine, which needs neither (a 91 MB model run
 /// inside system1 on the CPU).
-pub fn recommend(p: &Value) -> (&'static str, String) {
-    let gpu = p["gpus"].as_array().is_some_and(|g| !g.is_empty());
-    let python = p["python"].is_string();
+pub fn recommend(gpu: bool, python: bool) -> Recommended {
     let install_local = text::command("engine install local");
-    match (gpu, python) {
+    let (engine, why) = match (gpu, python) {
         (true, true) => (
             "laya",
             "a GPU and Python are there: Laya answers the four routing features in one pass on the GPU (a 6 GB install); \
@@ -312,41 +372,37 @@ pub fn recommend(p: &Value) -> (&'static str, String) {
                  the CPU but slowly"
             ),
         ),
-    }
+    };
+    Recommended { engine, why }
 }
 
 /// The probe as lines for a person.
-pub fn describe(p: &Value) -> Vec<String> {
+pub fn describe(p: &Machine) -> Vec<String> {
     let unknown = || "unknown".to_string();
-    let s = |v: &Value| v.as_str().map(String::from);
-    let mut lines = vec![format!("OS:     {}", s(&p["os"]).unwrap_or_else(unknown))];
+    let mut lines = vec![format!("OS:     {}", p.os)];
     lines.push(format!(
         "CPU:    {}{}",
-        s(&p["cpu"]["model"]).unwrap_or_else(unknown),
-        p["cpu"]["threads"].as_u64().map(|t| format!(", {t} threads")).unwrap_or_default()
+        p.cpu.model.clone().unwrap_or_else(unknown),
+        p.cpu.threads.map(|t| format!(", {t} threads")).unwrap_or_default()
     ));
-    lines.push(format!("RAM:    {}", p["ram_gb"].as_f64().map(|g| format!("{g} GB")).unwrap_or_else(unknown)));
-    match p["gpus"].as_array().filter(|g| !g.is_empty()) {
-        None => lines.push("GPU:    none detected (engines run on the CPU)".to_string()),
-        Some(gpus) => {
-            for g in gpus {
-                let vram = g["vram_gb"].as_f64().map(|v| format!(", {v} GB VRAM")).unwrap_or_default();
-                let backend = s(&g["backend"]).unwrap_or_default();
-                lines.push(format!("GPU:    {}{vram} ({backend})", s(&g["name"]).unwrap_or_else(unknown)));
-            }
-        }
+    lines.push(format!("RAM:    {}", p.ram_gb.map(|g| format!("{g} GB")).unwrap_or_else(unknown)));
+    if p.gpus.is_empty() {
+        lines.push("GPU:    none detected (engines run on the CPU)".to_string());
     }
-    lines.push(format!("Python: {}", s(&p["python"]).unwrap_or_else(|| "not found on PATH".into())));
-    lines.push(format!("Ollama: {}", s(&p["ollama"]).unwrap_or_else(|| "not found on PATH".into())));
-    if let Some(engine) = s(&p["recommended"]["engine"]) {
-        lines.push(format!("Engine: {engine} ({})", s(&p["recommended"]["why"]).unwrap_or_default()));
+    for g in &p.gpus {
+        let vram = g.vram_gb.map(|v| format!(", {v} GB VRAM")).unwrap_or_default();
+        lines.push(format!("GPU:    {}{vram} ({})", g.name, g.backend));
     }
-    for offer in p["systemone"].as_array().into_iter().flatten() {
-        let mark = if offer["fits"].as_bool() == Some(true) { "" } else { "(not yet) " };
-        lines.push(format!("System One server: {mark}{}", s(&offer["how"]).unwrap_or_default()));
+    let or_not_found = |s: &Option<String>| s.clone().unwrap_or_else(|| "not found on PATH".into());
+    lines.push(format!("Python: {}", or_not_found(&p.python)));
+    lines.push(format!("Ollama: {}", or_not_found(&p.ollama)));
+    lines.push(format!("Engine: {} ({})", p.recommended.engine, p.recommended.why));
+    for offer in &p.systemone {
+        let mark = if offer.fits { "" } else { "(not yet) " };
+        lines.push(format!("System One server: {mark}{}", offer.how));
     }
-    for offer in p["hosted"].as_array().into_iter().flatten() {
-        lines.push(format!("Hosted engine: {}", s(&offer["how"]).unwrap_or_default()));
+    for offer in &p.hosted {
+        lines.push(format!("Hosted engine: {}", offer.how));
     }
     lines
 }
@@ -358,10 +414,7 @@ mod recommend_tests {
     #[test]
     fn system_one_servers_are_offered_where_they_fit() {
         let servers = |o: Option<&str>, l: Option<&str>| -> Vec<(String, bool)> {
-            systemone(o, l, None)
-                .iter()
-                .map(|v| (v["server"].as_str().unwrap_or("").to_string(), v["fits"].as_bool().unwrap_or(false)))
-                .collect()
+            systemone(o, l, None).iter().map(|v| (v.server.to_string(), v.fits)).collect()
         };
         let names = |v: &[(&str, bool)]| v.iter().map(|(s, f)| (s.to_string(), *f)).collect::<Vec<_>>();
         assert_eq!(servers(None, None), names(&[("hosted", true)]), "the hosted one is always named, to ask about");
@@ -377,10 +430,10 @@ mod recommend_tests {
         assert_eq!(llama_build("version: b11400 (x)"), Some(11400));
         let up = Probe::up("systemone at http://127.0.0.1:8080 is up and offers jev-latest");
         let offered = systemone(None, None, Some(("http://127.0.0.1:8080", &up)));
-        assert_eq!(offered[0]["server"], "running");
+        assert_eq!(offered[0].server, "running");
         let down = Probe::Down(crate::providers::Failure::new(crate::providers::Cause::Refused, "refused"));
         assert_eq!(systemone(None, None, Some(("http://127.0.0.1:8080", &down))).len(), 1);
-        let hosted = offered.last().and_then(|v| v["how"].as_str()).unwrap_or("");
+        let hosted = offered.last().map(|v| v.how.as_str()).unwrap_or("");
         assert!(
             hosted.contains("only if you agree") && hosted.contains("leaves this machine") && hosted.contains("paid")
         );
@@ -390,23 +443,34 @@ mod recommend_tests {
     fn a_hosted_engine_is_offered_only_with_its_key_and_says_what_leaves_and_what_it_costs() {
         assert!(hosted(&[]).is_empty(), "no key, no offer");
         let offers = hosted(&["gemini", "openrouter"]);
-        assert_eq!(offers.iter().map(|o| o["engine"].as_str().unwrap()).collect::<Vec<_>>(), ["gemini", "openrouter"]);
-        let gemini = offers[0]["how"].as_str().unwrap();
+        assert_eq!(offers.iter().map(|o| o.engine).collect::<Vec<_>>(), ["gemini", "openrouter"]);
+        let gemini = offers[0].how.as_str();
         let tokens = routing_decision_tokens();
         assert!((150..300).contains(&tokens), "four questions and a median prompt: {tokens}");
         let cost = format!("about ${:.3} per 1,000 decisions", tokens as f64 * 1000.0 * 0.10 / 1e6);
         assert!(gemini.contains(&cost), "{gemini}");
         assert!(gemini.contains("leaves this machine") && gemini.contains("fallback = [\"gemini\"]"), "{gemini}");
-        assert!(offers[1]["how"].as_str().unwrap().contains("priced per model"));
-        let lines = describe(&json!({"hosted": offers}));
+        assert!(offers[1].how.contains("priced per model"));
+        let machine = Machine {
+            os: "linux".into(),
+            cpu: Cpu::default(),
+            ram_gb: None,
+            gpus: Vec::new(),
+            python: None,
+            ollama: None,
+            llama_server: None,
+            systemone: Vec::new(),
+            hosted: offers,
+            recommended: recommend(false, false),
+        };
+        let lines = describe(&machine);
         assert_eq!(lines.iter().filter(|l| l.starts_with("Hosted engine: ")).count(), 2, "{lines:?}");
     }
 
     #[test]
     fn local_without_a_gpu_or_python_laya_with_both() {
-        let p = |gpus: Value, python: Value| json!({"gpus": gpus, "python": python});
-        assert_eq!(recommend(&p(json!([]), json!("Python 3.11"))).0, "local");
-        assert_eq!(recommend(&p(json!([{"name": "RTX"}]), Value::Null)).0, "local");
-        assert_eq!(recommend(&p(json!([{"name": "RTX"}]), json!("Python 3.11"))).0, "laya");
+        assert_eq!(recommend(false, true).engine, "local");
+        assert_eq!(recommend(true, false).engine, "local");
+        assert_eq!(recommend(true, true).engine, "laya");
     }
 }
