@@ -92,50 +92,56 @@ fn local_engine_answers(config_path: &Path) -> bool {
 }
 
 /// The example with `engine` selected instead of the example's, and a comment saying why (`why`,
-/// whose lines after the first start with `# `).
+/// whose lines after the first start with `# `) on the line above it.
 pub fn engine_config(example: &str, engine: &str, why: &str) -> Result<String> {
-    let mut out = String::with_capacity(example.len() + 256);
-    let mut done = false;
-    for line in example.lines() {
-        if !done && line.starts_with("provider = ") {
-            out.push_str(&format!("# {why}\n"));
-            out.push_str(&line.replacen(&format!("\"{EXAMPLE_ENGINE}\""), &format!("\"{engine}\""), 1));
-            done = true;
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    if done { Ok(out) } else { Err(Error::failure("config.example.toml lacks the `provider = ` line install edits")) }
+    let mut doc = example_document(example)?;
+    select(&mut doc, engine, &format!("# {why}\n"))?;
+    Ok(doc.to_string())
 }
 
 /// The example with the abstaining mock selected, and a comment saying why and how to switch.
 pub fn no_engine_config(example: &str) -> Result<String> {
-    let mut out = String::with_capacity(example.len() + 512);
-    let (mut provider_done, mut fail_done) = (false, false);
-    for line in example.lines() {
-        if !provider_done && line.starts_with("provider = ") {
-            out.push_str(
-                "# No engine answered when system1 was installed, so the built-in mock stands in and\n\
-                 # abstains on every question ([providers.mock] fail = \"abstain\"): Claude never acts on a\n\
-                 # made-up answer. Install an engine (/system1:choose-model), set provider to it, and\n\
-                 # remove that fail line.\n",
-            );
-            out.push_str(&line.replacen(&format!("\"{EXAMPLE_ENGINE}\""), "\"mock\"", 1));
-            provider_done = true;
-        } else if !fail_done && line.starts_with("fail = \"\"") {
-            out.push_str(&line.replacen("fail = \"\"", "fail = \"abstain\"", 1));
-            fail_done = true;
-        } else {
-            out.push_str(line);
-        }
-        out.push('\n');
-    }
-    if provider_done && fail_done {
-        Ok(out)
-    } else {
-        Err(Error::failure("config.example.toml lacks the `provider = ` or mock `fail = \"\"` line install edits"))
-    }
+    let mut doc = example_document(example)?;
+    select(
+        &mut doc,
+        "mock",
+        "# No engine answered when system1 was installed, so the built-in mock stands in and\n\
+         # abstains on every question ([providers.mock] fail = \"abstain\"): Claude never acts on a\n\
+         # made-up answer. Install an engine (/system1:choose-model), set provider to it, and\n\
+         # remove that fail line.\n",
+    )?;
+    let fail = doc
+        .get_mut("providers")
+        .and_then(|p| p.get_mut("mock"))
+        .and_then(|m| m.get_mut("fail"))
+        .and_then(toml_edit::Item::as_value_mut)
+        .ok_or_else(|| Error::failure("config.example.toml lacks the [providers.mock] `fail` key install edits"))?;
+    set_string(fail, "abstain");
+    Ok(doc.to_string())
+}
+
+fn example_document(example: &str) -> Result<toml_edit::DocumentMut> {
+    example.parse().map_err(|e| Error::failure(format!("config.example.toml does not parse: {e}")))
+}
+
+/// Sets `[gateway] provider` to `engine`, with `comment` (whole `# ` lines) added above it.
+fn select(doc: &mut toml_edit::DocumentMut, engine: &str, comment: &str) -> Result<()> {
+    let missing = || Error::failure("config.example.toml lacks the [gateway] `provider` key install edits");
+    let gateway = doc.get_mut("gateway").and_then(toml_edit::Item::as_table_mut).ok_or_else(missing)?;
+    let mut key = gateway.key_mut("provider").ok_or_else(missing)?;
+    let decor = key.leaf_decor_mut();
+    let above = decor.prefix().and_then(|p| p.as_str()).unwrap_or("").to_string();
+    decor.set_prefix(format!("{above}{comment}"));
+    let value = gateway.get_mut("provider").and_then(toml_edit::Item::as_value_mut).ok_or_else(missing)?;
+    set_string(value, engine);
+    Ok(())
+}
+
+/// Replaces a value with a string, keeping the spaces around it and its trailing comment.
+fn set_string(value: &mut toml_edit::Value, to: &str) {
+    let decor = value.decor().clone();
+    *value = toml_edit::Value::from(to);
+    *value.decor_mut() = decor;
 }
 
 /// What [`use_engine`] did to the config.
@@ -201,5 +207,20 @@ mod tests {
     #[test]
     fn no_engine_config_refuses_an_example_it_cannot_edit() {
         assert!(no_engine_config("[gateway]\n").is_err());
+        assert!(no_engine_config("[gateway]\nprovider = \"laya\"\n").is_err(), "no mock fail key");
+        assert!(engine_config("[gateway\n", "local", "why").is_err());
+    }
+
+    #[test]
+    fn only_the_provider_value_and_the_comment_above_it_change() {
+        let text = engine_config(EXAMPLE, "local", "why\n# more").unwrap();
+        let old = EXAMPLE.lines().find(|l| l.starts_with("provider = ")).unwrap();
+        let new = old.replacen("\"laya\"", "\"local\"", 1);
+        // The value keeps its spacing and trailing comment, and the why comes right above it.
+        assert_eq!(text, EXAMPLE.replacen(old, &format!("# why\n# more\n{new}"), 1));
+        let text = no_engine_config(EXAMPLE).unwrap();
+        let fail = EXAMPLE.lines().find(|l| l.starts_with("fail = \"\"")).unwrap();
+        assert!(text.contains(&fail.replacen("fail = \"\"", "fail = \"abstain\"", 1)), "{text}");
+        assert_eq!(text.lines().count(), EXAMPLE.lines().count() + 4, "four comment lines added, none lost");
     }
 }

@@ -2,9 +2,10 @@
 //! already holds), and `[routing] min_confidence` and the rule (`rules`, `default_tier`) in the
 //! user's config.
 //!
-//! The config is the user's file, with their comments and layout, so it is edited as text: only the
-//! keys' lines change (or are added under `[routing]`, or a `[routing]` table is appended), and
-//! the result is parsed back to check that it says what was meant before it replaces the file.
+//! The config is the user's file, with their comments and layout, so it is edited as a
+//! format-preserving TOML document (toml_edit): only the keys change (or are added under
+//! `[routing]`, or a `[routing]` table is appended), and the result is parsed back to check that it
+//! says what was meant before it replaces the file.
 //! Both files are written to a temp file beside them and renamed over, so a crash leaves the old
 //! file or the new one, never half of one.
 
@@ -28,19 +29,24 @@ pub fn merge_fitted(existing: Vec<Fit>, new: Vec<Fit>) -> File {
     File::new(fits)
 }
 
-/// Sets `[routing] min_confidence = value` in the TOML `text`, touching nothing else: the key's line
-/// (keeping its comment), else a line right after the `[routing]` header, else a new `[routing]`.
+/// Sets `[routing] min_confidence = value` in the TOML `text`, touching nothing else: the key's
+/// value (keeping its spacing and comment), else a new key right after the `[routing]` header, else
+/// a new `[routing]` table at the end.
 pub fn set_routing_min_confidence(text: &str, value: f64) -> Result<String, String> {
-    let new_line = format!("min_confidence = {value:?}");
-    let result = replace_in_routing(
-        text,
-        |l| key_of(l) == Some("min_confidence"),
-        |old| {
-            // Keep a trailing comment on the line.
-            let comment = old.and_then(|l| l.find('#').map(|c| format!("  {}", l[c..].trim_end())));
-            vec![format!("{new_line}{}", comment.unwrap_or_default())]
-        },
-    );
+    let mut doc = document(text)?;
+    let routing = routing_table(&mut doc)?;
+    match routing.get_mut("min_confidence").and_then(toml_edit::Item::as_value_mut) {
+        Some(old) => {
+            let decor = old.decor().clone();
+            *old = toml_edit::Value::from(value);
+            *old.decor_mut() = decor;
+        }
+        None => {
+            routing.remove("min_confidence");
+            put_first(routing, vec![(toml_edit::Key::new("min_confidence"), toml_edit::value(value))], 0);
+        }
+    }
+    let result = doc.to_string();
     // Check the edit says what was meant (a dotted `routing.min_confidence` elsewhere, say, would not).
     let parsed: toml::Table = result.parse().map_err(|e| format!("the edited config would not parse: {e}"))?;
     let got = parsed.get("routing").and_then(|r| r.get("min_confidence")).and_then(|v| v.as_float());
@@ -52,77 +58,37 @@ pub fn set_routing_min_confidence(text: &str, value: f64) -> Result<String, Stri
     Ok(result)
 }
 
-/// Whether `line` opens a table (`[x]`, not an array of tables).
-fn is_header(l: &str) -> bool {
-    let t = l.trim();
-    t.starts_with('[') && !t.starts_with("[[")
+fn document(text: &str) -> Result<toml_edit::DocumentMut, String> {
+    text.parse().map_err(|e| format!("the config does not parse: {e}"))
 }
 
-fn is_routing_header(l: &str) -> bool {
-    let t = l.split('#').next().unwrap_or("").trim();
-    t.strip_prefix('[').and_then(|r| r.strip_suffix(']')).is_some_and(|r| r.trim() == "routing")
-}
-
-/// The key a `key = value` line sets, if it is one.
-fn key_of(l: &str) -> Option<&str> {
-    let t = l.trim_start();
-    if t.starts_with('#') || !t.contains('=') {
-        return None;
+/// The `[routing]` table, made at the end when there is none. An inline `routing = { ... }` is
+/// refused: its keys sit on one line, where a learned rule over several lines would not read well.
+fn routing_table(doc: &mut toml_edit::DocumentMut) -> Result<&mut toml_edit::Table, String> {
+    if !doc.contains_key("routing") {
+        let mut table = toml_edit::Table::new();
+        // A blank line between it and the table before, as a person would write it.
+        if !doc.as_table().is_empty() && !doc.to_string().ends_with("\n\n") {
+            table.decor_mut().set_prefix("\n");
+        }
+        doc.insert("routing", toml_edit::Item::Table(table));
     }
-    Some(t.split('=').next().unwrap_or("").trim())
+    doc.get_mut("routing")
+        .and_then(toml_edit::Item::as_table_mut)
+        .ok_or_else(|| "[routing] is not a table of its own (an inline table?): set it by hand".to_string())
 }
 
-/// How far the brackets of `l` (before a comment) open (+) or close (-): enough to find where a
-/// `rules = [` value written over several lines ends.
-fn bracket_depth(l: &str) -> i64 {
-    let code = l.split('#').next().unwrap_or("");
-    code.chars().map(|c| i64::from(c == '[') - i64::from(c == ']')).sum()
-}
-
-/// `text` with the lines of the first `[routing]` table that `replaced` picks (a key's line, and
-/// the rest of a value over several lines, as a `rules = [` list) taken out, and `new(first line
-/// taken out)` put where the first of them stood, else right after the header; without a
-/// `[routing]` table, a new one at the end holds them. Nothing else changes.
-fn replace_in_routing(
-    text: &str,
-    replaced: impl Fn(&str) -> bool,
-    new: impl FnOnce(Option<&str>) -> Vec<String>,
-) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut out: Vec<String> = Vec::with_capacity(lines.len() + 8);
-    let Some(header) = lines.iter().position(|l| is_routing_header(l)) else {
-        out.extend(lines.iter().map(|l| l.to_string()));
-        if out.last().is_some_and(|l| !l.trim().is_empty()) {
-            out.push(String::new());
-        }
-        out.push("[routing]".into());
-        out.extend(new(None));
-        return out.join("\n") + "\n";
-    };
-    out.extend(lines[..=header].iter().map(|l| l.to_string()));
-    let mut kept: Vec<&str> = Vec::new();
-    let mut at: Option<(usize, &str)> = None;
-    let mut j = header + 1;
-    while j < lines.len() && !is_header(lines[j]) {
-        if !replaced(lines[j]) {
-            kept.push(lines[j]);
-            j += 1;
-            continue;
-        }
-        at.get_or_insert((kept.len(), lines[j]));
-        let mut depth = bracket_depth(lines[j]);
-        j += 1;
-        while depth > 0 && j < lines.len() {
-            depth += bracket_depth(lines[j]);
-            j += 1;
-        }
+/// Puts `new` into `table` at entry `at` (0: right after the header), the other entries staying in
+/// their order with their formatting.
+fn put_first(table: &mut toml_edit::Table, new: Vec<(toml_edit::Key, toml_edit::Item)>, at: usize) {
+    let keys: Vec<String> = table.iter().map(|(k, _)| k.to_string()).collect();
+    let mut entries: Vec<(toml_edit::Key, toml_edit::Item)> =
+        keys.iter().filter_map(|k| table.remove_entry(k)).collect();
+    let at = at.min(entries.len());
+    entries.splice(at..at, new);
+    for (key, item) in entries {
+        table.insert_formatted(&key, item);
     }
-    let (at, first) = at.map_or((0, None), |(at, line)| (at, Some(line)));
-    out.extend(kept[..at].iter().map(|l| l.to_string()));
-    out.extend(new(first));
-    out.extend(kept[at..].iter().map(|l| l.to_string()));
-    out.extend(lines[j..].iter().map(|l| l.to_string()));
-    out.join("\n") + "\n"
 }
 
 /// How the comment above a learned rule starts: an earlier one is replaced with the rule.
@@ -148,16 +114,35 @@ pub fn rule_lines(rules: &[Rule], default_tier: Tier, note: &str) -> Vec<String>
 }
 
 /// Sets `[routing] rules` and `default_tier` in the TOML `text` to `rules` and `default_tier`: the
-/// old keys' lines (a `rules` list over several lines included, and the comment an earlier learned
-/// rule had) are replaced by the new ones where the first of them stood (else right after the
-/// `[routing]` header, else in a new `[routing]` table at the end), with `note` in their comment.
-/// Nothing else changes.
+/// old keys (and the comment an earlier learned rule had) are replaced by the new ones where the
+/// first of them stood (else right after the `[routing]` header, else in a new `[routing]` table at
+/// the end), with `note` in their comment. Other comments above the old keys stay above the new
+/// ones; nothing else changes.
 pub fn set_routing_rule(text: &str, rules: &[Rule], default_tier: Tier, note: &str) -> Result<String, String> {
-    let result = replace_in_routing(
-        text,
-        |l| l.trim_start().starts_with(LEARNED) || matches!(key_of(l), Some("default_tier" | "rules")),
-        |_| rule_lines(rules, default_tier, note),
-    );
+    let mut doc = document(text)?;
+    let routing = routing_table(&mut doc)?;
+    let at = routing.iter().position(|(k, _)| k == "default_tier" || k == "rules").unwrap_or(0);
+    // The comments the user wrote above the old keys, without an earlier learned rule's.
+    let mut kept = String::new();
+    for name in ["default_tier", "rules"] {
+        if let Some((key, _)) = routing.remove_entry(name) {
+            let above = key.leaf_decor().prefix().and_then(|p| p.as_str()).unwrap_or("");
+            for line in above.split_inclusive('\n').filter(|l| !l.trim_start().starts_with(LEARNED)) {
+                kept.push_str(line);
+            }
+        }
+    }
+    // The new keys as rule_lines writes them, read into the document with their layout.
+    let lines = rule_lines(rules, default_tier, note);
+    let mut block = document(&(lines.join("\n") + "\n"))?;
+    let mut new: Vec<(toml_edit::Key, toml_edit::Item)> =
+        ["default_tier", "rules"].iter().filter_map(|k| block.as_table_mut().remove_entry(k)).collect();
+    if let Some((first, _)) = new.first_mut() {
+        let learned = first.leaf_decor().prefix().and_then(|p| p.as_str()).unwrap_or("").to_string();
+        first.leaf_decor_mut().set_prefix(format!("{kept}{learned}"));
+    }
+    put_first(routing, new, at);
+    let result = doc.to_string();
     // Check the edit says what was meant (a dotted `routing.rules` elsewhere, say, would not).
     let parsed: toml::Table = result.parse().map_err(|e| format!("the edited config would not parse: {e}"))?;
     let routing = parsed.get("routing");
@@ -179,7 +164,30 @@ mod tests {
         let out = set_routing_min_confidence(text, 0.75).unwrap();
         assert_eq!(
             out,
-            "# my config\n[gateway]\nprovider = \"laya\"\n\n[routing]\nenabled = true  # on\nmin_confidence = 0.75  # old\nhint = false\n\n[skills]\nmin_confidence = 0.8\n"
+            "# my config\n[gateway]\nprovider = \"laya\"\n\n[routing]\nenabled = true  # on\nmin_confidence = 0.75 # old\nhint = false\n\n[skills]\nmin_confidence = 0.8\n"
+        );
+    }
+
+    #[test]
+    fn text_that_only_looks_like_a_key_is_left_alone() {
+        // A multi-line string whose lines read like keys, and a comment naming the key: only the
+        // real key changes (a line editor took the string's line for the key).
+        let text = "[routing]\nnote = \"\"\"\nmin_confidence = 0.1\nrules = [\n\"\"\"\n# min_confidence = 0.2\nmin_confidence = 0.6\n";
+        let out = set_routing_min_confidence(text, 0.8).unwrap();
+        assert_eq!(out, text.replace("min_confidence = 0.6", "min_confidence = 0.8"));
+        let out = set_routing_rule(text, &[], Tier::Haiku, "c").unwrap();
+        let parsed: toml::Table = out.parse().unwrap();
+        assert_eq!(parsed["routing"]["note"].as_str(), Some("min_confidence = 0.1\nrules = [\n"), "{out}");
+        assert!(out.contains("# min_confidence = 0.2\nmin_confidence = 0.6\n"), "{out}");
+    }
+
+    #[test]
+    fn comments_above_the_old_rule_stay() {
+        let text = "[routing]\n# my tiers\ndefault_tier = \"opus\"\nhint = true\n";
+        let out = set_routing_rule(text, &[], Tier::Sonnet, "c").unwrap();
+        assert_eq!(
+            out,
+            "[routing]\n# my tiers\n# Learned by `system1 calibrate fit`: c\ndefault_tier = \"sonnet\"\nrules = []\nhint = true\n"
         );
     }
 
