@@ -336,6 +336,15 @@ fn the_module_map_in_contributing_is_the_import_graph() {
             }
         }
     }
+    // Each crate of the workspace beside the product has its line, as `crates/<name>/`.
+    let text = read(&root().join("CONTRIBUTING.md"));
+    let block = text.split("## The module map").nth(1).and_then(|a| a.split("```").nth(1)).unwrap_or("");
+    for entry in std::fs::read_dir(root().join("crates")).expect("read crates") {
+        let name = entry.expect("entry").file_name().to_string_lossy().into_owned();
+        if !block.split_whitespace().any(|w| w == format!("crates/{name}/")) {
+            problems.push(format!("crates/{name}/ is not in CONTRIBUTING.md's module map"));
+        }
+    }
     problems.sort();
     problems.dedup();
     assert!(order.len() > 15, "the map names only {order:?}: is the map reader broken?");
@@ -348,8 +357,8 @@ fn the_import_reader_sees_grouped_and_nested_paths() {
     assert_eq!(crate_imports(code).into_iter().collect::<Vec<_>>(), ["gateway", "logging", "paths", "state"]);
 }
 
-/// Every file of the code, scripts and tests whose comments could cite a document: src/, scripts/,
-/// tests/ (this file aside: it names the patterns), hooks/, engines/, .ci/ and .github/.
+/// Every file of the code, scripts and tests whose comments could cite a document: src/, crates/,
+/// scripts/, tests/ (this file aside: it names the patterns), hooks/, engines/, .ci/ and .github/.
 fn cited_files() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else { return };
@@ -365,7 +374,7 @@ fn cited_files() -> Vec<PathBuf> {
         }
     }
     let mut files = Vec::new();
-    for dir in ["src", "scripts", "tests", "hooks", "engines", ".ci", ".github"] {
+    for dir in ["src", "crates", "scripts", "tests", "hooks", "engines", ".ci", ".github"] {
         walk(&root().join(dir), &mut files);
     }
     files.retain(|p| !p.ends_with("tests/it/docs.rs") && !p.components().any(|c| c.as_os_str() == "snapshots"));

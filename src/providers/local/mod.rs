@@ -22,16 +22,14 @@
 //! max_options = 256
 //! ```
 
-pub mod bert;
 pub mod cache;
-pub mod dense;
 pub mod download;
 pub mod heads;
-mod helper;
-pub mod model;
-pub mod tokenizer;
 pub mod wheel;
 pub mod zero_shot;
+
+/// The model runtime: tokenizer, forward pass and kernels, a crate of their own (crates/embed).
+pub use system1_embed as model;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -366,8 +364,8 @@ pub fn heads_in_force(model: &str) -> Vec<Head> {
 /// on another model of the same name, with other dimensions, is left out). `None` when `dir` has
 /// no readable `config.json` (the load then fails and says why).
 pub fn fitting_heads(model: &str, dir: &Path) -> Option<Vec<Head>> {
-    let config = bert::Config::parse(&model::read_config(dir).ok()?).ok()?;
-    Some(load_heads(model, Some(config.hidden_size), &local_heads_file()).0)
+    let dims = system1_embed::declared_dims(dir)?;
+    Some(load_heads(model, Some(dims), &local_heads_file()).0)
 }
 
 /// The questions `heads` answer, one entry per question, in order.
@@ -592,7 +590,7 @@ impl Provider for Local {
                     self.name,
                     self.dir.display(),
                     l.model.dims(),
-                    l.model.max_tokens,
+                    l.model.max_tokens(),
                     taught.len(),
                     if taught.len() == 1 { "question" } else { "questions" }
                 );
@@ -640,7 +638,5 @@ impl Provider for Local {
     }
 }
 
-#[cfg(test)]
-mod fuzz;
 #[cfg(test)]
 pub(crate) mod tests;

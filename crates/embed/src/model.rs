@@ -21,18 +21,24 @@ pub const MAX_WINDOW: usize = 8192;
 const MAX_CONFIG_BYTES: u64 = 1 << 20;
 const MAX_TOKENIZER_BYTES: u64 = 64 << 20;
 const MAX_SENTENCE_CONFIG_BYTES: u64 = 64 << 10;
-pub const MAX_WEIGHTS_BYTES: u64 = 4 << 30;
+pub(crate) const MAX_WEIGHTS_BYTES: u64 = 4 << 30;
 
 /// A model folder's file, when it is a regular file of at most `cap` bytes. Links are followed
 /// wherever they lead: a Hugging Face cache snapshot is a folder of links into its blobs; a link
 /// to a FIFO or a device is refused like the thing itself.
 fn read_model_file(path: &Path, cap: u64) -> std::io::Result<String> {
-    crate::fsutil::read_text(path, cap, crate::fsutil::Links::Follow)
+    crate::file::read_text(path, cap)
 }
 
 /// The text of `dir`'s `config.json`.
-pub fn read_config(dir: &Path) -> std::io::Result<String> {
+fn read_config(dir: &Path) -> std::io::Result<String> {
     read_model_file(&dir.join("config.json"), MAX_CONFIG_BYTES)
+}
+
+/// The embedding size the model in `dir` declares (its `config.json`'s `hidden_size`), read
+/// without loading the model; `None` when that file is missing, unreadable or not a BERT config.
+pub fn declared_dims(dir: &Path) -> Option<usize> {
+    Config::parse(&read_config(dir).ok()?).ok().map(|c| c.hidden_size)
 }
 
 /// Why a model directory cannot be used: the file at fault and what is wrong with it.
@@ -49,10 +55,10 @@ impl std::fmt::Display for LoadError {
 }
 
 pub struct Model {
-    pub tokenizer: Tokenizer,
-    pub bert: Bert,
+    pub(crate) tokenizer: Tokenizer,
+    pub(crate) bert: Bert,
     /// The longest input in tokens, `[CLS]` and `[SEP]` included.
-    pub max_tokens: usize,
+    pub(crate) max_tokens: usize,
 }
 
 impl Model {
@@ -93,6 +99,12 @@ impl Model {
         Ok(Model { tokenizer, bert, max_tokens: window })
     }
 
+    /// The longest input in tokens, `[CLS]` and `[SEP]` included.
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The length of an embedding.
     pub fn dims(&self) -> usize {
         self.bert.config.hidden_size
     }
