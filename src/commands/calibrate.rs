@@ -9,6 +9,12 @@ use crate::error::Result;
 use crate::tuning::calibrate::{self, FitOptions};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 calibrate pending --limit 10
+  system1 calibrate label --id 01JD... --feature read_only=true
+  system1 calibrate fit --apply --plot reliability.svg
+  system1 calibrate fit --provider local --question \"Is this shell command destructive?\" --set labels.jsonl --apply")]
 pub struct Args {
     #[command(subcommand)]
     command: Cmd,

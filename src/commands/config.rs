@@ -8,6 +8,11 @@ use crate::error::{Error, Result, exit};
 use crate::gateway::Gateway;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 config show
+  system1 config show --json
+  system1 config check && echo fine")]
 pub struct Args {
     #[command(subcommand)]
     action: Action,

@@ -10,6 +10,18 @@ use crate::gateway::{ErrorCode, Gateway, Outcome, Status, request};
 use crate::logging;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 decide -q \"Is this change safe to ship on a Friday?\"
+  system1 decide -q \"Which database?\" -o postgres -o sqlite --context '{\"users\": 40}'
+  system1 decide -q \"Ship it?\" --json
+
+Exit codes:
+  0  decided
+  1  an error: an invalid request, or every engine failed
+  2  a usage error (an unknown option, --context that is not JSON)
+  3  the config is broken
+  4  abstained: no decision (below the threshold, paused, or no engine answers); not an error")]
 pub struct Args {
     /// The question to decide.
     #[arg(long, short)]

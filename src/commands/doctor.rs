@@ -26,6 +26,12 @@ use crate::routing::{self, spawn_log};
 use crate::{logging, paths, servers, state, text};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 doctor
+  system1 doctor --days 30 --json
+
+Exit codes: 0 nothing failed (warnings allowed), 1 a finding is FAIL.")]
 pub struct Args {
     /// Days of decision tallies to read for the abstention and error checks.
     #[arg(long, default_value_t = 7)]

@@ -13,6 +13,12 @@ use crate::servers::{self, Spec, probe};
 use crate::{providers, text};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 engine install local               # the in-process engine: a 91 MB model, no server
+  system1 engine start laya --wait 180
+  system1 engine status
+  system1 engine probe")]
 pub struct Args {
     #[command(subcommand)]
     action: Action,

@@ -5,6 +5,10 @@ use crate::error::Result;
 use crate::tuning::readiness::{self, Options};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 evaluate --provider laya
+  system1 evaluate --provider local --json")]
 pub struct Args {
     /// The engine to evaluate (laya, von, systemone, decisions, gemini, openrouter, ollama, local, mock, or the name of a
     /// `[providers.<name>]` table); only it is asked, no fallback.

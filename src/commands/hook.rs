@@ -7,6 +7,9 @@ use crate::error::Result;
 use crate::hook;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Example (Claude Code runs these from the plugin's hooks/hooks.json):
+  echo '{\"prompt\": \"Rename the flag in src/cli.rs\"}' | system1 hook prompt")]
 pub struct Args {
     #[command(subcommand)]
     event: Event,

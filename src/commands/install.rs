@@ -8,6 +8,10 @@ use crate::install;
 /// the config from the example when there is none, and register the MCP server with Claude Code
 /// (`claude mcp add --scope user`), or print the command when `claude` is not on PATH.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 install
+  system1 install --no-register              # print the `claude mcp add` command instead of running it")]
 pub struct Args {
     /// Do not run `claude mcp add`; print the command instead.
     #[arg(long)]
@@ -17,6 +21,10 @@ pub struct Args {
 /// Remove the MCP registration, the installed binary and any engine start-at-login entry. The
 /// config, the engines and the logs are kept unless `--purge` is given.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 uninstall
+  system1 uninstall --purge                  # also the config, engines, logs and calibration")]
 pub struct UninstallArgs {
     /// Also delete the config file and what system1 keeps in the install dir (engines, logs,
     /// calibration); anything else there stays.

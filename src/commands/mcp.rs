@@ -5,6 +5,9 @@ use crate::gateway::Gateway;
 use crate::{logging, mcp};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Example (what an MCP client runs; Claude Code registers it so):
+  claude mcp add --scope user --transport stdio system1 -- ~/.system1-gateway/bin/system1 mcp")]
 pub struct Args {}
 
 pub fn run(_args: Args) -> Result<i32> {

@@ -12,6 +12,10 @@ use crate::paths;
 /// this shell's other SYSTEM1_* settings as the client can take them (secrets only by name, in
 /// Codex's env_vars and Gemini's redaction allowlist). Without CLIENT, list the clients.
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 mcp-config                         # the entry for every client, each in its own format
+  system1 mcp-config codex >> ~/.codex/config.toml")]
 pub struct Args {
     #[arg(value_enum)]
     client: Option<ClientArg>,

@@ -15,6 +15,10 @@ use crate::tier::Tier;
 use crate::transcripts::{self, Scope};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 outcomes --since 2026-11-01
+  system1 outcomes --apply")]
 pub struct Args {
     /// Write the proposals into the routing log's agent entries (matched by tool use id). An
     /// outcome a person labelled is never overwritten.

@@ -21,6 +21,12 @@ use crate::transcripts::{self, Scope};
 use crate::zone::{self, Zone};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 report
+  system1 report --by day --days 14
+  system1 report --by session --format csv > sessions.csv
+  system1 report --what-if set")]
 pub struct Args {
     /// The Claude Code projects directory to read (default: ~/.claude/projects, or
     /// $CLAUDE_CONFIG_DIR/projects).

@@ -26,6 +26,11 @@ use crate::tier::Tier;
 
 #[derive(clap::Args)]
 #[command(group(clap::ArgGroup::new("text").required(true).args(["prompt", "brief"])))]
+#[command(after_help = "\
+Examples:
+  system1 route --prompt \"Rename the flag in src/cli.rs and update its three callers\"
+  system1 route --brief \"Find every caller of parse_config\" --model opus
+  system1 route --prompt \"Plan the database migration\" --json")]
 pub struct Args {
     /// The prompt, as the user would type it.
     #[arg(long)]

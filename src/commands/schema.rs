@@ -9,6 +9,10 @@ use crate::error::{Context, Result};
 use crate::gateway::schema;
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 schema > schemas.json
+  system1 schema --write --dir schema")]
 pub struct Args {
     /// Write schema/request.json, response.json, health.json and capabilities.json instead of printing them.
     #[arg(long)]

@@ -12,6 +12,12 @@ use crate::servers::autostart::{self, Platform};
 use crate::{config, logging, paths, serve};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 serve                              # 127.0.0.1:8741, or what [serve] in the config says
+  system1 serve --port 0                     # a free port, printed on the first line
+  system1 serve --host 0.0.0.0 --api-key-file ~/.config/system1/serve.key
+  system1 serve --at-login on                # start the installed server at login")]
 pub struct Args {
     /// The address to listen on (default: [serve] host, else 127.0.0.1). Not loopback: needs a key.
     #[arg(long)]

@@ -21,6 +21,13 @@ use crate::install::claude;
 use crate::{paths, text};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 smoke
+  system1 smoke --question \"Which?\" -o red -o green
+  system1 smoke --bin target/debug/system1 --json
+
+Exit codes: 0 every step passed, 1 a step failed, 5 the server works but no engine answers.")]
 pub struct Args {
     /// Also ask one decision.
     #[arg(long, short)]

@@ -28,7 +28,12 @@ Reads one JSON object on stdin, as Claude Code sends its statusLine command (2.1
   rate_limits.five_hour/seven_day.used_percentage   5h, 7d
 It also reads every transcript written today (today's cost and what routing saved), the routing
 log, and the config and pause state; it keeps a cache in the install dir. Input that is empty or
-not Claude Code's prints nothing; it always exits 0.";
+not Claude Code's prints nothing; it always exits 0.
+
+Examples:
+  system1 statusline --install               # Claude Code runs it for its status line from then on
+  echo '{\"model\": {\"display_name\": \"Opus\"}, \"session_id\": \"s1\"}' | system1 statusline
+  system1 statusline --remove";
 
 #[derive(clap::Args)]
 pub struct Args {

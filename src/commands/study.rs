@@ -7,6 +7,10 @@ use crate::error::Result;
 use crate::tuning::study::{self, Options};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 study
+  system1 study --providers laya,local --set routing --svg study.svg")]
 pub struct Args {
     /// The engines to study, e.g. `laya,local` (default: every configured engine that answers its
     /// health probe, the mock only when named).

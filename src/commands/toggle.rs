@@ -14,6 +14,11 @@ use crate::gateway::{Gateway, HealthResponse};
 use crate::{logging, paths, state, text};
 
 #[derive(clap::Args)]
+#[command(after_help = "\
+Examples:
+  system1 toggle off                         # pause everywhere from the next call
+  system1 toggle on
+  system1 toggle status --json")]
 pub struct Args {
     #[arg(value_enum, default_value = "status")]
     action: Action,

@@ -35,6 +35,7 @@ mod engines_xllamacpp;
 mod first_hour;
 mod frictions;
 mod guarded_reads;
+mod help_examples;
 mod hook_deadlines;
 mod hostile_output;
 mod hostile_reads;
