@@ -70,6 +70,7 @@ mod routing_hook;
 mod routing_laya;
 mod routing_tier_head;
 mod schema_files;
+mod scripts_test_progress;
 mod sdk_client;
 mod serve;
 mod serve_hostile;
