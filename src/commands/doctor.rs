@@ -453,12 +453,22 @@ fn check_local_model(gateway: &Gateway, r: &mut Findings) {
 
 /// Which questions go where in the chain, when that is more than "all to the one engine": a chain
 /// of several engines, or one that answers only the yes/no questions it was taught.
+/// Each engine hosted elsewhere says so, and which questions it gets.
 fn check_routes(gateway: &Gateway, r: &mut Findings) {
     let (described, routes) = gateway.described_routes();
-    if described.len() < 2 && described.iter().all(|p| p.yes_no == crate::providers::Scope::Any) {
+    let hosted = described.iter().any(|p| p.remote.is_some());
+    if !hosted && described.len() < 2 && described.iter().all(|p| p.yes_no == crate::providers::Scope::Any) {
         return;
     }
     r.ok(routes.summary(&described));
+    for (i, p) in described.iter().enumerate() {
+        let Some(remote) = &p.remote else { continue };
+        // A provider listed twice in the chain is said once.
+        if described[..i].iter().any(|q| q.name == p.name) {
+            continue;
+        }
+        r.ok(format!("{}: {}; it gets {}", p.name, remote.line(), routes.sent_to(&p.name)));
+    }
 }
 
 /// An attempt's detail without the provider's name in front, for a line that names it already.

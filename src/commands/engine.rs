@@ -152,7 +152,7 @@ pub fn run(args: Args) -> Result<i32> {
                 .unwrap_or_else(|| providers::systemone::DEFAULT_ENDPOINT.to_string());
             let health = server.map(|s| s.health(Duration::from_secs(1)));
             // A hosted engine is offered only where its key is set (the environment or api_key_file).
-            let keyed: Vec<&str> = probe::HOSTED
+            let keyed: Vec<&str> = providers::hosted::SERVICES
                 .iter()
                 .map(|h| h.provider)
                 .filter(|name| !loaded.provider_settings(name).peek_string("api_key").trim().is_empty())
@@ -268,7 +268,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         for line in described.iter().flat_map(|p| p.lines()) {
             outln!("  {line}")?;
         }
-        for line in routes.lines() {
+        for line in routes.lines(described) {
             outln!("  {line}")?;
         }
     }

@@ -54,6 +54,7 @@ impl Gateway {
                     yes_no: caps.yes_no,
                     choice: caps.choice,
                     questions: p.taught(),
+                    remote: caps.remote,
                 }
             })
             .collect()
@@ -92,46 +93,81 @@ impl ProviderInfo {
             }
         };
         let mut lines = vec![format!("{} ({}): {what}", self.name, self.model)];
+        lines.extend(self.remote.iter().map(|r| format!("  {}", r.line())));
         lines.extend(self.questions.iter().map(|t| format!("  {}", t.line())));
         lines
     }
 }
 
+/// `provider` as a route's end: its name, and where it is hosted when the questions leave this
+/// machine for it.
+fn whither(provider: &str, described: &[ProviderInfo]) -> String {
+    match described.iter().find(|p| p.name == provider).and_then(|p| p.remote.as_ref()) {
+        Some(r) => format!("{provider} (hosted at {}: they leave this machine)", r.host),
+        None => provider.to_string(),
+    }
+}
+
 impl Routes {
-    /// For people: where each kind of question goes first.
-    pub fn lines(&self) -> Vec<String> {
+    /// For people: where each kind of question goes first (`described`: the chain, to say which
+    /// engine is hosted elsewhere).
+    pub fn lines(&self, described: &[ProviderInfo]) -> Vec<String> {
+        let to = |p: &str| whither(p, described);
         let mut lines = vec![match &self.yes_no {
-            Some(p) => format!("free yes/no questions go to {p}"),
+            Some(p) => format!("free yes/no questions go to {}", to(p)),
             None => format!(
                 "no engine of the chain answers free yes/no questions (they abstain); to have them answered, {}",
                 super::YES_NO_FIX
             ),
         }];
         lines.push(match &self.choice {
-            Some(p) => format!("choices go to {p}"),
+            Some(p) => format!("choices go to {}", to(p)),
             None => "no engine of the chain answers choices".to_string(),
         });
         for (p, qs) in self.taught_by_engine() {
-            lines.push(format!("taught questions ({}) go to {p}", qs.join("; ")));
+            lines.push(format!("taught questions ({}) go to {}", qs.join("; "), to(p)));
         }
         lines
     }
 
     /// The same on one line, with each engine's option limit (`described`): doctor's finding.
     pub fn summary(&self, described: &[ProviderInfo]) -> String {
-        let mut parts: Vec<String> =
-            self.taught_by_engine().into_iter().map(|(p, qs)| format!("taught ({}) → {p}", qs.join("; "))).collect();
+        let to = |p: &str| whither(p, described);
+        let mut parts: Vec<String> = self
+            .taught_by_engine()
+            .into_iter()
+            .map(|(p, qs)| format!("taught ({}) → {}", qs.join("; "), to(p)))
+            .collect();
         parts.push(match &self.yes_no {
-            Some(p) => format!("free yes/no → {p}"),
+            Some(p) => format!("free yes/no → {}", to(p)),
             None => "free yes/no → none: no engine of the chain answers them, so they abstain (a System One server \
                      as a fallback would answer them)"
                 .to_string(),
         });
         if let Some(p) = &self.choice {
-            parts.push(format!("choices → {p}"));
+            parts.push(format!("choices → {}", to(p)));
         }
         let limits: Vec<String> = described.iter().map(|p| format!("{} {}", p.name, p.max_options)).collect();
         format!("questions go: {}; options per question: {}", parts.join("; "), limits.join(", "))
+    }
+
+    /// For people: the questions `provider` gets first, or that it gets only what the engines
+    /// before it fail on.
+    pub fn sent_to(&self, provider: &str) -> String {
+        let mut kinds: Vec<String> = Vec::new();
+        if self.yes_no.as_deref() == Some(provider) {
+            kinds.push("free yes/no questions".into());
+        }
+        if self.choice.as_deref() == Some(provider) {
+            kinds.push("choices".into());
+        }
+        if let Some((_, qs)) = self.taught_by_engine().into_iter().find(|(p, _)| *p == provider) {
+            kinds.push(format!("the taught questions {}", qs.join("; ")));
+        }
+        match kinds.is_empty() {
+            true => "only the questions the engines before it fail on".to_string(),
+            false => format!("{} first", kinds.join(", ")),
+        }
     }
 
     /// The taught questions by the engine they go to, engines in the order first named.
@@ -199,6 +235,7 @@ mod tests {
                     fitted_here: false,
                 })
                 .collect(),
+            remote: None,
         }
     }
 

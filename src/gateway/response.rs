@@ -230,6 +230,10 @@ pub struct ProviderInfo {
     /// the context each expects; absent for an engine that answers any question.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub questions: Vec<crate::providers::Taught>,
+    /// Where it runs when not on this machine: what it is asked leaves the machine. Absent for an
+    /// engine on this machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<crate::providers::hosted::Remote>,
 }
 
 /// Which engine of the chain gets each kind of question first: the first that answers it (a

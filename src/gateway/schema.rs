@@ -163,6 +163,17 @@ pub fn capabilities() -> Value {
         "taught": {"type": "array", "items": {"type": "object", "required": ["question", "provider"],
             "properties": {"question": {"type": "string"}, "provider": {"type": "string"}}}}
     }});
+    let remote = json!({"type": "object",
+    "description": "Present for an engine not on this machine (its endpoint's host is not loopback): the prompts and contexts it is asked about leave the machine; routes say which questions it gets first. For a known hosted service, also the service, its vendor and its published price.",
+    "required": ["host"],
+    "properties": {
+        "host": {"type": "string"},
+        "service": {"type": "string"},
+        "vendor": {"type": "string"},
+        "usd_per_million_input_tokens": {"type": "number", "minimum": 0,
+            "description": "The vendor's published price; output is not charged. Absent where it depends on the model."},
+        "price_source": {"type": "string"}
+    }});
     json!({
         "$schema": DIALECT,
         "title": "system1_capabilities result",
@@ -197,7 +208,8 @@ pub fn capabilities() -> Value {
                         "one_pass": {"type": "boolean", "description": "Several questions in one engine request."},
                         "yes_no": scope.clone(),
                         "choice": scope,
-                        "questions": taught
+                        "questions": taught,
+                        "remote": remote
                     }
                 }},
             "routes": routes,

@@ -173,7 +173,7 @@ impl Provider for Decisions {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::any(self.max_options, true)
+        Capabilities::any(self.max_options, true).at(self.endpoint.as_ref())
     }
 
     fn timeout(&self) -> Option<Duration> {

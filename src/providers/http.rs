@@ -22,6 +22,8 @@ pub struct Endpoint {
     shown: String,
     /// Plain `http://` to a host that is not this machine: what a secret must never travel over.
     plain_remote: bool,
+    /// Where requests go when that is not this machine.
+    remote: Option<super::hosted::Remote>,
     agent: ureq::Agent,
 }
 
@@ -75,7 +77,14 @@ impl Endpoint {
         }
         let agent = ureq::Agent::with_parts(config.build(), DefaultConnector::new(), LoopbackResolver);
         let plain_remote = scheme == "http" && !loopback;
-        Ok(Self { url: trimmed.to_string(), shown: crate::text::without_userinfo(trimmed), plain_remote, agent })
+        let remote = (!loopback).then(|| super::hosted::Remote::at(host));
+        Ok(Self {
+            url: trimmed.to_string(),
+            shown: crate::text::without_userinfo(trimmed),
+            plain_remote,
+            remote,
+            agent,
+        })
     }
 
     /// The `endpoint` and `allow_remote` settings of an engine, read and checked in one place; a
@@ -96,6 +105,11 @@ impl Endpoint {
     /// loopback), where a key would be readable on the way.
     pub fn is_plain_remote(&self) -> bool {
         self.plain_remote
+    }
+
+    /// Where requests go, when not to this machine (a host outside the loopback range).
+    pub fn remote(&self) -> Option<&super::hosted::Remote> {
+        self.remote.as_ref()
     }
 
     /// The base URL as it may be shown (in health details and messages): without user info.

@@ -214,7 +214,7 @@ impl Provider for Laya {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::any(self.max_options, true)
+        Capabilities::any(self.max_options, true).at(self.endpoint.as_ref())
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

@@ -13,6 +13,7 @@ pub mod failure;
 #[cfg(test)]
 #[path = "../../tests/it/support/fake_http.rs"]
 pub mod fake_http;
+pub mod hosted;
 pub mod http;
 pub mod laya;
 pub mod local;
@@ -232,12 +233,20 @@ pub struct Capabilities {
     pub yes_no: Scope,
     /// Which choices it answers.
     pub choice: Scope,
+    /// Where it runs when not on this machine (its endpoint's host is not loopback): the prompts
+    /// and contexts it is asked about leave the machine. `None` for an engine on this machine.
+    pub remote: Option<hosted::Remote>,
 }
 
 impl Capabilities {
-    /// An engine that answers any question of either type.
+    /// An engine on this machine that answers any question of either type.
     pub fn any(max_options: usize, one_pass: bool) -> Self {
-        Capabilities { max_options, one_pass, yes_no: Scope::Any, choice: Scope::Any }
+        Capabilities { max_options, one_pass, yes_no: Scope::Any, choice: Scope::Any, remote: None }
+    }
+
+    /// The same, for an engine reached at `endpoint` (none when it is not usable: then nothing is sent).
+    pub fn at(self, endpoint: Option<&http::Endpoint>) -> Self {
+        Capabilities { remote: endpoint.and_then(http::Endpoint::remote).cloned(), ..self }
     }
 }
 

@@ -200,7 +200,7 @@ impl Provider for Ollama {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::any(self.max_options, false)
+        Capabilities::any(self.max_options, false).at(self.endpoint.as_ref())
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

@@ -299,7 +299,7 @@ impl Provider for SystemOne {
     }
 
     fn capabilities(&self) -> Capabilities {
-        Capabilities::any(self.max_options, true)
+        Capabilities::any(self.max_options, true).at(self.endpoint.as_ref())
     }
 
     fn timeout(&self) -> Option<Duration> {

@@ -108,7 +108,7 @@ impl Provider for Von {
 
     fn capabilities(&self) -> Capabilities {
         // One request carries every question, though von runs one pass per question inside it.
-        Capabilities::any(self.max_options, true)
+        Capabilities::any(self.max_options, true).at(self.endpoint.as_ref())
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

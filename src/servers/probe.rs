@@ -9,6 +9,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::providers::Probe;
+use crate::providers::hosted::SERVICES;
 use crate::text;
 
 /// Runs a command briefly and returns its trimmed stdout when it succeeds.
@@ -246,43 +247,6 @@ pub fn systemone(ollama: Option<&str>, llama: Option<&str>, answering: Option<(&
     offers
 }
 
-/// A hosted decision engine: its provider, the service, and its published price.
-pub struct Hosted {
-    pub provider: &'static str,
-    pub service: &'static str,
-    /// Whose servers the prompts go to.
-    pub vendor: &'static str,
-    /// USD per million input tokens (output is not charged), as the vendor publishes it; `None`
-    /// where it depends on the model chosen.
-    pub usd_per_million_input: Option<f64>,
-    pub price_source: &'static str,
-}
-
-/// The hosted decision engines System-1 speaks to (docs/engines.md#gemini-and-openrouter).
-pub const HOSTED: [Hosted; 3] = [
-    Hosted {
-        provider: "gemini",
-        service: "Google's Gemini Decisions API (gemini-decision-1)",
-        vendor: "Google",
-        usd_per_million_input: Some(0.10),
-        price_source: "Google's figure at launch, 2026-11-11",
-    },
-    Hosted {
-        provider: "decisions",
-        service: "OpenAI's Decisions API (gpt-6-luna; endpoint = \"https://api.openai.com/v1\")",
-        vendor: "OpenAI",
-        usd_per_million_input: Some(0.10),
-        price_source: "OpenAI's figure for the public beta, 2026-10-06",
-    },
-    Hosted {
-        provider: "openrouter",
-        service: "OpenRouter's decisions route (several vendors' decision models behind one key)",
-        vendor: "OpenRouter and the model's vendor",
-        usd_per_million_input: None,
-        price_source: "OpenRouter prices each model on its own page",
-    },
-];
-
 /// The median prompt of the routing seed set (calibration/routing.jsonl: 281 prompts, median 141
 /// characters): the state of a routing-sized decision.
 const ROUTING_PROMPT_CHARS: usize = 141;
@@ -299,18 +263,17 @@ pub fn routing_decision_tokens() -> u64 {
 /// price, and that it goes behind the local engine.
 pub fn hosted(keyed: &[&str]) -> Vec<HostedOffer> {
     let tokens = routing_decision_tokens();
-    HOSTED
+    SERVICES
         .iter()
         .filter(|h| keyed.contains(&h.provider))
         .map(|h| {
-            let cost = match h.usd_per_million_input {
-                Some(p) => format!(
-                    "about ${:.3} per 1,000 decisions the size of the routing hook's ({tokens} input tokens each, at \
-                     ${p:.2} per million input tokens and nothing for output: {})",
-                    tokens as f64 * 1000.0 * p / 1e6,
+            let cost = match (h.usd_per_million_input, h.usd(tokens * 1000)) {
+                (Some(p), Some(usd)) => format!(
+                    "about ${usd:.3} per 1,000 decisions the size of the routing hook's ({tokens} input tokens each, \
+                     at ${p:.2} per million input tokens and nothing for output: {})",
                     h.price_source
                 ),
-                None => format!("priced per model ({})", h.price_source),
+                _ => format!("priced per model ({})", h.price_source),
             };
             let how = format!(
                 "{} (your key is set), only if you agree: every prompt and context it decides on leaves this machine \

@@ -106,3 +106,38 @@ fn health_and_capabilities_schemas_name_every_field_of_real_results() {
     }
     assert_eq!(mcp.close().code(), Some(0));
 }
+
+#[test]
+fn a_hosted_engine_is_marked_remote_with_its_price_an_optional_field_the_schema_names() {
+    // Gemini behind the mock, at its own host: not asked (capabilities asks no engine), only described.
+    let env = TestEnv::with_mock("fallback = [\"gemini\"]\n\n[providers.gemini]\nallow_remote = true\n");
+    let mut mcp = env.mcp();
+    mcp.initialize("2025-06-18");
+    let caps = mcp.call("system1_capabilities", json!({}));
+    assert_eq!(mcp.close().code(), Some(0));
+    let schema = committed("capabilities.json");
+    let entry_schema = &schema["properties"]["providers"]["additionalProperties"];
+    assert!(entry_schema["properties"]["remote"].is_object(), "remote is named by the schema");
+    let required = entry_schema["required"].as_array().expect("required");
+    assert!(!required.contains(&json!("remote")), "remote is optional: an engine on this machine has none");
+
+    let gemini = &caps["providers"]["gemini"];
+    let remote = &gemini["remote"];
+    assert_eq!(remote["host"], "generativelanguage.googleapis.com", "{caps}");
+    assert_eq!(remote["usd_per_million_input_tokens"], 0.1, "{remote}");
+    assert!(remote["price_source"].as_str().is_some_and(|s| s.contains("Google")), "{remote}");
+    let remote_props = entry_schema["properties"]["remote"]["properties"].as_object().expect("remote properties");
+    for key in remote.as_object().expect("object").keys() {
+        assert!(remote_props.contains_key(key), "remote field {key} missing from the schema");
+    }
+    assert!(caps["providers"]["mock"].get("remote").is_none(), "the mock runs here: {caps}");
+    // The routes say which questions it gets: the mock answers everything first.
+    assert_eq!(caps["routes"]["yes_no"], "mock");
+
+    // doctor says the same for people: hosted, what leaves, and what it gets.
+    let o = env.run(&["doctor"], "");
+    let text = crate::support::stdout(&o);
+    let line = text.lines().find(|l| l.contains("gemini: hosted at")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("leave this machine") && line.contains("$0.10 per million input tokens"), "{line}");
+    assert!(line.contains("only the questions the engines before it fail on"), "{line}");
+}
