@@ -12,6 +12,7 @@ use crate::config::Enforce;
 use crate::error::{Context, Error, Result};
 use crate::report::breakdown::{self, View};
 use crate::report::collect::Collector;
+use crate::report::engines::Engines;
 use crate::report::prices::Prices;
 use crate::report::spawns::SpawnLog;
 use crate::report::what_if::{self, EngineAsker};
@@ -216,6 +217,7 @@ pub fn run(args: Args) -> Result<i32> {
         None => Vec::new(),
     };
     let mut report = Report::build(&agg, &prices, &stats, seconds, scope_json, &log);
+    report.engines = Engines::read(&log, &scope);
     if let Some(mode) = args.what_if {
         let loaded = crate::config::load();
         let briefs = report.adherence.spawns;

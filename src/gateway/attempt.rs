@@ -53,13 +53,15 @@ struct Given {
 
 impl Gateway {
     /// One provider's attempt, within `timeout` for all of its engine requests. The latency is the
-    /// provider's own time, summed over them.
+    /// provider's own time, summed over them. With `tokens`, the estimated input tokens of every
+    /// request made are added to it (counted only for an engine whose requests leave the machine).
     pub(super) fn attempt(
         &self,
         provider: &dyn Provider,
         request: &EngineRequest,
         cal_keys: &[String],
         timeout: Duration,
+        mut tokens: Option<&mut u64>,
     ) -> (Checked, f64) {
         let deadline = Instant::now() + timeout;
         // Request validation gives every question two options at least; a limit below 2 would
@@ -81,6 +83,9 @@ impl Gateway {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return (Err(over_time(timeout, requests)), millis(spent));
+            }
+            if let Some(t) = tokens.as_deref_mut() {
+                *t += pass.request.estimated_tokens();
             }
             let started = Instant::now();
             // Where an engine's words enter the gateway: every answer's text escaped and capped.
@@ -354,7 +359,7 @@ mod tests {
     fn run_with(p: &Arc<Scripted>, request: &EngineRequest, env: &[(&str, &str)], cal: Calibration) -> (Checked, f64) {
         let g = gateway_of(vec![p.clone() as Arc<dyn Provider>], env, cal);
         let keys: Vec<String> = request.questions.iter().map(|q| q.key.clone()).collect();
-        g.attempt(p.as_ref(), request, &keys, Duration::from_secs(5))
+        g.attempt(p.as_ref(), request, &keys, Duration::from_secs(5), None)
     }
 
     fn decided(c: &Checked) -> (&str, f64, Vec<(&str, f64)>, Option<Stability>) {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use super::{Answer, Attempt, Gateway, Outcome};
 use crate::logging;
 use crate::providers::{Cause, EngineRequest, Failure, Provider};
+use crate::state::Sent;
 
 /// The result of running the provider chain on one engine request.
 #[derive(Debug, Clone)]
@@ -73,7 +74,12 @@ impl Gateway {
                 pending.iter().for_each(|&i| passes[i].push(crate::providers::named(&name, &detail)));
                 continue;
             }
-            let (result, latency_ms) = self.attempt(provider.as_ref(), &asked, &keys, timeout);
+            // What goes off this machine is counted, for the report's cost of hosted engines.
+            let remote = provider.capabilities().remote;
+            let mut tokens = 0;
+            let (result, latency_ms) =
+                self.attempt(provider.as_ref(), &asked, &keys, timeout, remote.is_some().then_some(&mut tokens));
+            let sent = remote.map(|r| Sent { provider: name.clone(), host: r.host, input_tokens: tokens });
             match result {
                 Ok((got, detail)) => {
                     let mut passed_here: Vec<(usize, String)> = Vec::new();
@@ -107,7 +113,7 @@ impl Gateway {
                     if passed_here.is_empty() || !answered.is_empty() {
                         answered_by.get_or_insert_with(|| (name.clone(), provider.model()));
                     }
-                    attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail, cause: None });
+                    attempts.push(Attempt { provider: name.clone(), outcome, latency_ms, detail, cause: None, sent });
                     if answers.iter().all(Option::is_some) {
                         let (provider, model) = answered_by.unzip();
                         let answers = answers.into_iter().flatten().collect();
@@ -117,7 +123,7 @@ impl Gateway {
                 Err(f) => {
                     let message = crate::providers::named(&name, f.detail());
                     pending.iter().for_each(|&i| passes[i].push(message.clone()));
-                    attempts.push(failed(name.clone(), &f, latency_ms, rid));
+                    attempts.push(Attempt { sent, ..failed(name.clone(), &f, latency_ms, rid) });
                     failure = Some((name, f));
                 }
             }
@@ -177,7 +183,7 @@ fn over_limit(provider: &dyn Provider, request: &EngineRequest) -> Option<String
 
 /// The attempt of a provider that was not asked: the time was up, or it passed the question on.
 fn not_asked(provider: String, outcome: Outcome, cause: Cause, detail: &str) -> Attempt {
-    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()), cause: Some(cause) }
+    Attempt { provider, outcome, latency_ms: 0.0, detail: Some(detail.to_string()), cause: Some(cause), sent: None }
 }
 
 /// The attempt outcome of a failure: a timeout and a malformed answer have their own, every other
@@ -195,7 +201,7 @@ fn failed(provider: String, f: &Failure, latency_ms: f64, rid: &str) -> Attempt 
     let outcome = outcome_of(f.cause);
     let message = crate::providers::named(&provider, f.detail());
     logging::warn(rid, &format!("{message} ({outcome:?} after {latency_ms} ms)"));
-    Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()), cause: Some(f.cause) }
+    Attempt { provider, outcome, latency_ms, detail: Some(f.detail().to_string()), cause: Some(f.cause), sent: None }
 }
 
 #[cfg(test)]

@@ -80,7 +80,8 @@ impl Gateway {
         if resp.error.as_ref().map(|e| e.code) != Some(ErrorCode::InvalidRequest)
             && std::env::var_os(super::CHECK_RUN_ENV).is_none()
         {
-            state::record_decision(resp.status.as_str(), resp.provider.as_deref(), resp.latency_ms);
+            let sent = super::response::sent(&resp.attempts);
+            state::record_decision(resp.status.as_str(), resp.provider.as_deref(), resp.latency_ms, sent);
         }
         resp
     }

@@ -65,6 +65,15 @@ pub struct Attempt {
     /// Why the attempt failed, for a fix (`Provider::fix`); the wire has only the detail.
     #[serde(skip)]
     pub cause: Option<Cause>,
+    /// What it sent off this machine, for an engine hosted elsewhere (the tally and the routing
+    /// log keep it; the wire does not).
+    #[serde(skip)]
+    pub sent: Option<crate::state::Sent>,
+}
+
+/// What a decision's attempts sent off this machine, engine by engine.
+pub fn sent(attempts: &[Attempt]) -> Vec<crate::state::Sent> {
+    attempts.iter().filter_map(|a| a.sent.clone()).collect()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

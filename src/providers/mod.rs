@@ -65,6 +65,25 @@ pub struct EngineRequest {
     pub questions: Vec<Question>,
 }
 
+impl EngineRequest {
+    /// Its input tokens, estimated at one per four characters of the context (as JSON text unless
+    /// a string), the questions and their options, as `system1 serve` estimates the `usage` it
+    /// reports: what a hosted engine's price is applied to.
+    pub fn estimated_tokens(&self) -> u64 {
+        let context = match &self.context {
+            None => 0,
+            Some(Value::String(s)) => s.chars().count(),
+            Some(other) => other.to_string().chars().count(),
+        };
+        let questions: usize = self
+            .questions
+            .iter()
+            .map(|q| q.text.chars().count() + q.options.iter().map(|o| o.chars().count() + 1).sum::<usize>())
+            .sum();
+        ((context + questions) as u64).div_ceil(4)
+    }
+}
+
 /// An engine's answer to one question, as its adapter read it. Not yet trusted: the gateway checks
 /// that the decision is one of the question's options, that the confidence and every probability
 /// are numbers in [0, 1], and that the probabilities name each option once and sum to 1; an answer

@@ -91,6 +91,7 @@ pub fn render(r: &Report, views: &[Breakdown]) -> String {
         text::count(r.read.files, "transcript file")
     );
     summary(&mut o, r);
+    engines(&mut o, &r.engines);
     o.push_str("<section id=\"charts\">\n<h2>Charts</h2>\n");
     o.push_str(&inline(&svg::render(r)));
     if let Some(day) = views.iter().find(|b| b.by == View::Day) {
@@ -216,6 +217,40 @@ fn summary(o: &mut String, r: &Report) {
         o.push_str("</tr>\n");
     }
     o.push_str("</table>\n</section>\n");
+}
+
+/// The decisions each engine made and what the hosted ones cost; nothing when none was recorded.
+fn engines(o: &mut String, e: &super::engines::Engines) {
+    if e.engines.is_empty() {
+        return;
+    }
+    let src = "report";
+    o.push_str("<section id=\"engines\">\n<h2>Decisions by engine</h2>\n<table>\n");
+    o.push_str("<tr><th>Engine</th><th class=\"n\">hooks</th><th class=\"n\">tools</th><th class=\"n\">sent to it</th><th class=\"n\">input tokens</th><th class=\"n\">cost</th></tr>\n");
+    for (i, r) in e.engines.iter().enumerate() {
+        let at = |field: &str| format!("/engines/engines/{i}/{field}");
+        let _ = write!(o, "<tr><td>{}</td>", xml_escape(&r.provider));
+        cell(o, src, &at("hooks"), Some(r.hooks), &r.hooks.to_string(), "");
+        cell(o, src, &at("tools"), Some(r.tools), &r.tools.to_string(), "");
+        match &r.hosted {
+            Some(h) => {
+                let sent = h.decisions_sent.to_string();
+                cell(o, src, &at("hosted/decisions_sent"), Some(h.decisions_sent), &sent, "");
+                cell(o, src, &at("hosted/input_tokens"), Some(h.input_tokens), &h.input_tokens.to_string(), "");
+                let shown = h.usd.map(money).unwrap_or_else(|| "unpriced".to_string());
+                cell(o, src, &at("hosted/usd"), h.usd, &shown, "");
+            }
+            None => o.push_str("<td class=\"n\">-</td><td class=\"n\">-</td><td class=\"n\">-</td>"),
+        }
+        o.push_str("</tr>\n");
+    }
+    o.push_str("</table>\n");
+    let _ = writeln!(
+        o,
+        "<p class=\"note\">Hosted engines: {} at their published prices; the prompts and contexts of the decisions sent to them left this machine.</p>",
+        xml_escape(&money(e.hosted_usd))
+    );
+    o.push_str("</section>\n");
 }
 
 fn what_if(o: &mut String, w: &super::what_if::WhatIf) {

@@ -25,6 +25,7 @@
 
 pub mod breakdown;
 pub mod collect;
+pub mod engines;
 mod figures;
 pub mod html;
 pub mod prices;
@@ -506,6 +507,8 @@ pub struct Report {
     /// `--what-if`: what enforcement would have done to the spawns in scope.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub what_if: Option<what_if::WhatIf>,
+    /// The decisions each engine made, and what the hosted ones cost (from System-1's own records).
+    pub engines: engines::Engines,
     pub calibrate: Calibrate,
 }
 
@@ -583,6 +586,7 @@ impl Report {
             savings,
             spawns: logged,
             what_if: None,
+            engines: engines::Engines::default(),
             calibrate,
         }
     }

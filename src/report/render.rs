@@ -307,6 +307,13 @@ pub fn table(r: &Report) -> String {
     tiers(&mut out, &r.subagents_by_tier);
     savings(&mut out, &r.savings);
     spawn_section(&mut out, &r.spawns);
+    let engines = super::engines::lines(&r.engines);
+    if !engines.is_empty() {
+        out.push('\n');
+        for line in engines {
+            let _ = writeln!(out, "{line}");
+        }
+    }
     rules_section(&mut out, &r.spawns.rules);
     if let Some(w) = &r.what_if {
         what_if_section(&mut out, w);

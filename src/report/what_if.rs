@@ -291,6 +291,7 @@ impl Asker for EngineAsker {
                 provider: k.provider.clone(),
                 model: k.model.clone(),
                 latency_ms: 0.0,
+                sent: Vec::new(),
             };
             self.progress();
             return asked;
@@ -303,6 +304,7 @@ impl Asker for EngineAsker {
                 provider: None,
                 model: None,
                 latency_ms: 0.0,
+                sent: Vec::new(),
             };
         }
         let budget = Budget::Until(Instant::now() + self.budget);

@@ -99,6 +99,10 @@ pub struct Decided {
     pub model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ms: Option<f64>,
+    /// What went off this machine to engines hosted elsewhere (absent when nothing did, and in
+    /// entries older versions wrote).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sent: Vec<crate::state::Sent>,
 }
 
 /// The skill picker (skill records).

@@ -81,6 +81,8 @@ pub struct Asked {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub latency_ms: f64,
+    /// What went off this machine, for an engine hosted elsewhere.
+    pub sent: Vec<crate::state::Sent>,
 }
 
 impl Asked {
@@ -154,9 +156,9 @@ pub fn ask(gateway: &Gateway, text: &str, budget: Budget, purpose: Purpose, rid:
     }
     let outcome = gateway.ask(&ask, rid);
     let latency_ms = crate::gateway::millis(started.elapsed());
-    let (provider, model) = match &outcome {
-        Ok(a) => (a.provider.clone(), a.model.clone()),
-        Err(_) => (None, None),
+    let (provider, model, sent) = match &outcome {
+        Ok(a) => (a.provider.clone(), a.model.clone(), crate::gateway::response::sent(&a.attempts)),
+        Err(r) => (None, None, crate::gateway::response::sent(r.attempts())),
     };
     // Trusted only when the engine with the heads answered the request alone: a question it
     // passed on (no head for its model) went to the next engine of the chain, which would only
@@ -181,7 +183,7 @@ pub fn ask(gateway: &Gateway, text: &str, budget: Budget, purpose: Purpose, rid:
             })
             .collect()
     });
-    Asked { features, tier_head, provider, model, latency_ms }
+    Asked { features, tier_head, provider, model, latency_ms, sent }
 }
 
 /// Keeps the head and the tail of an over-long text, cut at character boundaries.

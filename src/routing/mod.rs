@@ -300,6 +300,7 @@ fn decided(
     provider: &Option<String>,
     model: &Option<String>,
     latency_ms: f64,
+    sent: &[crate::state::Sent],
 ) -> entry::Decided {
     entry::Decided {
         decision,
@@ -307,6 +308,7 @@ fn decided(
         provider: provider.clone(),
         model: model.clone(),
         latency_ms: Some(latency_ms),
+        sent: sent.to_vec(),
     }
 }
 
@@ -321,6 +323,7 @@ fn routed_entry(base: Entry, routed: &Routed, hinted: bool) -> Entry {
             &routed.asked.provider,
             &routed.asked.model,
             routed.asked.latency_ms,
+            &routed.asked.sent,
         ),
         ..base
     }
@@ -344,7 +347,14 @@ pub fn entries(input: &Input, run: &Run) -> Vec<Entry> {
         && let skills::Pick::Picked { skill, confidence } = &p.pick
     {
         out.push(Entry {
-            decided: decided(Some(skill.clone()), hints.skill_hint.is_ok(), &p.provider, &p.model, p.latency_ms),
+            decided: decided(
+                Some(skill.clone()),
+                hints.skill_hint.is_ok(),
+                &p.provider,
+                &p.model,
+                p.latency_ms,
+                &p.sent,
+            ),
             skill_pick: entry::SkillPick {
                 candidates: Some(p.candidates.len()),
                 skill: Some(skill.clone()),

@@ -344,6 +344,8 @@ pub struct Picked {
     pub provider: Option<String>,
     pub model: Option<String>,
     pub latency_ms: f64,
+    /// What went off this machine, for an engine hosted elsewhere.
+    pub sent: Vec<crate::state::Sent>,
 }
 
 /// The picker's question and its options: every candidate's name, then `none`; calibrated by its
@@ -382,6 +384,7 @@ pub fn pick(
         provider: None,
         model: None,
         latency_ms: 0.0,
+        sent: Vec::new(),
     };
     // Checked first: discovery itself stops at the deadline, so its list may be empty for that reason.
     if Instant::now() >= deadline {
@@ -405,6 +408,10 @@ pub fn pick(
     let started = Instant::now();
     let outcome = gateway.ask(&request(prompt, &candidates, purpose).until(deadline), rid);
     let latency_ms = crate::gateway::millis(started.elapsed());
+    let sent = match &outcome {
+        Ok(a) => crate::gateway::response::sent(&a.attempts),
+        Err(r) => crate::gateway::response::sent(r.attempts()),
+    };
     let (pick, provider, model) = match outcome {
         Ok(mut a) => {
             let pick = match a.answers.pop() {
@@ -415,7 +422,7 @@ pub fn pick(
         }
         Err(refusal) => (Pick::Failed(refusal), None, None),
     };
-    Picked { candidates, pick, provider, model, latency_ms }
+    Picked { candidates, pick, provider, model, latency_ms, sent }
 }
 
 #[cfg(test)]

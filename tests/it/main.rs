@@ -62,6 +62,7 @@ mod private_files;
 mod real_laya;
 mod report;
 mod report_e2e;
+mod report_engines;
 mod report_html;
 mod report_views;
 mod report_what_if;

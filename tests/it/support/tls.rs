@@ -65,8 +65,8 @@ impl Authority {
     }
 }
 
-/// One HTTPS connection: its first request passed on to `backend` with `Connection: close`, the
-/// whole answer sent back, then the connection closed.
+/// One HTTPS connection: its first request (and its body, by its `Content-Length`) passed on to
+/// `backend` with `Connection: close`, the whole answer sent back, then the connection closed.
 fn front_one(conn: TcpStream, config: Arc<rustls::ServerConfig>, backend: &str) -> std::io::Result<()> {
     conn.set_read_timeout(Some(Duration::from_secs(30)))?;
     let tls = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
@@ -81,8 +81,16 @@ fn front_one(conn: TcpStream, config: Arc<rustls::ServerConfig>, backend: &str) 
     }
     let text = String::from_utf8_lossy(&head).to_string();
     let (request_line, headers) = text.split_once("\r\n").unwrap_or((&text, ""));
+    let length = headers
+        .lines()
+        .find_map(|l| l.split_once(':').filter(|(k, _)| k.trim().eq_ignore_ascii_case("content-length")))
+        .and_then(|(_, v)| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body)?;
     let mut upstream = TcpStream::connect(backend)?;
     write!(upstream, "{request_line}\r\nconnection: close\r\n{headers}")?;
+    upstream.write_all(&body)?;
     let mut answer = Vec::new();
     upstream.read_to_end(&mut answer)?;
     stream.write_all(&answer)?;
