@@ -23,12 +23,16 @@ pub fn module_acts(payload: &Value, module_acts: Option<&str>) -> bool {
     session.is_some() && session == module_acts
 }
 
-/// PreToolUse: `raw` is the hook input's text (the rewrite copies the call's input from it byte for
-/// byte), `payload` the same parsed. Silent, and nothing logged, where the module acts.
+/// Whether the PreToolUse hook leaves this spawn to the plugin's module: the module named this
+/// hook input's session in the hook's environment. The hook's frame asks before it loads the
+/// config, and then prints and logs nothing.
+pub fn steps_aside(payload: &Value) -> bool {
+    module_acts(payload, std::env::var(crate::claude_code::SPAWN_MODULE_VAR).ok().as_deref())
+}
+
+/// PreToolUse, where the module does not act ([`steps_aside`]): `raw` is the hook input's text (the
+/// rewrite copies the call's input from it byte for byte), `payload` the same parsed.
 pub fn before(loaded: &Loaded, raw: &str, payload: &Value) -> HookResult {
-    if module_acts(payload, std::env::var(crate::claude_code::SPAWN_MODULE_VAR).ok().as_deref()) {
-        return Ok(None);
-    }
     let Some(run) = decide(loaded, raw, payload, Via::PreToolUse) else { return Ok(None) };
     Ok(run.updated_input.map(|input| enforce::hook_output(&input)))
 }

@@ -66,12 +66,20 @@ pub fn run(event: Event) -> i32 {
     0
 }
 
-/// Loads the config, reads the hook's input and runs the handler; `None` for silence.
+/// Reads the hook's input, loads the config and runs the handler; `None` for silence.
 fn answer(event: Event) -> Output {
+    let read = read_input(std::io::stdin().lock(), STDIN_DEADLINE);
+    // Where the plugin's module acts, the PreToolUse hook steps aside before the config is read:
+    // it runs on every spawn there, for nothing.
+    if let (Event::Agent, Ok((_, payload))) = (event, &read)
+        && agent::steps_aside(payload)
+    {
+        return None;
+    }
     let loaded = crate::config::load();
     let g = &loaded.config.gateway;
     logging::init(&g.log_level, &g.log_file, false);
-    let (input, payload) = match read_input(std::io::stdin().lock(), STDIN_DEADLINE) {
+    let (input, payload) = match read {
         Ok(read) => read,
         Err(why) => {
             logging::warn("hook", &why);

@@ -489,6 +489,25 @@ fn the_module_sets_the_model_and_the_pre_tool_use_hook_steps_aside_in_its_sessio
     assert_eq!(entries(&c.env).len(), 3, "one entry per spawn");
 }
 
+/// Where the module acts, the PreToolUse hook steps aside before it reads the config: the config's
+/// `log_file`, which loading it opens (creating the file), is never touched in that session.
+#[test]
+fn the_pre_tool_use_hook_steps_aside_before_it_loads_the_config() {
+    let mut c = case_with("set", "", SONNET);
+    let log_file = c.env.root.join("hook-log/system1.log");
+    let config = std::fs::read_to_string(&c.env.config).unwrap();
+    c.env.write_config(&config.replacen("[gateway]\n", &format!("[gateway]\nlog_file = {:?}\n", log_file), 1));
+    let raw = input(Some("haiku"), "general-purpose", BRIEF);
+    c.env.set_env("SYSTEM1_SPAWN_MODULE", "sess");
+    assert_eq!(stdout(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "p1"))), "");
+    assert!(!log_file.exists(), "the config was loaded: its log_file was opened");
+    assert!(entries(&c.env).is_empty());
+    // In another session the same hook loads the config (opening its log file) and rewrites.
+    c.env.set_env("SYSTEM1_SPAWN_MODULE", "another-session");
+    assert!(updated(&hook(&c.env, "agent", &pre_payload(&c.repo, &raw, "p2"))).is_some());
+    assert!(log_file.is_file(), "loading the config opens its log_file");
+}
+
 /// Under `CLAUDE_CODE_SUBAGENT_NO_SMALL_MODELS` the session refuses sonnet and haiku to subagents:
 /// no rewrite (either hook) and no hint to them, logged as `no_small_models_env`;
 /// a rule tier of opus is still set.
