@@ -311,6 +311,137 @@ pub fn subagent_model_in_settings(settings_file: &Path) -> Option<SubagentModel>
     })
 }
 
+/// A request's reasoning effort, as Claude Code sends it (`output_config.effort`) and, from 2.1.332
+/// on, writes it on each assistant line of a transcript (`"effort": "medium"`); a subagent's
+/// `.meta.json` has it too when the Agent call named a level. Cheapest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+    Xhigh,
+    Max,
+}
+
+impl Effort {
+    pub const ALL: [Effort; 5] = [Effort::Low, Effort::Medium, Effort::High, Effort::Xhigh, Effort::Max];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Xhigh => "xhigh",
+            Effort::Max => "max",
+        }
+    }
+
+    /// The level a transcript or a setting names; `None` for anything else (the Agent tool's
+    /// relative `"lower"` and `"higher"` among them: they say no level).
+    pub fn named(name: &str) -> Option<Effort> {
+        Effort::ALL.into_iter().find(|e| e.name() == name)
+    }
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Where a session's requests went: Anthropic's own API, or a provider that maps the model aliases
+/// to models of its own (Claude Code's model catalog, `aliases.<alias>.per_provider`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Provider {
+    FirstParty,
+    Bedrock,
+    Vertex,
+    Foundry,
+    AnthropicAws,
+    AnthropicGoogleCloud,
+    Mantle,
+    Gateway,
+}
+
+impl Provider {
+    /// Each provider and the variable that selects it in Claude Code's environment (a settings
+    /// file's `env` included), in the order Claude Code's own list gives them.
+    pub const SWITCHES: [(Provider, &'static str); 7] = [
+        (Provider::Bedrock, "CLAUDE_CODE_USE_BEDROCK"),
+        (Provider::Vertex, "CLAUDE_CODE_USE_VERTEX"),
+        (Provider::Foundry, "CLAUDE_CODE_USE_FOUNDRY"),
+        (Provider::AnthropicAws, "CLAUDE_CODE_USE_ANTHROPIC_AWS"),
+        (Provider::AnthropicGoogleCloud, "CLAUDE_CODE_USE_ANTHROPIC_GOOGLE_CLOUD"),
+        (Provider::Mantle, "CLAUDE_CODE_USE_MANTLE"),
+        (Provider::Gateway, "CLAUDE_CODE_USE_GATEWAY"),
+    ];
+
+    /// The catalog's key for it (`first_party`, `bedrock`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Provider::FirstParty => "first_party",
+            Provider::Bedrock => "bedrock",
+            Provider::Vertex => "vertex",
+            Provider::Foundry => "foundry",
+            Provider::AnthropicAws => "anthropic_aws",
+            Provider::AnthropicGoogleCloud => "anthropic_google_cloud",
+            Provider::Mantle => "mantle",
+            Provider::Gateway => "gateway",
+        }
+    }
+
+    pub fn named(name: &str) -> Option<Provider> {
+        [Provider::FirstParty].into_iter().chain(Provider::SWITCHES.map(|(p, _)| p)).find(|p| p.name() == name)
+    }
+
+    /// The provider a model id can only have come from: a Bedrock id (`us.anthropic.claude-…`,
+    /// `anthropic.claude-…-v1:0`), a Vertex one (`claude-…@20250929`) or a Mantle one
+    /// (`anthropic.claude-…` without a version suffix), as the catalog's `provider_ids` spell them.
+    /// `None` for an id every provider shares (`claude-sonnet-5-5`): it says nothing.
+    pub fn of_model_id(id: &str) -> Option<Provider> {
+        let id = id.trim();
+        if id.contains('@') && id.starts_with("claude-") {
+            return Some(Provider::Vertex);
+        }
+        let at = id.find("anthropic.claude-")?;
+        let prefix = &id[..at];
+        // A Bedrock inference profile's region (`us.`, `eu.`, `apac.`, `global.`), or an ARN.
+        let regional = !prefix.is_empty() && (prefix.ends_with('.') || prefix.ends_with('/'));
+        let versioned = id
+            .rsplit_once("-v")
+            .is_some_and(|(_, v)| v.split(':').all(|p| p.bytes().all(|b| b.is_ascii_digit()) && !p.is_empty()));
+        if regional || versioned {
+            Some(Provider::Bedrock)
+        } else if prefix.is_empty() {
+            Some(Provider::Mantle)
+        } else {
+            None
+        }
+    }
+
+    /// The provider a lookup of environment variables selects (the first switch on); `None` when
+    /// none is.
+    pub fn of_env(get: impl Fn(&str) -> Option<String>) -> Option<(Provider, &'static str)> {
+        Provider::SWITCHES.into_iter().find(|(_, var)| {
+            get(var)
+                .is_some_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false" | "no" | "off"))
+        })
+    }
+}
+
+/// The provider a settings file's `env` selects, and the variable that does; `None` when the file
+/// is absent, does not parse, or selects none.
+pub fn provider_in_settings(settings_file: &Path) -> Option<(Provider, &'static str)> {
+    let v = fsutil::read_json(settings_file).ok()??;
+    let env = v.get("env")?.as_object()?;
+    Provider::of_env(|k| match env.get(k)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
 /// What system1 reads of a plugin's manifest, `<root>/.claude-plugin/plugin.json`.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PluginManifest {
@@ -389,6 +520,44 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn a_provider_is_told_by_its_own_model_ids_and_by_its_switch() {
+        // As the catalog's provider_ids spell them (Claude Code 2.1.332 and 2.1.337).
+        for (id, provider) in [
+            ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", Some(Provider::Bedrock)),
+            ("us.anthropic.claude-haiku-5-5", Some(Provider::Bedrock)),
+            ("eu.anthropic.claude-opus-4-6-v1", Some(Provider::Bedrock)),
+            ("anthropic.claude-3-5-sonnet-20241022-v2:0", Some(Provider::Bedrock)),
+            ("arn:aws:bedrock:us-east-1:1:inference-profile/us.anthropic.claude-opus-5-5", Some(Provider::Bedrock)),
+            ("claude-sonnet-4-5@20250929", Some(Provider::Vertex)),
+            ("anthropic.claude-haiku-4-5", Some(Provider::Mantle)),
+            ("claude-sonnet-5-5", None),
+            ("claude-haiku-4-5-20251001", None),
+            ("<synthetic>", None),
+        ] {
+            assert_eq!(Provider::of_model_id(id), provider, "{id}");
+        }
+        let env = |pairs: &'static [(&str, &str)]| {
+            move |k: &str| pairs.iter().find(|(n, _)| *n == k).map(|(_, v)| v.to_string())
+        };
+        assert_eq!(
+            Provider::of_env(env(&[("CLAUDE_CODE_USE_BEDROCK", "1")])),
+            Some((Provider::Bedrock, "CLAUDE_CODE_USE_BEDROCK"))
+        );
+        assert_eq!(
+            Provider::of_env(env(&[("CLAUDE_CODE_USE_BEDROCK", "0"), ("CLAUDE_CODE_USE_GATEWAY", "true")]))
+                .map(|p| p.0),
+            Some(Provider::Gateway)
+        );
+        assert_eq!(Provider::of_env(env(&[("CLAUDE_CODE_USE_VERTEX", "")])), None);
+        for p in [Provider::FirstParty].into_iter().chain(Provider::SWITCHES.map(|(p, _)| p)) {
+            assert_eq!(Provider::named(p.name()), Some(p));
+            assert_eq!(serde_json::to_value(p).unwrap(), json!(p.name()));
+        }
+        assert_eq!(Effort::named("xhigh"), Some(Effort::Xhigh));
+        assert_eq!(Effort::named("lower"), None, "the Agent call's relative effort names no level");
+    }
 
     #[test]
     fn the_plugin_hooks_name_the_events_and_spawn_tools_the_code_answers() {

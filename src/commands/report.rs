@@ -223,7 +223,7 @@ pub fn run(args: Args) -> Result<i32> {
         let briefs = report.adherence.spawns;
         let mut asker = EngineAsker::new(&loaded, briefs)
             .map_err(|e| Error::config(format!("--what-if needs an engine, and the config is broken: {e}")))?;
-        let w = what_if::build(&agg, &prices, &log, &loaded, mode.enforce(), &mut asker);
+        let w = what_if::build(&agg, &prices, &log, &loaded, mode.enforce(), &mut asker, &crate::paths::claude_dir());
         asker.save();
         report.what_if = Some(w);
     }

@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
+use crate::claude_code::{Effort, Provider};
 use crate::report::prices::{Minute, minute_of_timestamp};
 use crate::tier::Tier;
 
@@ -35,6 +36,9 @@ pub struct UsageRec {
     pub hint_read: u64,
     /// The line's timestamp, whose UTC day picks the price in force.
     pub minute: Minute,
+    /// The reasoning effort the request was sent with, where the line says (2.1.332 and later).
+    #[serde(default)]
+    pub effort: Option<Effort>,
 }
 
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]
@@ -89,6 +93,13 @@ pub struct FileFacts {
     pub agent_tool_use_id: Option<String>,
     /// The subagent type, from the same.
     pub agent_type: Option<String>,
+    /// The effort level the spawning Agent call named, from the same.
+    #[serde(default)]
+    pub agent_effort: Option<Effort>,
+    /// The provider a model id of the file can only have come from (Bedrock's, Vertex's), with
+    /// that id; `None` when every id is one all providers share.
+    #[serde(default)]
+    pub provider: Option<(Provider, String)>,
     pub models: Vec<String>,
     pub usage: Vec<UsageRec>,
     pub prompts: Vec<PromptRec>,
@@ -206,6 +217,10 @@ impl Collector {
                 agent_id: agent.map(|a| a.agent_id.clone()),
                 agent_tool_use_id: agent.and_then(|a| a.meta.as_ref()).and_then(|m| m.tool_use_id.clone()),
                 agent_type: agent.and_then(|a| a.meta.as_ref()).and_then(|m| m.agent_type.clone()),
+                agent_effort: agent
+                    .and_then(|a| a.meta.as_ref())
+                    .and_then(|m| m.effort.as_deref())
+                    .and_then(Effort::named),
                 ..FileFacts::default()
             },
             model_index: HashMap::new(),
@@ -247,6 +262,13 @@ impl Collector {
         }
     }
 
+    /// The provider a model id can only have come from, the first time one says.
+    fn note_provider(&mut self, id: &str) {
+        if let Some(p) = Provider::of_model_id(id) {
+            self.facts.provider = Some((p, id.to_string()));
+        }
+    }
+
     fn model(&mut self, name: &str) -> u32 {
         if let Some(&i) = self.model_index.get(name) {
             return i;
@@ -264,6 +286,12 @@ impl Collector {
             self.turn.turn_has_reply = true;
         }
         let model = msg.model.as_deref().unwrap_or("unknown");
+        if self.facts.provider.is_none() {
+            self.note_provider(model);
+            if let Some(requested) = line.requested_model.as_deref() {
+                self.note_provider(requested);
+            }
+        }
         if self.subagent_file && self.facts.first_model.is_none() && model != "<synthetic>" && model != "unknown" {
             self.facts.first_model = Some(model.to_string());
         }
@@ -297,7 +325,17 @@ impl Collector {
                         self.usage_index.insert(k, self.facts.usage.len());
                     }
                     let minute = minute_of_timestamp(line.timestamp.as_deref());
-                    self.facts.usage.push(UsageRec { key, model, tokens, sidechain, hint_write, hint_read, minute });
+                    let effort = line.effort;
+                    self.facts.usage.push(UsageRec {
+                        key,
+                        model,
+                        tokens,
+                        sidechain,
+                        hint_write,
+                        hint_read,
+                        minute,
+                        effort,
+                    });
                 }
             }
         }

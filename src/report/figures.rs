@@ -492,6 +492,11 @@ impl Baseline {
         b
     }
 
+    /// The model tier `t` is repriced at, when one has a price.
+    pub(super) fn model(&self, t: Tier) -> Option<&str> {
+        self.models.get(t.name()).map(String::as_str)
+    }
+
     /// What the mix is drawn from: `unhinted spawns`, `main thread`, or `none`.
     pub(super) fn name(&self) -> &'static str {
         self.name

@@ -305,9 +305,19 @@ fn what_if(o: &mut String, w: &super::what_if::WhatIf) {
     let rw = &w.rewrites;
     let _ = writeln!(
         o,
-        "</table>\n<p class=\"note\">Rewrites: {} filled (the call named no model and ran on its parent's tier), {} raised, {} lowered (only set lowers a named model); {} not priced (no subagent transcript read, or no price for a model it ran on or would).</p>\n</section>",
+        "</table>\n<p class=\"note\">Rewrites: {} filled (the call named no model and ran on its parent's tier), {} raised, {} lowered (only set lowers a named model); {} not priced (no subagent transcript read, or no price for a model it ran on or would).</p>",
         rw.filled, rw.raised, rw.lowered, w.not_priced
     );
+    if w.changed > 0 {
+        for (name, line) in [
+            ("Effort", super::render::what_if_effort(w)),
+            ("Provider", super::render::what_if_providers(w)),
+            ("Prices", super::render::what_if_prices(w)),
+        ] {
+            let _ = writeln!(o, "<p class=\"note\">{name}: {}.</p>", xml_escape(&line));
+        }
+    }
+    o.push_str("</section>\n");
 }
 
 /// One view as a table: its rows and the total.

@@ -39,6 +39,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
+use crate::claude_code::{Effort, Provider};
 use crate::text;
 use crate::tier::Tier;
 use crate::transcripts::{FileInfo, Stats, Tokens};
@@ -65,6 +66,8 @@ struct Rec {
     /// The session and project whose file it was counted from (an index into the origins).
     origin: u32,
     sidechain: bool,
+    /// The effort the request was sent with, where its line says.
+    effort: Option<Effort>,
 }
 
 fn small(n: u64) -> u32 {
@@ -72,7 +75,15 @@ fn small(n: u64) -> u32 {
 }
 
 impl Rec {
-    fn new(model: u32, agent: u32, t: &Tokens, sidechain: bool, hints: (u64, u64), minute: Minute) -> Rec {
+    fn new(
+        model: u32,
+        agent: u32,
+        t: &Tokens,
+        sidechain: bool,
+        hints: (u64, u64),
+        minute: Minute,
+        effort: Option<Effort>,
+    ) -> Rec {
         let (hint_write, hint_read) = hints;
         Rec {
             model,
@@ -89,6 +100,7 @@ impl Rec {
             hint_read: small(hint_read),
             minute,
             sidechain,
+            effort,
         }
     }
 
@@ -126,6 +138,8 @@ pub struct Origin {
     pub cwd: Option<String>,
     /// Whether anything in scope was counted from it (a request or a prompt).
     active: bool,
+    /// The provider a model id in its files can only have come from, and that id.
+    pub provider: Option<(Provider, String)>,
 }
 
 impl Origin {
@@ -155,6 +169,8 @@ struct AgentInfo {
     first_model: Option<String>,
     /// From its `.meta.json`.
     agent_type: Option<String>,
+    /// The effort level its Agent call named, from the same.
+    effort: Option<Effort>,
 }
 
 /// A prompt, seen in one file or more.
@@ -211,6 +227,7 @@ impl Aggregator {
             session_id: info.session_id.clone(),
             cwd: None,
             active: false,
+            provider: None,
         });
         self.origin_index.insert(key, i);
         i
@@ -236,6 +253,7 @@ impl Aggregator {
         let origin = self.origin(info);
         let o = &mut self.origins[origin as usize];
         o.cwd = o.cwd.take().or(facts.cwd);
+        o.provider = o.provider.take().or(facts.provider);
         o.active |= facts.usage.iter().any(|u| u.tokens.total() > 0) || !facts.prompts.is_empty();
         let agent = match &facts.agent_id {
             Some(id) => {
@@ -244,13 +262,21 @@ impl Aggregator {
                 a.tool_use_id = a.tool_use_id.take().or(facts.agent_tool_use_id);
                 a.first_model = a.first_model.take().or(facts.first_model);
                 a.agent_type = a.agent_type.take().or(facts.agent_type);
+                a.effort = a.effort.or(facts.agent_effort);
                 i
             }
             None => NO_AGENT,
         };
         for u in facts.usage {
-            let mut rec =
-                Rec::new(local[u.model as usize], agent, &u.tokens, u.sidechain, (u.hint_write, u.hint_read), u.minute);
+            let mut rec = Rec::new(
+                local[u.model as usize],
+                agent,
+                &u.tokens,
+                u.sidechain,
+                (u.hint_write, u.hint_read),
+                u.minute,
+                u.effort,
+            );
             rec.origin = origin;
             match u.key.map(fold) {
                 None => self.unkeyed.push(rec),
@@ -695,13 +721,14 @@ mod tests {
             sidechain,
             (0, 0),
             prices::NO_MINUTE,
+            None,
         )
     }
 
     #[test]
     fn packed_records_give_back_their_tokens() {
         let t = Tokens { input: 1, output: 2, cache_write_5m: 3, cache_write_1h: 4, cache_read: 5_000_000_000 };
-        let r = Rec::new(0, NO_AGENT, &t, false, (7, 8), 20_733 * 1440 + 59);
+        let r = Rec::new(0, NO_AGENT, &t, false, (7, 8), 20_733 * 1440 + 59, None);
         assert_eq!(r.day(), 20_733);
         // 48 bytes: the minute and the origin cost 8 over the day alone, for the --by views.
         assert_eq!(std::mem::size_of::<Rec>(), 48, "one per request in the whole history: keep it small");
@@ -713,8 +740,13 @@ mod tests {
 
     #[test]
     fn dedup_keeps_the_fullest_copy_then_the_main_thread_one() {
-        let origin =
-            |session: &str| Origin { project: "p".into(), session_id: session.into(), cwd: None, active: true };
+        let origin = |session: &str| Origin {
+            project: "p".into(),
+            session_id: session.into(),
+            cwd: None,
+            active: true,
+            provider: None,
+        };
         let origins = [origin("b"), origin("a")];
         let o = &origins;
         assert!(rec(50, true).better_than(&rec(3, false), o));
@@ -754,6 +786,7 @@ mod tests {
                     hint_write: i % 5,
                     hint_read: i % 7,
                     minute: prices::NO_MINUTE,
+                    effort: None,
                 })
                 .collect()
         };

@@ -16,6 +16,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::claude_code::{Effort, Provider};
 use crate::error::{Context, Error, Result};
 use crate::tier::{ModelId, Tier};
 use crate::transcripts::Tokens;
@@ -38,7 +39,107 @@ pub struct PriceFile {
     /// The model each tier is priced at when the history has no request of that tier.
     #[serde(default)]
     pub tiers: BTreeMap<String, String>,
+    /// What Claude Code's own model catalog adds: effort costs and each provider's aliases.
+    #[serde(default)]
+    pub catalog: Option<CatalogIn>,
     pub models: Vec<Entry>,
+}
+
+/// The parts of Claude Code's model catalog the what-if uses, as the price file writes them.
+#[derive(Debug, Clone, Deserialize)]
+pub struct CatalogIn {
+    #[serde(default)]
+    pub source: String,
+    #[serde(default)]
+    pub as_of: String,
+    #[serde(default)]
+    pub models: Vec<CatalogModelIn>,
+    /// By alias (a tier's name).
+    #[serde(default)]
+    pub aliases: BTreeMap<String, AliasIn>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct CatalogModelIn {
+    pub id: String,
+    /// By effort level: its cost relative to `high` on this model.
+    pub effort_cost_index: BTreeMap<String, f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AliasIn {
+    pub default: String,
+    /// By provider (the catalog's keys: `bedrock`, `vertex`, ...).
+    #[serde(default)]
+    pub per_provider: BTreeMap<String, String>,
+}
+
+/// Claude Code's model catalog, read once: each effort level's cost relative to `high` per model,
+/// and the model each alias names on each provider.
+#[derive(Debug, Clone)]
+pub struct Catalog {
+    pub source: String,
+    pub as_of: String,
+    /// (tier, version) and the index of each effort level, in `Effort::ALL` order.
+    effort: Vec<(Tier, (u32, u32), [f64; Effort::ALL.len()])>,
+    /// By tier: the default model and the providers' own.
+    aliases: BTreeMap<Tier, (String, BTreeMap<Provider, String>)>,
+}
+
+impl Catalog {
+    fn parse(c: &CatalogIn, what: &str) -> Result<Catalog> {
+        let mut effort = Vec::new();
+        for m in &c.models {
+            let id = ModelId::parse(&m.id)
+                .and_then(|id| Some((id.tier, id.version?)))
+                .ok_or_else(|| Error::config(format!("{what}: catalog model `{}` is not a model id", m.id)))?;
+            let mut index = [0.0; Effort::ALL.len()];
+            for e in Effort::ALL {
+                let v = m.effort_cost_index.get(e.name()).copied().ok_or_else(|| {
+                    Error::config(format!("{what}: catalog model `{}` has no effort_cost_index.{}", m.id, e.name()))
+                })?;
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(Error::config(format!("{what}: catalog model `{}` has an effort cost of {v}", m.id)));
+                }
+                index[e.index()] = v;
+            }
+            if m.effort_cost_index.keys().any(|k| Effort::named(k).is_none()) || index[Effort::High.index()] != 1.0 {
+                return Err(Error::config(format!(
+                    "{what}: catalog model `{}`: effort_cost_index takes low, medium, high (1), xhigh and max",
+                    m.id
+                )));
+            }
+            effort.push((id.0, id.1, index));
+        }
+        let mut aliases = BTreeMap::new();
+        for (name, a) in &c.aliases {
+            let tier = Tier::named(name).ok_or_else(|| {
+                Error::config(format!("{what}: catalog alias `{name}`; expected one of {}", Tier::names()))
+            })?;
+            let mut per = BTreeMap::new();
+            for (p, model) in &a.per_provider {
+                let provider = Provider::named(p)
+                    .ok_or_else(|| Error::config(format!("{what}: catalog alias `{name}` names provider `{p}`")))?;
+                per.insert(provider, model.clone());
+            }
+            aliases.insert(tier, (a.default.clone(), per));
+        }
+        Ok(Catalog { source: c.source.clone(), as_of: c.as_of.clone(), effort, aliases })
+    }
+
+    /// What effort level `e` costs on `model` relative to `high`; `None` when the catalog gives the
+    /// model no index.
+    pub fn effort_index(&self, model: &str, e: Effort) -> Option<f64> {
+        let id = ModelId::parse(model)?;
+        let v = id.version?;
+        self.effort.iter().find(|(t, version, _)| *t == id.tier && *version == v).map(|(_, _, index)| index[e.index()])
+    }
+
+    /// The model the alias of `tier` names on `provider`.
+    pub fn alias(&self, tier: Tier, provider: Provider) -> Option<&str> {
+        let (default, per) = self.aliases.get(&tier)?;
+        Some(per.get(&provider).unwrap_or(default))
+    }
 }
 
 /// The five rates of a price, as the file writes them (USD per million tokens).
@@ -257,6 +358,8 @@ pub struct Prices {
     pub file: PriceFile,
     /// Parallel to `file.models`.
     ranges: Vec<Range>,
+    /// `None` for a price file without one (an older `--prices` file).
+    pub catalog: Option<Catalog>,
 }
 
 fn version(s: &str) -> Option<(u32, u32)> {
@@ -357,7 +460,8 @@ impl Prices {
             };
             ranges.push(Range { tier, from, before, schedule: schedule(e, what)? });
         }
-        Ok(Prices { file, ranges })
+        let catalog = file.catalog.as_ref().map(|c| Catalog::parse(c, what)).transpose()?;
+        Ok(Prices { file, ranges, catalog })
     }
 
     /// The entry a model id falls under; `None` when no entry covers it.
@@ -508,6 +612,43 @@ mod tests {
         // 5 + 2.5 + 1.25 + 1 + 1
         assert_eq!(Price::new(r, "test").unwrap().cost(&t), 10_750_000_000_000);
         assert_eq!(usd(10_750_000_000_000), 10.75);
+    }
+
+    #[test]
+    fn the_catalog_gives_effort_costs_and_each_providers_aliases() {
+        let p = Prices::load(None).unwrap();
+        let c = p.catalog.as_ref().unwrap();
+        assert_eq!(c.effort_index("claude-haiku-5-5", Effort::Low), Some(0.38));
+        assert_eq!(c.effort_index("claude-sonnet-5-5[1m]", Effort::Max), Some(5.5));
+        assert_eq!(c.effort_index("claude-opus-5-5", Effort::High), Some(1.0));
+        assert_eq!(c.effort_index("claude-mythos-5-1", Effort::Low), Some(0.75), "priced and indexed as fable 5.1");
+        assert_eq!(c.effort_index("claude-haiku-4-5-20251001", Effort::Low), None);
+        assert_eq!(c.effort_index("claude-fable-5-2", Effort::Low), None);
+        assert_eq!(c.alias(Tier::Sonnet, Provider::FirstParty), Some("claude-sonnet-5-5"));
+        assert_eq!(c.alias(Tier::Sonnet, Provider::Bedrock), Some("claude-sonnet-4-5"));
+        assert_eq!(c.alias(Tier::Opus, Provider::Gateway), Some("claude-opus-4-7"));
+        assert_eq!(c.alias(Tier::Haiku, Provider::Vertex), Some("claude-haiku-4-5"));
+        assert_eq!(c.alias(Tier::Sonnet, Provider::AnthropicGoogleCloud), Some("claude-sonnet-5-5"));
+        // Every model an alias names has a price, and the first-party ones are the tiers' defaults.
+        for tier in Tier::ALL {
+            for provider in [Provider::FirstParty].into_iter().chain(Provider::SWITCHES.map(|(p, _)| p)) {
+                let model = c.alias(tier, provider).unwrap();
+                assert!(p.entry(model).is_some(), "{tier} on {provider:?}: {model}");
+            }
+            assert_eq!(c.alias(tier, Provider::FirstParty), p.tier_default(tier));
+        }
+        let bad = |catalog: &str| {
+            let text = format!(r#"{{"catalog":{catalog},"models":[]}}"#);
+            Prices::parse(&text, "test").err().map(|e| e.to_string()).unwrap_or_default()
+        };
+        assert!(
+            bad(r#"{"models":[{"id":"claude-opus-5-5","effort_cost_index":{"low":0.5,"high":1}}]}"#)
+                .contains("no effort_cost_index.medium")
+        );
+        assert!(bad(r#"{"aliases":{"gpt":{"default":"x"}}}"#).contains("catalog alias `gpt`"));
+        assert!(
+            bad(r#"{"aliases":{"opus":{"default":"x","per_provider":{"azure":"y"}}}}"#).contains("provider `azure`")
+        );
     }
 
     #[test]

@@ -217,6 +217,97 @@ fn not_priced(n: u64) -> String {
     )
 }
 
+/// The what-if's `effort` line: the effort the repriced requests are taken to have run at, from
+/// where, and what that does to the price.
+pub fn what_if_effort(w: &WhatIf) -> String {
+    let e = &w.effort;
+    let levels = |m: &BTreeMap<crate::claude_code::Effort, u64>| {
+        m.iter().map(|(l, n)| format!("{} {n}", l.name())).collect::<Vec<_>>().join(", ")
+    };
+    let mut parts = Vec::new();
+    let recorded: u64 = e.recorded.values().sum();
+    if recorded > 0 {
+        parts.push(format!(
+            "{} at the effort their line records ({})",
+            text::count(recorded, "request"),
+            levels(&e.recorded)
+        ));
+    }
+    let called: u64 = e.agent_call.values().sum();
+    if called > 0 {
+        parts.push(format!(
+            "{} at the one their Agent call named ({})",
+            text::count(called, "request"),
+            levels(&e.agent_call)
+        ));
+    }
+    if e.assumed_high > 0 {
+        parts.push(format!(
+            "{} assumed at high (nothing records their effort: Claude Code before 2.1.332), so not scaled",
+            text::count(e.assumed_high, "request")
+        ));
+    }
+    if parts.is_empty() {
+        return "no request repriced".to_string();
+    }
+    let mut line = format!(
+        "{}; each priced at the same effort on the other model: its tokens times that model's cost of the effort over the one it ran on (the catalog's effort_cost_index, 1 at high)",
+        parts.join("; ")
+    );
+    if e.not_indexed > 0 {
+        line.push_str(&format!(
+            "; {} not scaled, the catalog giving no index for {}",
+            e.not_indexed,
+            e.not_indexed_models.join(", ")
+        ));
+    }
+    line
+}
+
+/// The what-if's `provider` line: where the repriced spawns' sessions ran, why that is taken to be
+/// so, and the model each tier is priced at there.
+pub fn what_if_providers(w: &WhatIf) -> String {
+    let each: Vec<String> = w
+        .providers
+        .iter()
+        .map(|p| {
+            let why = match (p.from, &p.evidence) {
+                ("transcript", Some(id)) => format!("a model id only it uses in the transcripts, {id}"),
+                ("settings", Some(e)) => e.clone(),
+                _ => "nothing in the transcripts or settings says otherwise".to_string(),
+            };
+            let models: Vec<String> = p.models.iter().map(|(t, m)| format!("{t} → {m}")).collect();
+            format!(
+                "{} {} ({why}): {}",
+                p.provider.name().replace('_', "-"),
+                text::count(p.sessions, "session"),
+                if models.is_empty() { "no tier priced".to_string() } else { models.join(", ") }
+            )
+        })
+        .collect();
+    if each.is_empty() {
+        return "no session repriced".to_string();
+    }
+    format!(
+        "{}; a tier is priced at the model its alias names there (first-party: the one it ran on most here, else the catalog's)",
+        each.join("; ")
+    )
+}
+
+/// The what-if's `prices` line: which prices and catalog, with their dates.
+pub fn what_if_prices(w: &WhatIf) -> String {
+    let catalog = match (&w.prices.catalog, &w.prices.catalog_as_of) {
+        (Some(_), Some(date)) => {
+            format!("aliases and effort costs from Claude Code's model catalog (2.1.332 to 2.1.337, read {date})")
+        }
+        _ => "the price file has no model catalog: first-party aliases, effort not scaled".to_string(),
+    };
+    format!(
+        "API list prices as of {}, each request at the price in force on its day; {catalog}",
+        if w.prices.as_of.is_empty() { "an undated file" } else { &w.prices.as_of }
+    )
+}
+
 /// `--what-if`: what enforcement would have changed, what it would have cost, and how spawns
 /// already on those tiers fared.
 fn what_if_section(out: &mut String, w: &WhatIf) {
@@ -228,6 +319,7 @@ fn what_if_section(out: &mut String, w: &WhatIf) {
     );
     let _ = writeln!(out, "  {}", w.estimate);
     let _ = writeln!(out, "  repriced:  {}", super::what_if::REPRICED);
+
     let _ = writeln!(
         out,
         "  changed    {:>4}: {} lowered, {} raised from the tier it ran on; {} set to the tier it ran on",
@@ -269,6 +361,11 @@ fn what_if_section(out: &mut String, w: &WhatIf) {
             money(m.projected_cost_usd),
             if m.not_priced > 0 { format!(" ({} of them not priced)", m.not_priced) } else { String::new() }
         );
+    }
+    if w.changed > 0 {
+        let _ = writeln!(out, "  effort     {}", what_if_effort(w));
+        let _ = writeln!(out, "  provider   {}", what_if_providers(w));
+        let _ = writeln!(out, "  prices     {}", what_if_prices(w));
     }
     if !w.outcomes.is_empty() {
         let each: Vec<String> = w

@@ -3,10 +3,17 @@
 //! transcript) goes through the routing code itself: `enforce::before_engine` (fork, short brief, a
 //! `model` that names no tier, fill and a named model), the four features from the configured
 //! engine (`features::ask`, through the gateway, calibrated), the user's rule (`apply_rule`), the
-//! `min_confidence` bar (`settled`) and `enforce::verdict`. Each spawn that would have been set to
-//! another tier than it ran on is priced there (each of its subagent's requests at that tier's price
-//! on its day, as the realised savings reprice), against what it cost.
+//! `min_confidence` bar (`settled`) and `enforce::verdict`.
 //!
+//! Each spawn that would have been set to another tier than it ran on is repriced there, and only
+//! what the rewrite changes changes ([`Repricer`]): the call would have named the tier's alias, so
+//! each of its subagent's requests is priced at the model that alias names on the session's
+//! provider (Claude Code's model catalog, in the price file), at the price in force on its day,
+//! with the same tokens scaled by the two models' cost of the effort the request ran at (the
+//! catalog's `effort_cost_index`, relative to `high`). The effort is the request's own (its
+//! transcript line, Claude Code 2.1.332 and later), else the one its Agent call named (the
+//! subagent's `.meta.json`), else assumed `high`, where the index is 1 on every model, and said so.
+
 //! It is an estimate: a cheaper model might have needed more turns, or failed where the dearer one
 //! did not. So the labelled outcomes of spawns that already ran on each tier it would set are shown
 //! beside it, where the routing log has some.
@@ -21,11 +28,12 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Aggregator;
 use super::collect::hash;
 use super::figures::{Baseline, Models, Spawns, Usage};
-use super::prices::{Prices, usd};
+use super::prices::{Pico, Prices, usd};
 use super::spawns::SpawnLog;
+use super::{Aggregator, NO_AGENT, Rec};
+use crate::claude_code::{self, Effort, Provider};
 use crate::config::{Enforce, Loaded};
 use crate::feature::Feature;
 use crate::gateway::{Budget, Gateway, Purpose, Refusal, new_request_id};
@@ -40,10 +48,9 @@ use crate::{fsutil, paths};
 /// What the section says, first, wherever it is shown.
 pub const ESTIMATE: &str = "an estimate: a cheaper model may need more turns, or fail where the one that ran did not";
 
-/// How a spawn is repriced, and what that leaves out, said beside the estimate.
-pub const REPRICED: &str = "each of its requests at the other tier's first-party API list price on its day, with the \
-     same tokens: neither effort (whose cost differs by tier) nor a provider's own model for an alias (Bedrock, Vertex) \
-     is modelled";
+/// How a spawn is repriced, said beside the estimate.
+pub const REPRICED: &str = "each of its requests at the API list price on its day of the model the tier's alias names \
+     on its session's provider, with the same tokens at the same effort (scaled by what that effort costs on each model)";
 
 /// After this many briefs in a row with no answer, and none answered before, the engine is not
 /// asked again in this run.
@@ -123,6 +130,49 @@ pub struct Rewrites {
     pub lowered: u64,
 }
 
+/// The efforts the repriced requests ran at, and where each was read.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct EffortUse {
+    /// Requests whose transcript line records the effort (Claude Code 2.1.332 and later), by level.
+    pub recorded: BTreeMap<Effort, u64>,
+    /// Requests whose line does not, but whose Agent call named a level (the subagent's
+    /// `.meta.json`), by level.
+    pub agent_call: BTreeMap<Effort, u64>,
+    /// Requests nothing says the effort of (older Claude Code): taken to be at `high`, where the
+    /// catalog's index is 1 on every model, so they are repriced with their tokens as they are.
+    pub assumed_high: u64,
+    /// Requests at another effort than `high` where the catalog gives one of the two models no
+    /// index: repriced with their tokens as they are, as at `high`.
+    pub not_indexed: u64,
+    /// Those models.
+    pub not_indexed_models: Vec<String>,
+}
+
+/// The sessions of the repriced spawns on one provider, and why they are taken to be on it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ProviderUse {
+    /// The catalog's name: `first_party`, `bedrock`, `vertex`, ...
+    pub provider: Provider,
+    pub sessions: u64,
+    /// `transcript` (a model id only that provider uses), `settings` (a `CLAUDE_CODE_USE_*`
+    /// variable in a Claude Code settings file's `env`) or `default` (nothing says otherwise).
+    pub from: &'static str,
+    /// The model id or the variable and file that say so (the first seen).
+    pub evidence: Option<String>,
+    /// The model each tier the spawns were set to is priced at there, by tier.
+    pub models: BTreeMap<String, String>,
+}
+
+/// Where the prices and the catalog's figures come from, with their dates.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PricesUsed {
+    /// The price file's `as_of`.
+    pub as_of: String,
+    /// Claude Code's model catalog, when the price file carries it (the built-in one does).
+    pub catalog: Option<String>,
+    pub catalog_as_of: Option<String>,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WhatIf {
     pub mode: String,
@@ -153,6 +203,144 @@ pub struct WhatIf {
     /// For each tier it would set spawns to: the labelled outcomes of spawns that already ran there.
     pub outcomes: Vec<TierOutcomes>,
     pub engine: EngineUse,
+    /// The effort each repriced request is taken to have run at.
+    pub effort: EffortUse,
+    /// The providers the repriced spawns' sessions ran on.
+    pub providers: Vec<ProviderUse>,
+    pub prices: PricesUsed,
+}
+
+/// Why a session is taken to have run on its provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum ProviderWhy {
+    /// A model id only that provider uses.
+    Transcript(String),
+    /// A variable in a settings file's `env`: the variable and the file.
+    Settings(&'static str, String),
+    Default,
+}
+
+impl ProviderWhy {
+    fn from(&self) -> &'static str {
+        match self {
+            ProviderWhy::Transcript(_) => "transcript",
+            ProviderWhy::Settings(..) => "settings",
+            ProviderWhy::Default => "default",
+        }
+    }
+
+    fn evidence(&self) -> Option<String> {
+        match self {
+            ProviderWhy::Transcript(id) => Some(id.clone()),
+            ProviderWhy::Settings(var, file) => Some(format!("{var} in {file}")),
+            ProviderWhy::Default => None,
+        }
+    }
+}
+
+/// The provider of each session (by origin): a model id in its transcripts that only one provider
+/// uses, else the last of Claude Code's settings files for its directory whose `env` selects one
+/// (the user's, then the project's, as Claude Code layers them), else first-party.
+fn session_providers(agg: &Aggregator, claude_dir: &std::path::Path) -> Vec<(Provider, ProviderWhy)> {
+    let mut by_cwd: HashMap<Option<&str>, Option<(Provider, ProviderWhy)>> = HashMap::new();
+    agg.origins
+        .iter()
+        .map(|o| {
+            if let Some((p, id)) = &o.provider {
+                return (*p, ProviderWhy::Transcript(id.clone()));
+            }
+            let settings = by_cwd.entry(o.cwd.as_deref()).or_insert_with(|| {
+                let projects: Vec<std::path::PathBuf> = o.cwd.iter().map(std::path::PathBuf::from).collect();
+                claude_code::settings_files(claude_dir, &projects).into_iter().rev().find_map(|file| {
+                    claude_code::provider_in_settings(&file)
+                        .map(|(p, var)| (p, ProviderWhy::Settings(var, file.display().to_string())))
+                })
+            });
+            settings.clone().unwrap_or((Provider::FirstParty, ProviderWhy::Default))
+        })
+        .collect()
+}
+
+/// Prices a spawn's requests at another tier, changing only what the rewrite would have changed:
+/// the model (the tier's alias on the session's provider), at the same effort, on the same day.
+struct Repricer<'a> {
+    agg: &'a Aggregator,
+    prices: &'a Prices,
+    baseline: &'a Baseline,
+    providers: Vec<(Provider, ProviderWhy)>,
+}
+
+impl<'a> Repricer<'a> {
+    /// The model tier `to` would have run on in session `origin`. On Anthropic's API, the model the
+    /// tier ran on most in the history (what its alias named in the Claude Code versions that wrote
+    /// it), else the catalog's; on another provider, the model the catalog's alias names there.
+    fn target(&self, to: Tier, origin: u32) -> Option<&'a str> {
+        let provider = self.providers.get(origin as usize).map_or(Provider::FirstParty, |p| p.0);
+        let alias = self.prices.catalog.as_ref().and_then(|c| c.alias(to, provider));
+        match provider {
+            Provider::FirstParty => self.baseline.model(to).or(alias),
+            _ => alias.or_else(|| self.baseline.model(to)),
+        }
+    }
+
+    /// What request `r` would have cost on tier `to`; `None` when that model has no price.
+    fn request(&self, r: &Rec, to: Tier, effort: &mut EffortUse) -> Option<Pico> {
+        let target = self.target(to, r.origin)?;
+        let entry = self.prices.entry(target)?;
+        let tokens = r.tokens();
+        let at_high = self.prices.price(entry, r.day(), &tokens).cost(&tokens);
+        let agent_call = (r.agent != NO_AGENT).then(|| self.agg.agents[r.agent as usize].effort).flatten();
+        let level = match (r.effort, agent_call) {
+            (Some(e), _) => {
+                *effort.recorded.entry(e).or_default() += 1;
+                e
+            }
+            (None, Some(e)) => {
+                *effort.agent_call.entry(e).or_default() += 1;
+                e
+            }
+            (None, None) => {
+                effort.assumed_high += 1;
+                Effort::High
+            }
+        };
+        if level == Effort::High {
+            return Some(at_high);
+        }
+        let ran_on = &self.agg.models[r.model as usize];
+        let index = |model: &str| self.prices.catalog.as_ref().and_then(|c| c.effort_index(model, level));
+        match (index(ran_on), index(target)) {
+            // The same tokens at `high` on either model cost what they cost; at `level` each model
+            // spends its own share of that.
+            (Some(from), Some(to)) => Some((at_high as f64 * to / from).round() as Pico),
+            (from, _) => {
+                effort.not_indexed += 1;
+                let missing = if from.is_none() { ran_on.as_str() } else { target };
+                if !effort.not_indexed_models.iter().any(|m| m == missing) {
+                    effort.not_indexed_models.push(missing.to_string());
+                }
+                Some(at_high)
+            }
+        }
+    }
+
+    /// What each agent of `targets` would have cost on its tier; `None` for one with a request
+    /// that would have no price.
+    fn agents(&self, targets: &HashMap<u32, Tier>, effort: &mut EffortUse) -> HashMap<u32, Option<Pico>> {
+        let mut out: HashMap<u32, Option<Pico>> = targets.keys().map(|a| (*a, Some(0))).collect();
+        // In a fixed order, so that the effort tallies (not the sums, which are integers) come out
+        // the same on every run.
+        let mut records: Vec<&Rec> =
+            self.agg.records().filter(|r| targets.contains_key(&r.agent) && r.total() > 0).collect();
+        records.sort_by_key(|r| (r.agent, r.minute, r.counts));
+        for r in records {
+            let cost = self.request(r, targets[&r.agent], effort);
+            let sum = out.entry(r.agent).or_insert(Some(0));
+            *sum = sum.zip(cost).map(|(a, b)| a + b);
+        }
+        effort.not_indexed_models.sort();
+        out
+    }
 }
 
 /// Asks the engine the four features of a brief.
@@ -346,7 +534,18 @@ impl Asker for EngineAsker {
     }
 }
 
-/// Replays `mode` on every spawn of `agg`, pricing each with `prices`; outcomes from `log`.
+/// A spawn the mode would set to another tier: where from, where to, what it cost (`None`: not
+/// priced), its subagent run and its session.
+struct Changed {
+    from: Option<Tier>,
+    to: Tier,
+    cost: Option<f64>,
+    agent: Option<u32>,
+    origin: u32,
+}
+
+/// Replays `mode` on every spawn of `agg`, pricing each with `prices` (and the provider settings
+/// of Claude Code's directory `claude_dir`); outcomes from `log`.
 pub fn build(
     agg: &Aggregator,
     prices: &Prices,
@@ -354,12 +553,13 @@ pub fn build(
     loaded: &Loaded,
     mode: Enforce,
     asker: &mut dyn Asker,
+    claude_dir: &std::path::Path,
 ) -> WhatIf {
     let models = Models::new(agg, prices);
     let usage = Usage::tally(agg, &models, prices);
     let spawns = Spawns::sort(agg);
     let baseline = Baseline::new(agg, prices, &models, &usage, &spawns);
-    let repriced = baseline.reprice(agg, prices);
+    let repricer = Repricer { agg, prices, baseline: &baseline, providers: session_providers(agg, claude_dir) };
     let cfg = &loaded.config.routing;
 
     let mut w = WhatIf {
@@ -379,13 +579,21 @@ pub fn build(
         moves: Vec::new(),
         outcomes: Vec::new(),
         engine: EngineUse::default(),
+        effort: EffortUse::default(),
+        providers: Vec::new(),
+        prices: PricesUsed {
+            as_of: prices.file.as_of.clone(),
+            catalog: prices.catalog.as_ref().map(|c| c.source.clone()),
+            catalog_as_of: prices.catalog.as_ref().map(|c| c.as_of.clone()),
+        },
     };
-    let mut moves: BTreeMap<(Option<Tier>, Tier), Move> = BTreeMap::new();
     let mut left: BTreeMap<WhyLeft, u64> = BTreeMap::new();
-    let tier_name = |t: Option<Tier>| t.map_or("unknown", Tier::name).to_string();
+    // The spawns it would set to another tier: where from, where to, what they cost, their agent
+    // and session.
+    let mut changed: Vec<Changed> = Vec::new();
     for j in &spawns.all {
         let s = j.spawn;
-        // What the spawn cost, and what it would have on each tier; `None` when not priced.
+        // What the spawn cost; `None` when not priced.
         let spent = j.agent.and_then(|a| usage.spent(Some(a), &models)).filter(|sp| sp.tokens.total() > 0);
         let model = Model::read(s.requested.clone().map(Value::String).as_ref());
         let verdict = match s.brief.as_deref().filter(|b| !b.trim().is_empty()) {
@@ -434,8 +642,19 @@ pub fn build(
             Some(t) if t > to => w.lowered += 1,
             _ => w.raised += 1,
         }
-        let m = moves.entry((j.tier, to)).or_insert_with(|| Move {
-            from: tier_name(j.tier),
+        changed.push(Changed { from: j.tier, to, cost, agent: j.agent, origin: s.origin });
+    }
+
+    let targets: HashMap<u32, Tier> =
+        changed.iter().filter_map(|c| c.agent.filter(|_| c.cost.is_some()).map(|a| (a, c.to))).collect();
+    let projected = repricer.agents(&targets, &mut w.effort);
+    let mut moves: BTreeMap<(Option<Tier>, Tier), Move> = BTreeMap::new();
+    let mut providers: BTreeMap<(Provider, &'static str), (ProviderUse, std::collections::BTreeSet<u32>)> =
+        BTreeMap::new();
+    let tier_name = |t: Option<Tier>| t.map_or("unknown", Tier::name).to_string();
+    for Changed { from, to, cost, agent, origin } in changed {
+        let m = moves.entry((from, to)).or_insert_with(|| Move {
+            from: tier_name(from),
             to: to.name().to_string(),
             spawns: 0,
             cost_usd: 0.0,
@@ -443,11 +662,7 @@ pub fn build(
             not_priced: 0,
         });
         m.spawns += 1;
-        let would = j
-            .agent
-            .and_then(|a| repriced.get(&a))
-            .filter(|_| baseline.entries[to.index()].is_some())
-            .map(|c| usd(c[to.index()]));
+        let would = agent.and_then(|a| projected.get(&a).copied().flatten()).map(usd);
         match (cost, would) {
             (Some(c), Some(p)) => {
                 m.cost_usd += c;
@@ -460,7 +675,27 @@ pub fn build(
                 w.not_priced += 1;
             }
         }
+        let (provider, why) =
+            repricer.providers.get(origin as usize).cloned().unwrap_or((Provider::FirstParty, ProviderWhy::Default));
+        let (u, sessions) = providers.entry((provider, why.from())).or_insert_with(|| {
+            (
+                ProviderUse {
+                    provider,
+                    sessions: 0,
+                    from: why.from(),
+                    evidence: why.evidence(),
+                    models: BTreeMap::new(),
+                },
+                std::collections::BTreeSet::new(),
+            )
+        });
+        sessions.insert(origin);
+        if let Some(model) = repricer.target(to, origin) {
+            u.models.entry(to.name().to_string()).or_insert_with(|| model.to_string());
+        }
     }
+    w.providers =
+        providers.into_values().map(|(u, sessions)| ProviderUse { sessions: sessions.len() as u64, ..u }).collect();
     w.savings_usd = w.cost_usd - w.projected_cost_usd;
     // Order: the cheapest target first, then where from.
     let order = |t: Option<Tier>| t.map_or(Tier::COUNT, Tier::index);

@@ -10,6 +10,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use crate::claude_code::Effort;
+
 /// One line of a transcript (`type` is `user`, `assistant`, `attachment`, `system`, ...).
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
@@ -37,6 +39,13 @@ pub struct Line<'a> {
     pub is_api_error_message: Option<bool>,
     #[serde(rename = "requestId", borrow)]
     pub request_id: Option<Cow<'a, str>>,
+    /// An assistant line's reasoning effort, as its request sent it (Claude Code 2.1.332 and later).
+    #[serde(deserialize_with = "lenient_effort")]
+    pub effort: Option<Effort>,
+    /// The model id an assistant line's request named (2.1.332 and later): a provider's own id
+    /// (Bedrock's `us.anthropic.claude-…`) where `message.model` may be the plain one.
+    #[serde(rename = "requestedModel", borrow)]
+    pub requested_model: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub message: Option<Message<'a>>,
     #[serde(borrow)]
@@ -380,6 +389,51 @@ pub fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>,
         }
         fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
             Ok(Some(v))
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<Self::Value, D2::Error> {
+            d.deserialize_any(V)
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E: de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E: de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E: de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// An effort level that tolerates any other value (read as absent): a level this build does not
+/// know, or another shape, never makes the line unreadable.
+pub fn lenient_effort<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Effort>, D::Error> {
+    struct V;
+    impl<'de> Visitor<'de> for V {
+        type Value = Option<Effort>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Effort::named(v))
         }
         fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
             Ok(None)

@@ -175,6 +175,9 @@ pub struct AgentMeta {
     /// The subagent type (`general-purpose`, `Explore`, a plugin's own agent).
     #[serde(rename = "agentType", deserialize_with = "line::lenient_string")]
     pub agent_type: Option<String>,
+    /// The effort level the Agent call named (`"low"`), when it named one (2.1.332 and later).
+    #[serde(deserialize_with = "line::lenient_string")]
+    pub effort: Option<String>,
 }
 
 /// Counts for a whole read (and, per file, in [`FileVisitor::finish`]).

@@ -66,6 +66,7 @@ mod report_engines;
 mod report_html;
 mod report_views;
 mod report_what_if;
+mod report_what_if_effort;
 mod routing_enforce;
 mod routing_hook;
 mod routing_laya;

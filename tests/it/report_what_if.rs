@@ -44,7 +44,7 @@ fn answer(body: &Value) -> Value {
            "routing": {"model": "typed-decisions", "reason": "explicit model='typed-decisions'"}})
 }
 
-fn engine() -> FakeServer {
+pub(crate) fn engine() -> FakeServer {
     FakeServer::start(|r: &Request| match r.path.as_str() {
         "/v1/systemone" => Reply::json(200, &answer(&r.json())),
         "/health" => Reply::json(200, &json!({"status": "ok", "loaded": ["typed-decisions"]})),
@@ -52,7 +52,7 @@ fn engine() -> FakeServer {
     })
 }
 
-const SPEC: &str =
+pub(crate) const SPEC: &str =
     "SECRET-BRIEF [read_only] [specified]: read src/parser.rs and list every public function with its line";
 const DESIGN: &str = "SECRET-BRIEF [design]: choose how the cache should be invalidated and write down the trade-offs";
 const UNSURE: &str = "SECRET-BRIEF [unsure]: look into the thing we talked about earlier and do what seems best";
@@ -202,7 +202,10 @@ fn set_raise_and_fill_replayed_on_every_spawn_and_priced() {
     for line in [
         "What routing would have done with [routing] enforce = \"set\", on 7 spawns",
         "  an estimate: a cheaper model may need more turns, or fail where the one that ran did not",
-        "  repriced:  each of its requests at the other tier's first-party API list price on its day, with the same tokens: neither effort (whose cost differs by tier) nor a provider's own model for an alias (Bedrock, Vertex) is modelled",
+        "  repriced:  each of its requests at the API list price on its day of the model the tier's alias names on its session's provider, with the same tokens at the same effort (scaled by what that effort costs on each model)",
+        "  effort     3 requests assumed at high (nothing records their effort: Claude Code before 2.1.332), so not scaled; each priced at the same effort on the other model: its tokens times that model's cost of the effort over the one it ran on (the catalog's effort_cost_index, 1 at high)",
+        "  provider   first-party 1 session (nothing in the transcripts or settings says otherwise): haiku → claude-haiku-4-5-20251001, opus → claude-opus-4-8; a tier is priced at the model its alias names there (first-party: the one it ran on most here, else the catalog's)",
+        "  prices     API list prices as of 2026-12-01, each request at the price in force on its day; aliases and effort costs from Claude Code's model catalog (2.1.332 to 2.1.337, read 2026-12-07)",
         "  changed       3: 2 lowered, 1 raised from the tier it ran on; 0 set to the tier it ran on",
         "  rewrites      3: 1 filled, 1 raised, 1 lowered",
         "  left alone    4: at tier 1, fork 1, low confidence 1, short brief 1",
