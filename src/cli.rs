@@ -1,7 +1,7 @@
 //! The command-line tree. Each subcommand's arguments and handler live in `commands/<name>.rs`;
 //! this file only lists them and dispatches.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands;
 use crate::error::Result;
@@ -57,6 +57,8 @@ enum Command {
     Config(commands::config::Args),
     /// Write the request and response JSON Schemas.
     Schema(commands::schema::Args),
+    /// Print the completion script for a shell (bash, zsh, fish, powershell, elvish).
+    Completions(commands::completions::Args),
 }
 
 pub fn run() -> Result<i32> {
@@ -95,6 +97,7 @@ pub fn run() -> Result<i32> {
         Command::Engine(a) => commands::engine::run(a),
         Command::Config(a) => commands::config::run(a),
         Command::Schema(a) => commands::schema::run(a),
+        Command::Completions(a) => commands::completions::run(a, Cli::command()),
     }
 }
 

@@ -27,6 +27,13 @@ pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
     stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(stdout_error)
 }
 
+/// Writes `bytes` to stdout as they are, for text this binary made itself for a program to read
+/// (a shell's completion script), which holds nothing from outside to escape.
+pub fn write_bytes(bytes: &[u8]) -> Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(bytes).and_then(|()| stdout.flush()).map_err(stdout_error)
+}
+
 /// A failed write to stdout as an [`Error`]: a reader that has gone is not a failure.
 pub fn stdout_error(e: io::Error) -> Error {
     if e.kind() == io::ErrorKind::BrokenPipe {

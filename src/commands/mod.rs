@@ -1,6 +1,7 @@
 //! One file per subcommand: its `clap::Args` (whose doc comments are the help text) and its `run`.
 
 pub mod calibrate;
+pub mod completions;
 pub mod config;
 pub mod decide;
 pub mod doctor;

@@ -76,6 +76,7 @@ mod scripts_test_progress;
 mod sdk_client;
 mod serve;
 mod serve_hostile;
+mod shell_completions;
 mod skill_picker;
 mod static_build;
 mod statusline;
