@@ -27,6 +27,54 @@ pub fn write(args: fmt::Arguments<'_>) -> Result<()> {
     stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(stdout_error)
 }
 
+/// What a word on a line means, which its colour shows on a terminal: ok, a warning, a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tone {
+    Good,
+    Warn,
+    Bad,
+}
+
+impl Tone {
+    fn style(self) -> anstyle::Style {
+        let colour = match self {
+            Tone::Good => anstyle::AnsiColor::Green,
+            Tone::Warn => anstyle::AnsiColor::Yellow,
+            Tone::Bad => anstyle::AnsiColor::Red,
+        };
+        anstyle::Style::new().fg_color(Some(colour.into())).bold()
+    }
+}
+
+/// Whether stdout gets colour, decided once by anstream's rules (those clap's help follows): off
+/// with `NO_COLOR` set, else on with `CLICOLOR_FORCE` set, else on only for a terminal that takes
+/// colour (not `TERM=dumb`, not `CLICOLOR=0`).
+pub fn colour() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| anstream::AutoStream::choice(&io::stdout()) != anstream::ColorChoice::Never)
+}
+
+/// Writes one line made of `parts`, each terminal-safe like [`write`]; a part with a tone is in its
+/// colour when [`colour`] is on. The colour's codes are added after the escaping, so they are the
+/// only ones that reach the terminal.
+pub fn write_line(parts: &[(Option<Tone>, &str)]) -> Result<()> {
+    let on = colour();
+    let mut line = String::new();
+    for (tone, text) in parts {
+        let text = crate::text::terminal_safe(text);
+        match tone {
+            Some(tone) if on => {
+                let style = tone.style();
+                line.push_str(&format!("{}{text}{}", style.render(), style.render_reset()));
+            }
+            _ => line.push_str(&text),
+        }
+    }
+    line.push('\n');
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(line.as_bytes()).and_then(|()| stdout.flush()).map_err(stdout_error)
+}
+
 /// Writes `bytes` to stdout as they are, for text this binary made itself for a program to read
 /// (a shell's completion script), which holds nothing from outside to escape.
 pub fn write_bytes(bytes: &[u8]) -> Result<()> {

@@ -8,6 +8,7 @@ use serde_json::{Map, Value, json};
 use crate::error::{Error, Result, exit};
 use crate::gateway::{ErrorCode, Gateway, Outcome, Status, request};
 use crate::logging;
+use crate::output::{self, Tone};
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -70,16 +71,22 @@ pub fn run(args: Args) -> Result<i32> {
         outln!("{}", serde_json::to_string_pretty(&resp).unwrap_or_default())?;
     } else {
         match resp.status {
-            Status::Decided => outln!(
-                "{} (confidence {:.2}{}{}, {}, {} ms)",
-                resp.decision.as_deref().unwrap_or(""),
-                resp.confidence.unwrap_or(0.0),
-                if resp.calibrated { ", calibrated" } else { "" },
-                resp.stability.map(|s| format!(", stability {s:.2}")).unwrap_or_default(),
-                resp.provider.as_deref().unwrap_or("-"),
-                resp.latency_ms
-            )?,
-            Status::Abstained => outln!("abstained: {}", resp.rationale.as_deref().unwrap_or(""))?,
+            Status::Decided => {
+                let rest = format!(
+                    " (confidence {:.2}{}{}, {}, {} ms)",
+                    resp.confidence.unwrap_or(0.0),
+                    if resp.calibrated { ", calibrated" } else { "" },
+                    resp.stability.map(|s| format!(", stability {s:.2}")).unwrap_or_default(),
+                    resp.provider.as_deref().unwrap_or("-"),
+                    resp.latency_ms
+                );
+                output::write_line(&[(Some(Tone::Good), resp.decision.as_deref().unwrap_or("")), (None, &rest)])?
+            }
+            Status::Abstained => output::write_line(&[
+                (Some(Tone::Warn), "abstained"),
+                (None, ": "),
+                (None, resp.rationale.as_deref().unwrap_or("")),
+            ])?,
             Status::Error => {}
         }
         // Failed attempts explain a fallback or an error; an abstention is already the printed answer.

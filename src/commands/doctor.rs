@@ -20,6 +20,7 @@ use serde::Serialize;
 use crate::error::{Error, Result, exit};
 use crate::gateway::{Answer, Ask, Gateway, Outcome, Purpose, Query, Refusal, VERSION};
 use crate::install::claude;
+use crate::output::{self, Tone};
 use crate::providers::http::Endpoint;
 use crate::providers::{Cause, Failure, Question, local};
 use crate::routing::{self, spawn_log};
@@ -124,14 +125,15 @@ pub fn run(args: Args) -> Result<i32> {
         return Ok(code);
     }
     for f in &r.0 {
-        let tag = match f.level {
-            Level::Ok => "ok  ",
-            Level::Warn => "warn",
-            Level::Fail => "FAIL",
+        let (tone, tag, pad) = match f.level {
+            Level::Ok => (Tone::Good, "ok", "    "),
+            Level::Warn => (Tone::Warn, "warn", "  "),
+            Level::Fail => (Tone::Bad, "FAIL", "  "),
         };
         // A finding quotes what engines, files, settings and the environment say: each is one
         // line for people, escaped and capped whatever got into it.
-        outln!("{tag}  {}", text::printable(&f.what, MAX_FINDING_CHARS))?;
+        let what = text::printable(&f.what, MAX_FINDING_CHARS);
+        output::write_line(&[(Some(tone), tag), (None, pad), (None, &what)])?;
         if let Some(fix) = &f.fix {
             outln!("      fix: {}", text::printable(fix, MAX_FINDING_CHARS))?;
         }

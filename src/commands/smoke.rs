@@ -18,6 +18,7 @@ use crate::checks;
 use crate::error::{Error, Result, exit};
 use crate::gateway::{Gateway, TOOLS};
 use crate::install::claude;
+use crate::output::{self, Tone};
 use crate::{paths, text};
 
 #[derive(clap::Args)]
@@ -95,12 +96,13 @@ struct Out {
 impl Out {
     fn step(&mut self, status: StepStatus, step: &'static str, detail: String) -> Result<()> {
         if !self.json {
-            let tag = match status {
-                StepStatus::Ok => "ok",
-                StepStatus::Warn => "warn",
-                StepStatus::Fail => "FAIL",
+            let (tone, tag) = match status {
+                StepStatus::Ok => (Tone::Good, "ok"),
+                StepStatus::Warn => (Tone::Warn, "warn"),
+                StepStatus::Fail => (Tone::Bad, "FAIL"),
             };
-            outln!("{tag:<10} {step}: {detail}")?;
+            let pad = " ".repeat(11 - tag.len());
+            output::write_line(&[(Some(tone), tag), (None, &pad), (None, &format!("{step}: {detail}"))])?;
         }
         self.report.steps.push(Step { step, status, detail });
         Ok(())
@@ -120,7 +122,16 @@ impl Out {
         if self.json {
             outln!("{}", serde_json::to_string_pretty(&self.report).map_err(|e| Error::failure(e.to_string()))?)?;
         } else if let Some(line) = line {
-            outln!("{line}")?;
+            // The verdict's word in its colour: `smoke: ok`, `smoke: FAILED ...`, `smoke: the server works, ...`.
+            let (head, rest) = line.split_once(": ").unwrap_or((&line, ""));
+            let first_word =
+                || rest.split_once(' ').map(|(w, t)| (w, format!(" {t}"))).unwrap_or((rest, String::new()));
+            let (tone, (word, tail)) = match verdict {
+                VerdictName::Ok => (Tone::Good, first_word()),
+                VerdictName::EngineDown => (Tone::Warn, (rest, String::new())),
+                VerdictName::Failed => (Tone::Bad, first_word()),
+            };
+            output::write_line(&[(None, &format!("{head}: ")), (Some(tone), word), (None, &tail)])?;
         }
         Ok(match verdict {
             VerdictName::Ok => exit::OK,
@@ -163,7 +174,7 @@ pub fn run(args: Args) -> Result<i32> {
         Err(e) => {
             let why = format!("cannot start {}: {e}", bin.display());
             if !out.json {
-                outln!("FAIL       {why}")?;
+                output::write_line(&[(Some(Tone::Bad), "FAIL"), (None, "       "), (None, &why)])?;
             }
             out.report.steps.push(Step { step: "launch", status: StepStatus::Fail, detail: why });
             if !bin.exists() {

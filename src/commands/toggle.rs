@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::config::Enforce;
 use crate::error::{Context, Error, Result, exit};
 use crate::gateway::{Gateway, HealthResponse};
+use crate::output::{self, Tone};
 use crate::{logging, paths, state, text};
 
 #[derive(clap::Args)]
@@ -167,9 +168,10 @@ fn status(json: bool) -> Result<i32> {
 fn print(s: &Status) -> Result<()> {
     if s.paused {
         let since = s.paused_since.as_deref().map(|t| format!(" since {t}")).unwrap_or_default();
-        outln!("System-1:      paused{since} (`{}` resumes)", text::command("toggle on"))?;
+        let rest = format!("{since} (`{}` resumes)", text::command("toggle on"));
+        output::write_line(&[(None, "System-1:      "), (Some(Tone::Warn), "paused"), (None, &rest)])?;
     } else {
-        outln!("System-1:      on")?;
+        output::write_line(&[(None, "System-1:      "), (Some(Tone::Good), "on")])?;
     }
     let gateway_state = if !s.config_ok {
         format!("broken config (`{}`)", text::command("doctor"))
@@ -191,7 +193,14 @@ fn print(s: &Status) -> Result<()> {
                 format!("{} {state} in {:.0} ms{detail}", p.name, p.latency_ms)
             })
             .collect();
-        outln!("engine health: {} ({})", health.status, engines.join("; "))?;
+        let status = health.status.to_string();
+        let tone = match status.as_str() {
+            "ok" => Tone::Good,
+            "down" => Tone::Bad,
+            _ => Tone::Warn,
+        };
+        let rest = format!(" ({})", engines.join("; "));
+        output::write_line(&[(None, "engine health: "), (Some(tone), &status), (None, &rest)])?;
     } else {
         for e in &s.config_errors {
             outln!("config error:  {e}")?;

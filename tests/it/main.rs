@@ -19,6 +19,7 @@ mod calibrate;
 mod ci_workflows;
 mod cli_core;
 mod clients_real;
+mod colour_output;
 mod decisions_api;
 mod docs;
 mod e2e_claude;

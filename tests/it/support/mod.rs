@@ -213,8 +213,8 @@ pub const PATH_VARIABLES: [&str; 10] = [
 ];
 
 /// Puts `cmd` in a test's sandbox under `home`: every variable of [`PATH_VARIABLES`] points into
-/// `home` or is removed, and the caller's `SYSTEM1_*`, `CLAUDE*` and
-/// proxy settings are removed. Every program a test starts (system1, the Claude Code CLI, a
+/// `home` or is removed, and the caller's `SYSTEM1_*`, `CLAUDE*`, proxy and colour (`NO_COLOR`,
+/// `CLICOLOR*`) settings are removed. Every program a test starts (system1, the Claude Code CLI, a
 /// script) goes through here, so none of them writes outside the test's temp folder whatever the
 /// environment `scripts/test` ran in (the `sandbox` test runs the suite with all of them at
 /// sentinel folders).
@@ -226,6 +226,8 @@ pub fn sandbox(cmd: &mut Command, home: &Path) {
             || k.ends_with("_PROXY")
             || k.ends_with("_proxy")
             || k.starts_with("SSL_CERT_")
+            || k == "NO_COLOR"
+            || k.starts_with("CLICOLOR")
         {
             cmd.env_remove(&k);
         }
