@@ -63,6 +63,9 @@ pub struct Dialect {
     /// Whether `model` must be one the models list names (the open servers all take the SDKs'
     /// default name, listed or not).
     pub listed_model_only: bool,
+    /// Whether the state goes as `input`, a string (a context object as its JSON text), as
+    /// Gemini's API names and types it; else as `state`, as the context came.
+    pub state_as_input: bool,
 }
 
 /// Any System One server.
@@ -77,21 +80,24 @@ pub const SYSTEM_ONE: Dialect = Dialect {
     model_prefix: "",
     null_description: true,
     listed_model_only: false,
+    state_as_input: false,
 };
 
-/// Gemini's Decisions API, as the `google-genai` SDK 3.3.0 calls it: `POST /v1beta/decisions`,
-/// the key in `x-goog-api-key`, the model as `models/<name>`.
+/// Gemini's Decisions API, as the `google-genai` SDK 3.3.0 calls it with an API key (its default
+/// API version, `v1`): `POST /v1/decisions` and `GET /v1/models`, the key in `x-goog-api-key`, the
+/// model as `models/<name>`, the state as `input`, a string (the SDK's types refuse an object).
 pub const GEMINI: Dialect = Dialect {
     kind: "gemini",
     service: "Gemini Decisions API",
     endpoint: "https://generativelanguage.googleapis.com",
-    path: "/v1beta/decisions",
-    models_path: "/v1beta/models",
+    path: "/v1/decisions",
+    models_path: "/v1/models",
     key_header: KeyHeader::Named("x-goog-api-key"),
     model: "gemini-decision-1",
     model_prefix: "models/",
     null_description: false,
     listed_model_only: true,
+    state_as_input: true,
 };
 
 /// OpenRouter's decisions route: several vendors' decision models behind one key.
@@ -106,6 +112,7 @@ pub const OPENROUTER: Dialect = Dialect {
     model_prefix: "",
     null_description: true,
     listed_model_only: true,
+    state_as_input: false,
 };
 
 pub struct SystemOne {
@@ -416,7 +423,17 @@ impl SystemOne {
             questions.insert(id.clone(), asked);
         }
         let model = format!("{}{}", self.dialect.model_prefix, self.model);
-        let body = wire::body(answers::state_of(request), Some(&model), questions);
+        let mut body = wire::body(answers::state_of(request), Some(&model), questions);
+        if self.dialect.state_as_input
+            && let Some(fields) = body.as_object_mut()
+            && let Some(state) = fields.shift_remove("state")
+        {
+            let text = match state {
+                Value::String(s) => s,
+                other => other.to_string(),
+            };
+            fields.shift_insert(0, "input".into(), Value::String(text));
+        }
         let reply = self
             .endpoint()?
             .post_capped(self.dialect.path, &body, timeout, self.key(), reply_cap(request))

@@ -35,6 +35,7 @@ mod engines_von_ollama;
 mod engines_xllamacpp;
 mod first_hour;
 mod frictions;
+mod gemini_sdk;
 mod guarded_reads;
 mod help_examples;
 mod hook_deadlines;

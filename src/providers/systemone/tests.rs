@@ -228,7 +228,7 @@ fn each_kind_of_failure_has_its_own_fix() {
 #[test]
 fn gemini_and_openrouter_are_dialects_at_their_own_paths_with_their_own_keys() {
     let server = FakeServer::start(|r: &Request| {
-        if r.path == "/v1beta/models" {
+        if r.path == "/v1/models" {
             return Reply::json(200, &json!({"models": [{"name": "models/gemini-decision-1"}]}));
         }
         if r.path == "/api/v1/models" {
@@ -236,7 +236,7 @@ fn gemini_and_openrouter_are_dialects_at_their_own_paths_with_their_own_keys() {
         }
         let body = r.json();
         let ids: Vec<String> = body["questions"].as_object().map(|q| q.keys().cloned().collect()).unwrap_or_default();
-        if body["state"] == "blocked" {
+        if body["input"] == "blocked" || body["state"] == "blocked" {
             return Reply::json(200, &json!({"prompt_feedback": {"block_reason": "safety"}}));
         }
         let answers: serde_json::Map<String, Value> = ids
@@ -271,7 +271,7 @@ fn gemini_and_openrouter_are_dialects_at_their_own_paths_with_their_own_keys() {
     let out = gemini.decide(&request("The build ran out of memory."), T).expect("answers");
     assert_eq!((out[0].decision(), out[1].decision()), (Some("yes"), Some("app")));
     let seen = server.requests();
-    assert_eq!(seen[0].path, "/v1beta/decisions");
+    assert_eq!(seen[0].path, "/v1/decisions");
     assert_eq!((seen[0].header("x-goog-api-key"), seen[0].header("authorization")), (Some("k-1"), None));
     assert_eq!(seen[0].json()["model"], "models/gemini-decision-1");
     assert_eq!(
