@@ -19,7 +19,7 @@
 
 pub mod wire;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -128,6 +128,56 @@ impl Decisions {
         wire::Request { model: self.model.clone(), input: wire::Input::Text(input), questions }
     }
 
+    /// One request for every question of `request`.
+    fn ask(&self, request: &EngineRequest, timeout: Duration) -> Result<Asked, Failure> {
+        let name = &self.name;
+        let asked = self.request(request);
+        let reply = self
+            .endpoint()?
+            .post("/decisions", &asked.to_json(), timeout, self.api_key.as_deref())
+            .map_err(|f| f.prefixed(&format!("{name}: ")))?;
+        if let Some((i, why)) = refused_question(name, &reply, asked.questions.len()) {
+            return Ok(Asked::Refused(i, why));
+        }
+        if reply.status != 200 {
+            return Err(self.refused(&reply));
+        }
+        if reply.json.is_null() {
+            let why = super::wire::unparsed(&reply.text).what;
+            return Err(failed(Cause::Malformed, name, why));
+        }
+        let got = wire::read_reply(&reply.json, &asked.questions).map_err(|e| failed(Cause::Malformed, name, e))?;
+        Ok(Asked::Answered(
+            got.into_iter()
+                .zip(&request.questions)
+                .map(|(g, q)| match g {
+                    Got::Missing => EngineAnswer::Passed {
+                        cause: PassCause::LeftOut,
+                        reason: format!("{name} left the answer out"),
+                    },
+                    Got::Answer(Answer::Refusal { .. }) => EngineAnswer::Passed {
+                        cause: PassCause::Refused,
+                        reason: format!("{name} ({}) refused this question", self.model),
+                    },
+                    Got::Answer(Answer::Predicate { probability, .. }) => {
+                        super::wire::yes_no_answer(name, &self.model, &q.options, probability).unwrap_or_else(|| {
+                            EngineAnswer::Passed { cause: PassCause::NotYesNo, reason: "not a yes/no question".into() }
+                        })
+                    }
+                    Got::Answer(Answer::Choice { choice, probabilities, .. }) => {
+                        let pick = q.options.iter().find(|o| ChoiceValue::Text((*o).clone()) == choice);
+                        answers::choice_answer(name, &self.model, &q.options, &probabilities, pick.map(String::as_str))
+                    }
+                    // Never asked: the gateway asks no scores.
+                    Got::Answer(Answer::Score { .. }) => EngineAnswer::Passed {
+                        cause: PassCause::Refused,
+                        reason: format!("{name} answered with a score"),
+                    },
+                })
+                .collect(),
+        ))
+    }
+
     /// The failure for an answer other than 200, each kind with its own cause.
     fn refused(&self, reply: &Reply) -> Failure {
         let detail = http::error_detail(reply);
@@ -163,6 +213,40 @@ fn is_unknown_model(reply: &Reply) -> bool {
         || (message.contains("model") && (message.contains("does not exist") || message.contains("not found")))
 }
 
+/// What one request gave: an answer to every question (answered or passed on), or the one
+/// question, by index, the server refused the request for, with why.
+enum Asked {
+    Answered(Vec<EngineAnswer>),
+    Refused(usize, String),
+}
+
+/// The question a refused request names: a 400 or 422 whose `error.param` is `questions[i]` or
+/// inside it (`questions[1].choices`), as OpenAI words its errors and `system1 serve` and SGLang
+/// (a label that is not one token) refuse a request for one question. `None` for any other
+/// refusal, or a question outside the `asked` ones: the whole request failed.
+fn refused_question(name: &str, reply: &Reply, asked: usize) -> Option<(usize, String)> {
+    if !matches!(reply.status, 400 | 422) {
+        return None;
+    }
+    let error = reply.json.get("error")?;
+    let param = error.get("param")?.as_str()?;
+    let (index, _) = param.strip_prefix("questions[")?.split_once(']')?;
+    let i: usize = index.parse().ok()?;
+    if i >= asked {
+        return None;
+    }
+    let message = error.get("message").and_then(Value::as_str).unwrap_or("invalid");
+    let said = crate::text::printable(message, 300);
+    Some((
+        i,
+        format!(
+            "{name} refuses this question (HTTP {}: {said}; param {})",
+            reply.status,
+            crate::text::printable(param, 80)
+        ),
+    ))
+}
+
 impl Provider for Decisions {
     fn name(&self) -> &str {
         &self.name
@@ -183,45 +267,39 @@ impl Provider for Decisions {
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         let name = &self.name;
         answers::check_option_limit(name, request, self.max_options, " (the Decisions API takes at most 255)")?;
-        let asked = self.request(request);
-        let reply = self
-            .endpoint()?
-            .post("/decisions", &asked.to_json(), timeout, self.api_key.as_deref())
-            .map_err(|f| f.prefixed(&format!("{name}: ")))?;
-        if reply.status != 200 {
-            return Err(self.refused(&reply));
+        let deadline = Instant::now() + timeout;
+        let n = request.questions.len();
+        let mut out: Vec<Option<EngineAnswer>> = vec![None; n];
+        // A server that refuses the whole request for one question's sake (a 400 or 422 whose
+        // `error.param` names `questions[i]`) is asked the others again; the one it refused passes
+        // on to the next engine. Each round settles at least one question.
+        loop {
+            let left: Vec<usize> = (0..n).filter(|i| out[*i].is_none()).collect();
+            if left.is_empty() {
+                break;
+            }
+            // The whole request as it came (its context may be megabytes: no copy) unless a round
+            // left some questions out.
+            let asked = if left.len() == n {
+                std::borrow::Cow::Borrowed(request)
+            } else {
+                std::borrow::Cow::Owned(EngineRequest {
+                    context: request.context.clone(),
+                    questions: left.iter().map(|&i| request.questions[i].clone()).collect(),
+                })
+            };
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(Failure::timeout(timeout).prefixed(&format!("{name}: ")));
+            }
+            match self.ask(&asked, remaining)? {
+                Asked::Answered(got) => left.iter().zip(got).for_each(|(&i, a)| out[i] = Some(a)),
+                Asked::Refused(j, why) => {
+                    out[left[j]] = Some(EngineAnswer::Passed { cause: PassCause::Refused, reason: why });
+                }
+            }
         }
-        if reply.json.is_null() {
-            let why = super::wire::unparsed(&reply.text).what;
-            return Err(failed(Cause::Malformed, name, why));
-        }
-        let got = wire::read_reply(&reply.json, &asked.questions).map_err(|e| failed(Cause::Malformed, name, e))?;
-        Ok(got
-            .into_iter()
-            .zip(&request.questions)
-            .map(|(g, q)| match g {
-                Got::Missing => {
-                    EngineAnswer::Passed { cause: PassCause::LeftOut, reason: format!("{name} left the answer out") }
-                }
-                Got::Answer(Answer::Refusal { .. }) => EngineAnswer::Passed {
-                    cause: PassCause::Refused,
-                    reason: format!("{name} ({}) refused this question", self.model),
-                },
-                Got::Answer(Answer::Predicate { probability, .. }) => {
-                    super::wire::yes_no_answer(name, &self.model, &q.options, probability).unwrap_or_else(|| {
-                        EngineAnswer::Passed { cause: PassCause::NotYesNo, reason: "not a yes/no question".into() }
-                    })
-                }
-                Got::Answer(Answer::Choice { choice, probabilities, .. }) => {
-                    let pick = q.options.iter().find(|o| ChoiceValue::Text((*o).clone()) == choice);
-                    answers::choice_answer(name, &self.model, &q.options, &probabilities, pick.map(String::as_str))
-                }
-                // Never asked: the gateway asks no scores.
-                Got::Answer(Answer::Score { .. }) => {
-                    EngineAnswer::Passed { cause: PassCause::Refused, reason: format!("{name} answered with a score") }
-                }
-            })
-            .collect())
+        Ok(out.into_iter().flatten().collect())
     }
 
     fn health(&self, timeout: Duration) -> Probe {

@@ -120,6 +120,48 @@ fn a_refusal_or_a_missing_answer_passes_that_question_on_and_keeps_the_rest() {
 }
 
 #[test]
+fn a_request_refused_for_one_question_passes_that_one_on_and_asks_the_others_again() {
+    // As SGLang refuses a label that is not one token: a 400 for the whole request, naming the question.
+    let server = FakeServer::start(|r: &Request| {
+        let body = r.json();
+        let questions = body["questions"].as_array().cloned().unwrap_or_default();
+        match questions.iter().position(|q| q["type"] == "choice") {
+            Some(i) => Reply::json(
+                400,
+                &json!({"error": {"message": "label 'infra' is not a single token", "type": "invalid_request_error",
+                                  "param": format!("questions[{i}].choices"), "code": null}}),
+            ),
+            None => Reply::json(200, &json!({"model": "m", "answers": [predicate(json!(0.9))]})),
+        }
+    });
+    let (p, _) = built("providers.decisions", &format!("endpoint = \"{}\"\n", server.url()));
+    let out = p.decide(&request(), T).expect("answers");
+    assert_eq!(out[0].decision(), Some("yes"), "{out:?}");
+    assert!(
+        matches!(&out[1], EngineAnswer::Passed { cause: PassCause::Refused, reason }
+            if reason.contains("HTTP 400: label 'infra' is not a single token")),
+        "{out:?}"
+    );
+    let asked: Vec<usize> =
+        server.requests().iter().map(|r| r.json()["questions"].as_array().map_or(0, Vec::len)).collect();
+    assert_eq!(asked, [2, 1], "the other question asked again alone");
+
+    // A refusal that names no question, or one that was not asked, fails the whole request.
+    for param in [json!("input"), json!("questions[7]"), json!(null)] {
+        let server = FakeServer::start(move |_: &Request| {
+            Reply::json(
+                400,
+                &json!({"error": {"message": "bad", "type": "invalid_request_error", "param": param, "code": null}}),
+            )
+        });
+        let (p, _) = built("providers.decisions", &format!("endpoint = \"{}\"\n", server.url()));
+        let f = p.decide(&request(), T).expect_err("the request failed");
+        assert_eq!(f.cause, Cause::HttpStatus(400), "{f:?}");
+        assert_eq!(server.requests().len(), 1);
+    }
+}
+
+#[test]
 fn each_corruption_is_malformed_and_says_what() {
     let cases: Vec<(Value, &str)> = vec![
         (json!([predicate(json!(0.5)), choice("infra", json!(0.7), json!(0.7))]), "sum to"),
