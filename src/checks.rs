@@ -1,11 +1,11 @@
 //! Checks that the SessionStart hook and `system1 doctor` both make, written once so that the two
 //! never disagree: whether a real engine is set up at all, the fixes for the engines a health
 //! answer says are down, and how many log entries wait for labels. (The fix for one failure is
-//! `servers::fix::engine_fix`, below `tuning`, which prints it too.)
+//! `engine_servers::fix::engine_fix`, below `tuning`, which prints it too.)
 
 use crate::config::Loaded;
+use crate::engine_servers::fix::engine_fix;
 use crate::gateway::Gateway;
-use crate::servers::fix::engine_fix;
 use crate::{paths, text};
 
 /// From this many entries waiting for labels on, the hook suggests `/system1:calibrate`.

@@ -24,7 +24,7 @@ use crate::output::{self, Tone};
 use crate::providers::http::Endpoint;
 use crate::providers::{Cause, Failure, Question, local};
 use crate::routing::{self, spawn_log};
-use crate::{logging, paths, servers, state, text};
+use crate::{engine_servers, logging, paths, state, text};
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -386,7 +386,7 @@ fn check_engines(gateway: &Gateway, r: &mut Findings) {
         let detail = p.detail.as_deref().unwrap_or("");
         let endpoint = endpoint_of(gateway, &p.name);
         let fix = || match &p.failure {
-            Some(failure) => servers::fix::engine_fix(provider.as_ref(), failure),
+            Some(failure) => engine_servers::fix::engine_fix(provider.as_ref(), failure),
             None => String::new(),
         };
         if p.ok {
@@ -501,7 +501,7 @@ fn check_test_decision(gateway: &Gateway, r: &mut Findings) {
         let detail = unnamed(&a.provider, a.detail.as_deref().unwrap_or(""));
         let provider = gateway.chain().iter().find(|p| p.name() == a.provider);
         let fix = |cause: Cause| match provider {
-            Some(p) => servers::fix::engine_fix(p.as_ref(), &Failure::new(cause, detail)),
+            Some(p) => engine_servers::fix::engine_fix(p.as_ref(), &Failure::new(cause, detail)),
             None => String::new(),
         };
         match a.outcome {

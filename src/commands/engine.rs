@@ -1,15 +1,15 @@
 //! `system1 engine`: install, start, stop and inspect the engine servers on this machine (laya, von), start
-//! them at login, and probe the hardware they would run on. The work is in `crate::servers`.
+//! them at login, and probe the hardware they would run on. The work is in `crate::engine_servers`.
 
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 
+use crate::engine_servers::autostart::{self, Platform};
+use crate::engine_servers::{self, Spec, probe};
 use crate::error::{Error, Result, exit};
 use crate::install::config_file::{self, UseEngine};
 use crate::providers::local::download;
-use crate::servers::autostart::{self, Platform};
-use crate::servers::{self, Spec, probe};
 use crate::{providers, text};
 
 #[derive(clap::Args)]
@@ -104,28 +104,28 @@ pub fn run(args: Args) -> Result<i32> {
                     "--model and --from are for `engine install local`; laya and von take --package",
                 ));
             }
-            let spec = servers::spec(&name)?;
-            for line in servers::install(spec, package.as_deref())? {
+            let spec = engine_servers::spec(&name)?;
+            for line in engine_servers::install(spec, package.as_deref())? {
                 outln!("{name}: {line}")?;
             }
             outln!("{name}: start it with `{}`", text::command(&format!("engine start {name}")))?;
             Ok(exit::OK)
         }
         Action::Start { name, wait } => {
-            let spec = servers::spec(&name)?;
-            outln!("{}", servers::start(spec)?)?;
+            let spec = engine_servers::spec(&name)?;
+            outln!("{}", engine_servers::start(spec)?)?;
             match wait {
                 Some(secs) => wait_healthy(spec, Duration::from_secs(secs)),
                 None => Ok(exit::OK),
             }
         }
         Action::Stop { name } => {
-            outln!("{}", servers::stop(servers::spec(&name)?)?)?;
+            outln!("{}", engine_servers::stop(engine_servers::spec(&name)?)?)?;
             Ok(exit::OK)
         }
         Action::Status { name, json } => status(name.as_deref(), json),
         Action::Autostart { state, name, platform } => {
-            let spec = servers::spec(&name)?;
+            let spec = engine_servers::spec(&name)?;
             let platform = match platform {
                 Some(p) => Platform::parse(&p)?,
                 None => Platform::current(),
@@ -227,11 +227,12 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
 fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
     let specs: Vec<&Spec> = match name {
         Some("local") => Vec::new(),
-        Some(n) => vec![servers::spec(n)?],
-        None => servers::SPECS.iter().collect(),
+        Some(n) => vec![engine_servers::spec(n)?],
+        None => engine_servers::SPECS.iter().collect(),
     };
     let loaded = crate::config::load();
-    let servers: Vec<servers::Status> = specs.iter().map(|spec| servers::Status::read(spec, &loaded)).collect();
+    let servers: Vec<engine_servers::Status> =
+        specs.iter().map(|spec| engine_servers::Status::read(spec, &loaded)).collect();
     let local = matches!(name, None | Some("local")).then(|| download::status_entry(&loaded));
     // With every engine shown: the chain's, what each answers and where each kind of question goes.
     let gateway = name.is_none().then(|| crate::gateway::Gateway::new(loaded));
@@ -255,7 +256,7 @@ fn status(name: Option<&str>, as_json: bool) -> Result<i32> {
         outln!("{}", serde_json::to_string_pretty(&report).unwrap_or_default())?;
         return Ok(exit::OK);
     }
-    for line in servers.iter().flat_map(servers::Status::lines) {
+    for line in servers.iter().flat_map(engine_servers::Status::lines) {
         outln!("{line}")?;
     }
     if let Some(l) = &local {

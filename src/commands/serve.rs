@@ -6,9 +6,9 @@
 use std::net::IpAddr;
 use std::path::PathBuf;
 
+use crate::engine_servers::autostart::{self, Platform};
 use crate::error::{Error, Result};
 use crate::gateway::Gateway;
-use crate::servers::autostart::{self, Platform};
 use crate::{config, logging, paths, serve};
 
 #[derive(clap::Args)]

@@ -1,5 +1,5 @@
 //! Scripted providers and a gateway over them, for the unit tests of the chain, the attempt, the
-//! checks and health, and of the fixes `servers::fix` words.
+//! checks and health, and of the fixes `engine_servers::fix` words.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -18,7 +18,7 @@ use crate::claude_code;
 use crate::config::Loaded;
 use crate::gateway::Gateway;
 use crate::providers::{Probe, Provider};
-use crate::{servers, state, text};
+use crate::{engine_servers, state, text};
 
 /// How long the engine may take to answer the session-start probe.
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(300);
@@ -109,6 +109,6 @@ fn engine_down(chain: &[std::sync::Arc<dyn Provider>]) -> Option<String> {
         "system1: routing is on, but the {} engine does not answer ({}). To fix it, {}; or run /system1:doctor.",
         provider.name(),
         failure.detail,
-        servers::fix::engine_fix(provider.as_ref(), failure)
+        engine_servers::fix::engine_fix(provider.as_ref(), failure)
     ))
 }

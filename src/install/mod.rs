@@ -9,8 +9,8 @@ pub mod claude;
 pub mod config_file;
 pub mod statusline;
 
+use crate::engine_servers::{self, autostart};
 use crate::error::{Context, Error, Result};
-use crate::servers::{self, autostart};
 use crate::{paths, text};
 
 /// Installs. Registration is skipped with `register = false` (the command is printed instead).
@@ -112,14 +112,14 @@ pub fn uninstall(purge: bool, lines: &mut Vec<String>) -> Result<()> {
 
     // Engines System-1 started are stopped, and their start-at-login entries go, whether or not the
     // engines stay: nothing should run or start an engine for a System-1 that is gone.
-    for spec in servers::SPECS.iter().filter(|s| s.pid_file().exists()) {
-        match servers::stop(spec) {
+    for spec in engine_servers::SPECS.iter().filter(|s| s.pid_file().exists()) {
+        match engine_servers::stop(spec) {
             Ok(line) => lines.push(line),
             Err(e) => failed.push(format!("{}: {e}", spec.name)),
         }
     }
     let platform = autostart::Platform::current();
-    for spec in servers::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
+    for spec in engine_servers::SPECS.iter().filter(|s| autostart::is_enabled(s, platform)) {
         match autostart::disable(spec, platform) {
             Ok(done) => lines.extend(done.into_iter().map(|d| format!("{} start at login: {d}", spec.name))),
             Err(e) => failed.push(format!("{} start at login: {e}", spec.name)),

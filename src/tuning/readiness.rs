@@ -15,7 +15,7 @@ use crate::feature::Feature;
 use crate::gateway::{Budget, Gateway, Purpose};
 use crate::routing::entry::Entry;
 use crate::routing::{features, log};
-use crate::{paths, servers, text};
+use crate::{engine_servers, paths, text};
 
 /// What `system1 evaluate` was asked.
 pub struct Options {
@@ -151,7 +151,7 @@ fn down_and_fix(gateway: &Gateway) -> Option<(String, String)> {
     let provider = gateway.primary()?;
     let probe = provider.health(gateway.timeout);
     let failure = probe.failure()?;
-    Some((failure.detail.clone(), servers::fix::engine_fix(provider.as_ref(), failure)))
+    Some((failure.detail.clone(), engine_servers::fix::engine_fix(provider.as_ref(), failure)))
 }
 
 /// What the local engine's held-out answers replaced.
