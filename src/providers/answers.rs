@@ -133,6 +133,58 @@ pub fn auth_failure(engine: &str, key_set: bool, detail: &str) -> Failure {
     }
 }
 
+/// What one request to an engine gave: an answer to every question asked (answered or passed
+/// on), or the questions it refused for the whole request's sake, by index, each with why.
+pub enum Round {
+    Answered(Vec<EngineAnswer>),
+    Refused(Vec<(usize, String)>),
+}
+
+/// Asks `request` of a server that may refuse the whole request for some questions' sake: those
+/// pass on to the next engine (`PassCause::Refused`, with the server's words) and the others are
+/// asked again, until every question is settled or `timeout` is over. `ask` gets the questions
+/// left (the whole request as it came, uncopied, in the first round: its context may be
+/// megabytes), the time left and the deadline. Each round settles at least one question.
+pub fn in_rounds(
+    engine: &str,
+    request: &EngineRequest,
+    timeout: Duration,
+    mut ask: impl FnMut(&EngineRequest, Duration, Instant) -> Result<Round, Failure>,
+) -> Result<Vec<EngineAnswer>, Failure> {
+    let deadline = Instant::now() + timeout;
+    let n = request.questions.len();
+    let mut out: Vec<Option<EngineAnswer>> = vec![None; n];
+    loop {
+        let left: Vec<usize> = (0..n).filter(|i| out[*i].is_none()).collect();
+        if left.is_empty() {
+            break;
+        }
+        let asked = if left.len() == n {
+            std::borrow::Cow::Borrowed(request)
+        } else {
+            std::borrow::Cow::Owned(EngineRequest {
+                context: request.context.clone(),
+                questions: left.iter().map(|&i| request.questions[i].clone()).collect(),
+            })
+        };
+        let remaining = deadline.saturating_duration_since(Instant::now());
+        if remaining.is_zero() {
+            return Err(Failure::timeout(timeout).prefixed(&format!("{engine}: ")));
+        }
+        match ask(&asked, remaining, deadline)? {
+            Round::Answered(got) => left.iter().zip(got).for_each(|(&i, a)| out[i] = Some(a)),
+            Round::Refused(refused) => {
+                for (j, why) in refused {
+                    if let Some(&i) = left.get(j) {
+                        out[i] = Some(EngineAnswer::Passed { cause: super::PassCause::Refused, reason: why });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out.into_iter().flatten().collect())
+}
+
 /// Time left before `deadline`, or a timeout failure when none is left.
 pub fn remaining(deadline: Instant, timeout: Duration) -> Result<Duration, Failure> {
     let left = deadline.saturating_duration_since(Instant::now());

@@ -19,11 +19,11 @@
 
 pub mod wire;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use super::answers;
+use super::answers::{self, Round};
 use super::failure::generic_fix;
 use super::http::{self, Endpoint, Reply};
 use super::{Capabilities, Cause, EngineAnswer, EngineRequest, Failure, Fix, PassCause, Probe, Provider};
@@ -129,7 +129,7 @@ impl Decisions {
     }
 
     /// One request for every question of `request`.
-    fn ask(&self, request: &EngineRequest, timeout: Duration) -> Result<Asked, Failure> {
+    fn ask(&self, request: &EngineRequest, timeout: Duration) -> Result<Round, Failure> {
         let name = &self.name;
         let asked = self.request(request);
         let reply = self
@@ -137,7 +137,7 @@ impl Decisions {
             .post("/decisions", &asked.to_json(), timeout, self.api_key.as_deref())
             .map_err(|f| f.prefixed(&format!("{name}: ")))?;
         if let Some((i, why)) = refused_question(name, &reply, asked.questions.len()) {
-            return Ok(Asked::Refused(i, why));
+            return Ok(Round::Refused(vec![(i, why)]));
         }
         if reply.status != 200 {
             return Err(self.refused(&reply));
@@ -147,7 +147,7 @@ impl Decisions {
             return Err(failed(Cause::Malformed, name, why));
         }
         let got = wire::read_reply(&reply.json, &asked.questions).map_err(|e| failed(Cause::Malformed, name, e))?;
-        Ok(Asked::Answered(
+        Ok(Round::Answered(
             got.into_iter()
                 .zip(&request.questions)
                 .map(|(g, q)| match g {
@@ -213,13 +213,6 @@ fn is_unknown_model(reply: &Reply) -> bool {
         || (message.contains("model") && (message.contains("does not exist") || message.contains("not found")))
 }
 
-/// What one request gave: an answer to every question (answered or passed on), or the one
-/// question, by index, the server refused the request for, with why.
-enum Asked {
-    Answered(Vec<EngineAnswer>),
-    Refused(usize, String),
-}
-
 /// The question a refused request names: a 400 or 422 whose `error.param` is `questions[i]` or
 /// inside it (`questions[1].choices`), as OpenAI words its errors and `system1 serve` and SGLang
 /// (a label that is not one token) refuse a request for one question. `None` for any other
@@ -267,39 +260,10 @@ impl Provider for Decisions {
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         let name = &self.name;
         answers::check_option_limit(name, request, self.max_options, " (the Decisions API takes at most 255)")?;
-        let deadline = Instant::now() + timeout;
-        let n = request.questions.len();
-        let mut out: Vec<Option<EngineAnswer>> = vec![None; n];
         // A server that refuses the whole request for one question's sake (a 400 or 422 whose
         // `error.param` names `questions[i]`) is asked the others again; the one it refused passes
-        // on to the next engine. Each round settles at least one question.
-        loop {
-            let left: Vec<usize> = (0..n).filter(|i| out[*i].is_none()).collect();
-            if left.is_empty() {
-                break;
-            }
-            // The whole request as it came (its context may be megabytes: no copy) unless a round
-            // left some questions out.
-            let asked = if left.len() == n {
-                std::borrow::Cow::Borrowed(request)
-            } else {
-                std::borrow::Cow::Owned(EngineRequest {
-                    context: request.context.clone(),
-                    questions: left.iter().map(|&i| request.questions[i].clone()).collect(),
-                })
-            };
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                return Err(Failure::timeout(timeout).prefixed(&format!("{name}: ")));
-            }
-            match self.ask(&asked, remaining)? {
-                Asked::Answered(got) => left.iter().zip(got).for_each(|(&i, a)| out[i] = Some(a)),
-                Asked::Refused(j, why) => {
-                    out[left[j]] = Some(EngineAnswer::Passed { cause: PassCause::Refused, reason: why });
-                }
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
+        // on to the next engine.
+        answers::in_rounds(name, request, timeout, |asked, remaining, _| self.ask(asked, remaining))
     }
 
     fn health(&self, timeout: Duration) -> Probe {

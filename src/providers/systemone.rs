@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 
-use super::answers;
+use super::answers::{self, Round};
 use super::failure::generic_fix;
 use super::http::{self, Endpoint, KeyHeader, Reply};
 use super::wire::{self, Ask};
@@ -315,41 +315,12 @@ impl Provider for SystemOne {
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {
         answers::check_option_limit(&self.name, request, self.max_options, " (the System One API takes at most 255)")?;
-        let deadline = Instant::now() + timeout;
-        let n = request.questions.len();
-        let mut out: Vec<Option<EngineAnswer>> = vec![None; n];
         // A server that refuses some questions of the request (a 422 whose every complaint is
         // about one of them: a question type it does not serve, say) is asked the others again;
-        // the ones it refused pass on to the next engine. Each round settles at least one question.
-        loop {
-            let left: Vec<usize> = (0..n).filter(|i| out[*i].is_none()).collect();
-            if left.is_empty() {
-                break;
-            }
-            // The whole request as it came (its context may be megabytes: no copy) unless a round
-            // left some questions out.
-            let asked = if left.len() == n {
-                std::borrow::Cow::Borrowed(request)
-            } else {
-                std::borrow::Cow::Owned(EngineRequest {
-                    context: request.context.clone(),
-                    questions: left.iter().map(|&i| request.questions[i].clone()).collect(),
-                })
-            };
-            let remaining = deadline.saturating_duration_since(Instant::now());
-            if remaining.is_zero() {
-                return Err(transport(&self.name, Failure::timeout(timeout)));
-            }
-            match self.ask(&asked, remaining, deadline)? {
-                Asked::Answered(got) => left.iter().zip(got).for_each(|(&i, a)| out[i] = Some(a)),
-                Asked::Refused(refused) => {
-                    for (j, why) in refused {
-                        out[left[j]] = Some(EngineAnswer::Passed { cause: PassCause::Refused, reason: why });
-                    }
-                }
-            }
-        }
-        Ok(out.into_iter().flatten().collect())
+        // the ones it refused pass on to the next engine.
+        answers::in_rounds(&self.name, request, timeout, |asked, remaining, deadline| {
+            self.ask(asked, remaining, deadline)
+        })
     }
 
     fn health(&self, timeout: Duration) -> Probe {
@@ -359,13 +330,6 @@ impl Provider for SystemOne {
     fn fix(&self, failure: &Failure) -> Fix {
         self.fix_for(failure)
     }
-}
-
-/// What one request to the server gave: an answer to every question (answered or passed on), or
-/// the questions it refused as invalid, by index, each with why.
-enum Asked {
-    Answered(Vec<EngineAnswer>),
-    Refused(Vec<(usize, String)>),
 }
 
 /// The questions a 422 refuses, when each of its complaints is about one question of the request
@@ -404,7 +368,7 @@ fn reply_cap(request: &EngineRequest) -> u64 {
 
 impl SystemOne {
     /// One request for every question of `request`.
-    fn ask(&self, request: &EngineRequest, timeout: Duration, deadline: Instant) -> Result<Asked, Failure> {
+    fn ask(&self, request: &EngineRequest, timeout: Duration, deadline: Instant) -> Result<Round, Failure> {
         let name = &self.name;
         let ids = answers::question_ids(request);
         let asks: Vec<Ask> = request
@@ -441,7 +405,7 @@ impl SystemOne {
         if reply.status == 422
             && let Some(refused) = refused_questions(name, &reply, &ids)
         {
-            return Ok(Asked::Refused(refused));
+            return Ok(Round::Refused(refused));
         }
         if reply.status != 200 {
             return Err(self.refused(&reply, deadline));
@@ -454,7 +418,7 @@ impl SystemOne {
             && wire::answers_of(&reply.json).is_none()
         {
             let why = format!("{name} blocked the input ({})", crate::text::printable(reason, 60));
-            return Ok(Asked::Refused((0..ids.len()).map(|i| (i, why.clone())).collect()));
+            return Ok(Round::Refused((0..ids.len()).map(|i| (i, why.clone())).collect()));
         }
         let Some(got) = wire::answers_of(&reply.json) else {
             let b = wire::Broken { rule: "response.envelope", what: "there is no `answers` object".into() };
@@ -487,7 +451,7 @@ impl SystemOne {
             }
             out.push(answer);
         }
-        Ok(Asked::Answered(out))
+        Ok(Round::Answered(out))
     }
 
     fn probe(&self, timeout: Duration) -> Probe {
