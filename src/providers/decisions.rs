@@ -200,17 +200,14 @@ impl Decisions {
     }
 }
 
-/// Whether an error says the model is unknown: OpenAI's `code` `model_not_found`, or a message
-/// that says so (vLLM: "The model `x` does not exist.").
+/// Whether an error says the model is unknown, from its typed fields: OpenAI's `code`
+/// `model_not_found`, vLLM's `type` `NotFoundError`, or a 404 whose `param` is `model`.
 fn is_unknown_model(reply: &Reply) -> bool {
     let error = reply.json.get("error");
-    let code = error.and_then(|e| e.get("code")).and_then(Value::as_str).unwrap_or("");
-    let message = error
-        .and_then(|e| e.get("message").and_then(Value::as_str).or(e.as_str()))
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    code == "model_not_found"
-        || (message.contains("model") && (message.contains("does not exist") || message.contains("not found")))
+    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str).unwrap_or("");
+    field("code") == "model_not_found"
+        || field("type") == "NotFoundError"
+        || (reply.status == 404 && field("param") == "model")
 }
 
 /// The question a refused request names: a 400 or 422 whose `error.param` is `questions[i]` or

@@ -222,6 +222,21 @@ fn errors_get_their_causes_and_fixes() {
 }
 
 #[test]
+fn an_unknown_model_is_read_from_the_error_s_typed_fields() {
+    let cause_of = |body: Value| {
+        let server = FakeServer::start(move |_: &Request| Reply::json(404, &body));
+        let (p, _) = built("providers.decisions", &format!("endpoint = \"{}\"\n", server.url()));
+        p.decide(&request(), T).expect_err("404").cause
+    };
+    // vLLM's shape: no OpenAI code (its `code` is the status), the type says what is missing.
+    let vllm = json!({"error": {"message": "The model `x` does not exist.", "type": "NotFoundError", "param": "model", "code": 404}});
+    assert_eq!(cause_of(vllm), Cause::UnknownModel);
+    // Words alone say nothing: a server without the route is not one without the model.
+    let words = json!({"error": {"message": "model route not found", "type": "invalid_request_error"}});
+    assert_eq!(cause_of(words), Cause::HttpStatus(404));
+}
+
+#[test]
 fn the_probe_reads_the_model_list() {
     let server = FakeServer::start(|_: &Request| {
         Reply::json(200, &json!({"object": "list", "data": [{"id": "gpt-6-luna", "object": "model"}]}))
