@@ -189,17 +189,16 @@ impl SystemOne {
         let name = &self.name;
         let detail = http::error_detail(reply);
         let shared = answers::keyed_refusal(name, reply.status, self.api_key.is_some(), &detail);
-        let (cause, said) = match (shared, reply.status) {
-            (Some(refusal), _) => refusal,
-            (None, 400 | 404) if is_unknown_model(reply) => {
-                let offered = match self.models(deadline.saturating_duration_since(Instant::now())) {
-                    Ok(names) if !names.is_empty() => format!("it offers: {}", names.join(", ")),
-                    Ok(_) => "its /v1/models lists none".to_string(),
-                    Err(why) => format!("its models could not be listed ({why})"),
-                };
+        let unknown = match (&shared, reply.status) {
+            (None, 400 | 404 | 422) => self.unknown_model(reply, deadline),
+            _ => None,
+        };
+        let (cause, said) = match (shared, unknown, reply.status) {
+            (Some(refusal), _, _) => refusal,
+            (None, Some(offered), _) => {
                 (Cause::UnknownModel, format!("the server has no model {:?}; {offered} ({detail})", self.model))
             }
-            (None, s @ (404 | 405)) => (
+            (None, None, s @ (404 | 405)) => (
                 Cause::HttpStatus(s),
                 format!(
                     "the server at {} has no POST {}: is it a {} server? ({detail})",
@@ -208,10 +207,40 @@ impl SystemOne {
                     self.dialect.service
                 ),
             ),
-            (None, 422) => (Cause::HttpStatus(422), format!("the server refused the request as invalid ({detail})")),
-            (None, s) => (Cause::HttpStatus(s), detail),
+            (None, None, 422) => {
+                (Cause::HttpStatus(422), format!("the server refused the request as invalid ({detail})"))
+            }
+            (None, None, s) => (Cause::HttpStatus(s), detail),
         };
         failed(cause, name, said)
+    }
+
+    /// Whether a 400, 404 or 422 refused the model, and if so what the server offers instead.
+    /// Decided from what the server says in fields and lists, never from its words: a typed field
+    /// that names the model ([`names_the_model`]), or else a model list (`GET /v1/models`) that
+    /// does not name it. The list is asked on a 400, and on a 404 from a service at a fixed route (a
+    /// 404 from an open server is most often one without the route, whose list is of its own
+    /// models); the SDKs' default name counts as served where every server takes it.
+    fn unknown_model(&self, reply: &Reply, deadline: Instant) -> Option<String> {
+        let listed = || self.models(deadline.saturating_duration_since(Instant::now()));
+        if names_the_model(reply) {
+            return Some(match listed() {
+                Ok(names) if !names.is_empty() => format!("it offers: {}", names.join(", ")),
+                Ok(_) => "its /v1/models lists none".to_string(),
+                Err(why) => format!("its models could not be listed ({why})"),
+            });
+        }
+        let list_decides = reply.status == 400 || self.dialect.listed_model_only;
+        let default_served = self.model == DEFAULT_MODEL && !self.dialect.listed_model_only;
+        if !list_decides || default_served || names_another_field(reply) {
+            return None;
+        }
+        match listed() {
+            Ok(names) if !names.is_empty() && !names.contains(&self.model) => {
+                Some(format!("it offers: {}", names.join(", ")))
+            }
+            _ => None,
+        }
     }
 
     fn base(&self) -> String {
@@ -279,21 +308,32 @@ fn listed_models(json: &Value) -> Option<Vec<&str>> {
     )
 }
 
-/// Whether an error says the model is unknown. The System One API has no error type of its own for
-/// that, so the message is read, here only: the reference server (jevcompat 0.1.1's mock) answers
-/// 400 `{"detail": {"error_type": "api_usage_error", "message": "Unknown model: NAME"}}`, and 404
-/// `not_found` "Model not served: NAME" where a 404 `not_found` "No route /v1/systemone" is a route
-/// missing; a server with the flat error shape (the mock's `error-flat` fault) sends
-/// `{"error": "Unknown model: NAME"}`. Other servers word it "model ... not found".
-fn is_unknown_model(reply: &Reply) -> bool {
-    let detail = reply.json.get("detail");
-    let kind = detail.and_then(|d| d.get("error_type")).and_then(Value::as_str).unwrap_or("");
-    let message = detail
-        .and_then(|d| d.get("message").and_then(Value::as_str).or(d.as_str()))
-        .or_else(|| reply.json.get("error").and_then(|e| e.get("message").and_then(Value::as_str).or(e.as_str())))
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    message.contains("model") && (message.contains("unknown") || message.contains("not found") || kind == "not_found")
+/// Whether an error's typed fields say the model is unknown: the System One API's
+/// `detail.error_type` `api_usage_error` (its error for an unknown model: jevcompat 0.1.1's
+/// reference server answers 400 `{"detail": {"error_type": "api_usage_error", "message": "Unknown
+/// model: NAME"}}`, `system1 serve` a 404 of the same type), OpenAI's `code` `model_not_found`, vLLM's `type` `NotFoundError`, a 404 whose
+/// `param` is `model`, or laya-serve 0.2.1's `field` `model`. llama.cpp's router says it only in
+/// words (400 `invalid_request_error` "model not found"), and the reference server's 404
+/// `not_found` is the same for a model and a route: those are left to the model list.
+fn names_the_model(reply: &Reply) -> bool {
+    let error = reply.json.get("error");
+    let field = |k: &str| error.and_then(|e| e.get(k)).and_then(Value::as_str).unwrap_or("");
+    let kind = reply.json.get("detail").and_then(|d| d.get("error_type")).and_then(Value::as_str);
+    kind == Some("api_usage_error")
+        || field("code") == "model_not_found"
+        || field("type") == "NotFoundError"
+        || (reply.status == 404 && field("param") == "model")
+        || field("field") == "model"
+}
+
+/// Whether an error names a request field other than the model (`param` or `field`): then the
+/// model is not what it refused, whatever the model list says.
+fn names_another_field(reply: &Reply) -> bool {
+    let error = reply.json.get("error");
+    ["param", "field"]
+        .iter()
+        .filter_map(|k| error.and_then(|e| e.get(*k)).and_then(Value::as_str))
+        .any(|named| named != "model")
 }
 
 impl Provider for SystemOne {

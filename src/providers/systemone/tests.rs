@@ -176,17 +176,19 @@ fn each_http_failure_says_what_it_is() {
     let err = answer(400, json!({"detail": {"error_type": "api_usage_error", "message": "Unknown model: jev-9"}}));
     assert_eq!(err.cause, Cause::UnknownModel);
     assert!(err.detail.contains("no model \"jev-9\"; it offers: jev-latest, kev-4b"), "{err:?}");
-    // The reference server's other ways of saying it, and a 404 of the same type that is a route.
+    // A flat error (the reference server's `error-flat` fault) names no field: the model list,
+    // which does not name jev-9, decides. The reference server's 404 `not_found` is typed the same
+    // for a route and a model, so it reads as the route (its words stay in the detail).
     for (status, body, cause) in [
-        (
-            404,
-            json!({"detail": {"error_type": "not_found", "message": "Model not served: jev-9"}}),
-            Cause::UnknownModel,
-        ),
         (400, json!({"error": "Unknown model: jev-9"}), Cause::UnknownModel),
         (
             404,
             json!({"detail": {"error_type": "not_found", "message": "No route /v1/systemone"}}),
+            Cause::HttpStatus(404),
+        ),
+        (
+            404,
+            json!({"detail": {"error_type": "not_found", "message": "Model not served: jev-9"}}),
             Cause::HttpStatus(404),
         ),
     ] {
@@ -203,6 +205,39 @@ fn each_http_failure_says_what_it_is() {
     let err = answer(503, json!({"detail": {"error_type": "overloaded_error", "message": "busy"}}));
     assert_eq!(err.cause, Cause::HttpStatus(503));
     assert!(err.detail.contains("the server failed"), "{err:?}");
+}
+
+#[test]
+fn an_unknown_model_is_read_from_typed_fields_and_the_model_list_never_from_words() {
+    let cause_of = |model: &str, status: u16, body: Value| {
+        let server = FakeServer::start(move |r: &Request| {
+            if r.path == "/v1/models" {
+                Reply::json(200, &json!({"data": [{"id": "laya-typed"}, {"id": "julia-1"}]}))
+            } else {
+                Reply::json(status, &body)
+            }
+        });
+        let config = format!("endpoint = \"{}\"\nmodel = \"{model}\"\n", server.url());
+        let (p, _) = built("providers.systemone", &config);
+        p.decide(&EngineRequest { context: None, questions: vec![yes_no("d", "Ok?")] }, T).unwrap_err().cause
+    };
+    // llama.cpp's router says it in words only, with a generic type: the list decides.
+    let words = json!({"error": {"code": 400, "message": "model not found", "type": "invalid_request_error"}});
+    assert_eq!(cause_of("julia-1", 400, words.clone()), Cause::HttpStatus(400), "listed: the words are not the cause");
+    assert_eq!(cause_of("julia-2", 400, words), Cause::UnknownModel, "not listed");
+    // A refusal that names another field is about that field, listed or not.
+    let other = json!({"error": {"message": "model x: questions.d not found", "param": "questions.d"}});
+    assert_eq!(cause_of("julia-2", 400, other), Cause::HttpStatus(400));
+    // Typed fields say it whatever the list holds: vLLM's type, laya-serve 0.2.1's field.
+    let vllm = json!({"error": {"message": "x", "type": "NotFoundError", "param": "model", "code": 404}});
+    assert_eq!(cause_of("julia-1", 404, vllm), Cause::UnknownModel);
+    let laya = json!({"error": {"message": "unknown model 'x'; expected a Jev model name", "field": "model"}});
+    assert_eq!(cause_of("julia-1", 422, laya), Cause::UnknownModel);
+    let system1_serve = json!({"detail": {"error_type": "api_usage_error", "message": "x"}});
+    assert_eq!(cause_of("julia-1", 404, system1_serve), Cause::UnknownModel);
+    // A 404 from an open server whose words say "model ... not found" is a route missing.
+    let route = json!({"error": {"code": 404, "message": "model route not found", "type": "not_found_error"}});
+    assert_eq!(cause_of("julia-2", 404, route), Cause::HttpStatus(404));
 }
 
 #[test]
