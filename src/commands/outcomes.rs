@@ -128,8 +128,8 @@ pub fn summary(ps: &[Proposal]) -> String {
     }
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
     for p in ps.iter().filter(|p| p.outcome == Outcome::Failed) {
-        // Group "redone by toolu_x (...)" under one heading.
-        let key = if p.reason.starts_with("redone by") { "redone by a later spawn".into() } else { p.reason.clone() };
+        // Every redo under one heading, whichever spawn redid it.
+        let key = if p.redone_by.is_some() { "redone by a later spawn".into() } else { p.reason.clone() };
         *reasons.entry(key).or_default() += 1;
     }
     if !reasons.is_empty() {
@@ -170,4 +170,31 @@ pub fn summary(ps: &[Proposal]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failures_are_grouped_by_the_typed_redo_not_the_reason_s_words() {
+        let failed = |id: &str, reason: &str, redone_by: Option<&str>| Proposal {
+            tool_use_id: id.into(),
+            outcome: Outcome::Failed,
+            reason: reason.into(),
+            tier: None,
+            doubtful: None,
+            redone_by: redone_by.map(String::from),
+            timestamp: String::new(),
+            description: String::new(),
+            subagent_type: String::new(),
+        };
+        let s = summary(&[
+            failed("a", "redone by b (same task id)", Some("b")),
+            failed("c", "redone by d (a retry)", Some("d")),
+            failed("e", "redone by hand, says its hand-back", None),
+        ]);
+        assert!(s.contains("      2  redone by a later spawn\n"), "{s}");
+        assert!(s.contains("      1  redone by hand, says its hand-back\n"), "{s}");
+    }
 }

@@ -63,6 +63,7 @@ mod tests {
             reason: "r".into(),
             tier: Some(crate::tier::Tier::Sonnet),
             doubtful: doubtful.map(String::from),
+            redone_by: None,
             timestamp: String::new(),
             description: String::new(),
             subagent_type: String::new(),

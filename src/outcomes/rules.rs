@@ -56,6 +56,10 @@ pub struct Proposal {
     pub tier: Option<Tier>,
     /// Why a person should look at it, when the evidence is weak.
     pub doubtful: Option<String>,
+    /// The later spawn that redid this one, when that is why it failed (the reason says it in
+    /// words; summaries group on this).
+    #[serde(skip)]
+    pub redone_by: Option<String>,
     pub timestamp: String,
     pub description: String,
     pub subagent_type: String,
@@ -230,6 +234,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
         reason: String::new(),
         tier,
         doubtful: None,
+        redone_by: None,
         timestamp: s.timestamp.clone(),
         description: s.description.clone(),
         subagent_type: s.subagent_type.clone(),
@@ -245,6 +250,7 @@ pub fn propose_one(s: &Spawn, redo: Option<Redo<'_>>) -> Proposal {
         p.reason = "its hand-back says the agent was blocked".into();
     } else if let Some((l, doubtful, how)) = redo {
         p.reason = format!("redone by {} ({how})", l.tool_use_id);
+        p.redone_by = Some(l.tool_use_id.clone());
         if doubtful {
             p.doubtful = Some(format!("{how}: check that {} really redid it", l.tool_use_id));
         }
@@ -426,6 +432,7 @@ mod tests {
         retry2.timestamp = "2026-10-01T10:00:01.5Z".into();
         let p = outcome(&[&retry2, &same_role, &first], "01");
         assert!(p.reason.contains("redone by 03") && p.doubtful.is_none(), "{p:?}");
+        assert_eq!(p.redone_by.as_deref(), Some("03"));
     }
 
     #[test]
