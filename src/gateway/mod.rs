@@ -38,7 +38,7 @@ use crate::calibration::Calibration;
 use crate::config::Loaded;
 use crate::paths;
 use crate::providers::{self, Probabilities, Provider};
-pub use ask::{Ask, Budget, Purpose, Query, Refusal};
+pub use ask::{Answered, Ask, Budget, Purpose, Query, Refusal};
 pub use request::new_request_id;
 pub use response::{
     Attempt, DecideResponse, ErrorCode, ErrorInfo, HealthResponse, Outcome, ProviderProbe, Status, millis,

@@ -2,7 +2,7 @@
 //!
 //! Counted from what System-1 records of each decision, not from the transcripts: the routing
 //! log's prompt, agent and skill records (the hooks' decisions) and the daily decision tally
-//! (`system1_decide` and `system1 decide`), each naming the engine that answered and, for an engine
+//! (`system1_decide`, `system1 decide` and `system1 serve`'s routes), each naming the engine that answered and, for an engine
 //! hosted elsewhere, the input tokens sent to it (`state::Sent`). A hosted engine is priced at its
 //! service's published price (`providers::hosted::SERVICES`) by the host the tokens went to; one
 //! whose price is not published (OpenRouter's, priced per model; a team's own server) is counted,
@@ -26,7 +26,7 @@ pub struct Engines {
     pub hosted_usd: f64,
     /// Input tokens sent to hosted engines whose price is not published, so left out of `hosted_usd`.
     pub unpriced_tokens: u64,
-    /// Whether the tally of `system1_decide` and `system1 decide` was counted: not with
+    /// Whether the tally of `system1_decide`, `system1 decide` and `system1 serve` was counted: not with
     /// `--project`, as it does not say where a decision came from.
     pub tools_counted: bool,
 }
@@ -36,7 +36,7 @@ pub struct EngineRow {
     pub provider: String,
     /// Decisions it answered for the hooks (a prompt's features, a spawn's brief, a skill pick).
     pub hooks: u64,
-    /// Decisions it answered for `system1_decide` and `system1 decide`.
+    /// Decisions it answered for `system1_decide`, `system1 decide` and `system1 serve` (one a request).
     pub tools: u64,
     /// hooks + tools.
     pub decisions: u64,

@@ -34,6 +34,7 @@ fn shaped(status: u16, code: &str, message: &str) -> Response {
 }
 
 pub fn handle(gateway: &Gateway, body: &[u8], rid: &str) -> Handled {
+    let started = std::time::Instant::now();
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => return refused(error(400, "invalid_json", &format!("the body is not JSON: {e}"), None), "not JSON"),
@@ -56,7 +57,9 @@ pub fn handle(gateway: &Gateway, body: &[u8], rid: &str) -> Handled {
     }
     let so = so_request(&request);
     let n = crate::text::count(request.questions.len() as u64, "question");
-    let answered = match gateway.ask(&so.ask(), rid) {
+    let asked = gateway.ask(&so.ask(), rid);
+    routes::tally(asked.as_ref(), started);
+    let answered = match asked {
         Ok(answered) => answered,
         Err(refusal) => return routes::refusal_response(&refusal, &n, shaped),
     };

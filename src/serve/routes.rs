@@ -1,15 +1,17 @@
 //! What each request gets: the key check, then `POST /v1/systemone` through the gateway's chain,
 //! `GET /v1/models`, `GET /health`, and the API's error shapes for everything else.
 
+use std::time::Instant;
+
 use serde_json::{Map, Value, json};
 
 use super::api::{self, Refusal, SoRequest};
 use super::decisions;
 use super::http::{Request, Response};
 use crate::gateway::response::HealthStatus;
-use crate::gateway::{self, Gateway};
-use crate::logging;
+use crate::gateway::{self, Answered, Gateway};
 use crate::providers::Cause;
+use crate::{logging, state};
 
 /// What one request came to, for its log line.
 pub struct Handled {
@@ -101,6 +103,7 @@ fn models(gateway: &Gateway, started: &str) -> Value {
 }
 
 fn systemone(gateway: &Gateway, body: &[u8], rid: &str) -> Handled {
+    let started = Instant::now();
     let parsed: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
         Err(e) => {
@@ -120,14 +123,16 @@ fn systemone(gateway: &Gateway, body: &[u8], rid: &str) -> Handled {
             return refused(error(404, "api_usage_error", &msg), format!("unknown model {m:?}"));
         }
     };
-    answer(gateway, &request, rid)
+    answer(gateway, &request, rid, started)
 }
 
 /// Every question through the gateway in one engine request, each provider of the chain within
 /// its timeout, as `system1 decide` gives it; a refusal as the HTTP status its cause calls for.
-fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
+fn answer(gateway: &Gateway, request: &SoRequest, rid: &str, started: Instant) -> Handled {
     let n = crate::text::count(request.questions.len() as u64, "question");
-    let outcome = match gateway.ask(&request.ask(), rid) {
+    let asked = gateway.ask(&request.ask(), rid);
+    tally(asked.as_ref(), started);
+    let outcome = match asked {
         Ok(answered) => answered,
         Err(refusal) => return refusal_response(&refusal, &n, error),
     };
@@ -155,6 +160,26 @@ fn answer(gateway: &Gateway, request: &SoRequest, rid: &str) -> Handled {
         "x_engine_model": outcome.model,
     });
     Handled { response: Response::json(200, &body), note: format!("{n}{via}") }
+}
+
+/// Counts one request's ask in the day's decision tally, as `system1_decide` and `system1 decide`
+/// count theirs, so the report and `toggle status` see the server's decisions too: decided when an
+/// engine answered, abstained when every engine passed the questions on or system1 is paused, an
+/// error when the engines failed or the config is broken. One line a request, as the engines were
+/// asked once for all its questions; a request refused before the engines (invalid, an unknown
+/// model) is not a decision, and a check run's are not tallied (`gateway::CHECK_RUN_ENV`).
+pub(super) fn tally(asked: Result<&Answered, &gateway::Refusal>, started: Instant) {
+    if std::env::var_os(gateway::CHECK_RUN_ENV).is_some() {
+        return;
+    }
+    let (status, provider, attempts) = match asked {
+        Ok(a) if a.provider.is_some() => ("decided", a.provider.as_deref(), a.attempts.as_slice()),
+        Ok(a) => ("abstained", None, a.attempts.as_slice()),
+        Err(gateway::Refusal::Paused) => ("abstained", None, &[][..]),
+        Err(refusal) => ("error", None, refusal.attempts()),
+    };
+    let latency_ms = gateway::millis(started.elapsed());
+    state::record_decision(status, provider, latency_ms, gateway::response::sent(attempts));
 }
 
 /// The HTTP answer to a refusal: a broken config or the pause is the server's state (503), an

@@ -128,3 +128,39 @@ fn report_counts_each_engines_decisions_and_prices_what_went_to_a_hosted_one() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<h2>Decisions by engine</h2>") && page.contains("/engines/engines/0/hosted/usd"), "{page}");
 }
+
+#[test]
+fn decisions_answered_through_system1_serve_are_counted_with_the_tools() {
+    let env = TestEnv::with_mock("");
+    let server = crate::serve::Server::start(&env, &[]);
+    let (status, v) = server.post(&crate::serve::mixed());
+    assert_eq!(status, 200, "{v}");
+    let openai = json!({"model": "system1", "input": "Refund, please.", "questions": [
+        {"type": "predicate", "name": "refund", "instructions": "Does the customer want a refund?"}]});
+    let (status, v) = server.request("POST", "/v1/decisions", &[], openai.to_string().as_bytes());
+    assert_eq!(status, 200, "{v}");
+    // Requests refused before any engine is asked are not decisions.
+    let (status, v) = server.post(&json!({"model": "gpt-9", "state": "x", "questions": {"q": {"type": "noul"}}}));
+    assert_eq!(status, 404, "{v}");
+    let (status, v) = server.request("POST", "/v1/decisions", &[], b"{\"input\": 3}");
+    assert_eq!(status, 422, "{v}");
+    let (exit, log) = server.terminate();
+    assert!(exit.success(), "{log}");
+
+    let projects = env.root.join("projects");
+    std::fs::create_dir_all(&projects).unwrap();
+    let o = env.run(&["report", "--dir", projects.to_str().unwrap(), "--json", "--timezone", "UTC"], "");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let report: Value = serde_json::from_slice(&o.stdout).expect("JSON report");
+    let rows = report["engines"]["engines"].as_array().expect("engine rows");
+    let counts: Vec<(&str, u64, u64)> = rows
+        .iter()
+        .map(|r| {
+            (r["provider"].as_str().unwrap_or(""), r["hooks"].as_u64().unwrap_or(0), r["tools"].as_u64().unwrap_or(0))
+        })
+        .collect();
+    assert_eq!(counts, [("mock", 0, 2)], "one decision a request, from either route: {}", report["engines"]);
+    let o = env.run(&["toggle", "status", "--json"], "");
+    let status: Value = serde_json::from_slice(&o.stdout).expect("JSON status");
+    assert_eq!(status["decisions_today"]["by_status"], json!({"decided": 2}), "{status}");
+}
