@@ -1,18 +1,27 @@
-//! Every subcommand's `--help` ends with examples, and `decide --help` lists its exit codes.
+//! Every subcommand's `--help` ends with examples, `decide --help` lists its exit codes, and
+//! every help text is pinned whole by a snapshot.
 
-use crate::support::{TestEnv, stderr, stdout};
+use crate::support::{self, TestEnv, stderr, stdout};
 
-/// The subcommands `system1 --help` lists, without `help` itself.
-fn subcommands(env: &TestEnv) -> Vec<String> {
-    let help = stdout(&env.run(&["--help"], ""));
-    let listed = help.split("Commands:\n").nth(1).unwrap_or_else(|| panic!("{help}"));
-    listed
+/// The subcommands a help text lists under `Commands:`, without `help` itself; none when it lists
+/// none.
+fn listed(help: &str) -> Vec<String> {
+    let Some(section) = help.split("Commands:\n").nth(1) else { return Vec::new() };
+    section
         .lines()
         .take_while(|l| l.starts_with("  "))
         .filter_map(|l| l.split_whitespace().next())
         .filter(|name| *name != "help")
         .map(str::to_string)
         .collect()
+}
+
+/// The subcommands `system1 --help` lists, without `help` itself.
+fn subcommands(env: &TestEnv) -> Vec<String> {
+    let help = stdout(&env.run(&["--help"], ""));
+    let names = listed(&help);
+    assert!(!names.is_empty(), "{help}");
+    names
 }
 
 #[test]
@@ -53,4 +62,31 @@ fn decide_help_lists_its_exit_codes() {
     assert_eq!(env.run(&["decide", "-q", "q", "-o", "only"], "").status.code(), Some(1));
     let broken = TestEnv::with_mock("timeout_s = 0\n");
     assert_eq!(broken.run(&["decide", "-q", "Ship it?"], "").status.code(), Some(3));
+}
+
+/// What `--help` says, pinned whole: the top level's, each subcommand's and each of theirs
+/// (`tests/it/snapshots/help*.snap`), so that a change to a text people read shows in review.
+#[test]
+fn every_help_text_is_pinned() {
+    let env = TestEnv::new();
+    let settings = support::snapshots(&env);
+    let help = |args: &[&str]| {
+        let o = env.run(args, "");
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        stdout(&o)
+    };
+    let top = help(&["--help"]);
+    settings.bind(|| insta::assert_snapshot!("help", top));
+    let mut pinned = 1;
+    for name in listed(&top) {
+        let text = help(&[&name, "--help"]);
+        for sub in listed(&text) {
+            let nested = help(&[&name, &sub, "--help"]);
+            settings.bind(|| insta::assert_snapshot!(format!("help_{name}_{sub}").as_str(), nested));
+            pinned += 1;
+        }
+        settings.bind(|| insta::assert_snapshot!(format!("help_{name}").as_str(), text));
+        pinned += 1;
+    }
+    assert!(pinned >= 30, "every subcommand and theirs: {pinned}");
 }

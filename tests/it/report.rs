@@ -378,16 +378,8 @@ fn dir_option_and_table_and_svg_output() {
     let svg = env.root.join("report.svg");
     let out = env.run(&["report", "--dir", projects.to_str().unwrap(), "--svg", svg.to_str().unwrap()], "");
     assert_eq!(out.status.code(), Some(0));
+    // Its reach, adherence, unpriced model and the calibrate hint are in the report_table snapshot.
     let text = stdout(&out);
-    assert!(
-        text.contains(
-            "Reach       60% of prompts got a routing hint (3 of 5); 75% of those long enough for one (3 of 4)"
-        ),
-        "{text}"
-    );
-    assert!(text.contains("Adherence   67% of hinted spawns"), "{text}");
-    assert!(text.contains("claude-mystery-1"), "{text}");
-    assert!(text.contains("/system1:calibrate"), "{text}");
     assert!(!text.contains("SECRET"));
     // Progress goes to stderr only on a terminal: a test's stderr is a pipe.
     assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -800,17 +792,14 @@ fn what_a_new_user_tripped_on() {
     assert_eq!(r["reach"]["prompts"], 1, "{}", r["reach"]);
     assert_eq!(r["adherence"]["hinted_spawns"], 1);
     assert_eq!((r["adherence"]["followed"].as_u64(), r["adherence"]["not_run"].as_u64()), (Some(0), Some(1)));
+    let pinned = support::snapshots(&env);
+    // "(0 of 1: 0 upgraded, 0 downgraded, 1 never ran)".
     let text = stdout(&env.run(&["report", "--project", "/home/user/code/web_app.v2"], ""));
-    assert!(text.contains("(0 of 1: 0 upgraded, 0 downgraded, 1 never ran)"), "{text}");
+    pinned.bind(|| insta::assert_snapshot!("report_a_spawn_that_never_ran", text));
 
-    // An empty filter: no "n/a of prompts (0 of 0)".
+    // An empty filter: no "n/a of prompts (0 of 0)", but no share to give, in words.
     let text = stdout(&env.run(&["report", "--until", "2026-11-09"], ""));
-    assert!(text.contains("Reach       no prompts in scope, so no share to give\n"), "{text}");
-    assert!(
-        text.contains("Adherence   no spawn in a hinted turn (0 spawns in scope), so no share to give\n"),
-        "{text}"
-    );
-    assert!(!text.contains("n/a of"), "{text}");
+    pinned.bind(|| insta::assert_snapshot!("report_an_empty_filter", text));
 
     // Every line of the full report, with its routing-log sections.
     let log = env.install_dir.join("logs/routing.jsonl");
