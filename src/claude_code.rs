@@ -33,14 +33,10 @@ pub mod event {
 /// PreToolUse hook of that session steps aside. Session state, not a setting.
 pub const SPAWN_MODULE_VAR: &str = "SYSTEM1_SPAWN_MODULE";
 
-/// The tools that spawn a subagent: `Agent`, and `Task` before Claude Code 2.1. The spawn hooks'
-/// matcher in hooks/hooks.json names the same (a test holds the two equal).
-pub const SPAWN_TOOLS: [&str; 2] = ["Agent", "Task"];
-
-/// Whether a call of tool `name` spawns a subagent.
-pub fn is_spawn_tool(name: &str) -> bool {
-    SPAWN_TOOLS.contains(&name)
-}
+/// The tools that spawn a subagent (`Agent`, and `Task` before Claude Code 2.1) and a request's
+/// reasoning effort level: the transcript reader tells them apart in the lines it reads, and owns
+/// them (crates/transcripts/src/claude_code.rs); the product names the same.
+pub use system1_transcripts::{Effort, SPAWN_TOOLS, is_spawn_tool};
 
 /// An MCP server as Claude Code launches it.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -309,43 +305,6 @@ pub fn subagent_model_in_settings(settings_file: &Path) -> Option<SubagentModel>
         Value::Number(n) => Some(n.to_string()),
         _ => None,
     })
-}
-
-/// A request's reasoning effort, as Claude Code sends it (`output_config.effort`) and, from 2.1.332
-/// on, writes it on each assistant line of a transcript (`"effort": "medium"`); a subagent's
-/// `.meta.json` has it too when the Agent call named a level. Cheapest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effort {
-    Low,
-    Medium,
-    High,
-    Xhigh,
-    Max,
-}
-
-impl Effort {
-    pub const ALL: [Effort; 5] = [Effort::Low, Effort::Medium, Effort::High, Effort::Xhigh, Effort::Max];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Effort::Low => "low",
-            Effort::Medium => "medium",
-            Effort::High => "high",
-            Effort::Xhigh => "xhigh",
-            Effort::Max => "max",
-        }
-    }
-
-    /// The level a transcript or a setting names; `None` for anything else (the Agent tool's
-    /// relative `"lower"` and `"higher"` among them: they say no level).
-    pub fn named(name: &str) -> Option<Effort> {
-        Effort::ALL.into_iter().find(|e| e.name() == name)
-    }
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
 }
 
 /// Where a session's requests went: Anthropic's own API, or a provider that maps the model aliases

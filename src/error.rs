@@ -87,6 +87,13 @@ impl From<std::io::Error> for Error {
     }
 }
 
+/// The transcripts' projects dir cannot be read (`report`, `outcomes`): where to point them instead.
+impl From<system1_transcripts::ListError> for Error {
+    fn from(e: system1_transcripts::ListError) -> Self {
+        Error::failure(e.to_string()).with_hint("pass --dir, or set CLAUDE_CONFIG_DIR to the Claude Code directory")
+    }
+}
+
 /// Adds what was being done to an I/O or parse error, so the one-line message says where.
 pub trait Context<T> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T>;

@@ -30,7 +30,6 @@ mod serve;
 mod state;
 mod text;
 mod tier;
-mod transcripts;
 mod tuning;
 mod zone;
 

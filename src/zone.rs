@@ -4,7 +4,7 @@
 //! the way the C library finds it. tz-rs reads the zoneinfo files and their rules for the years past
 //! their last transition; nothing here needs a network or a bundled database.
 
-use chrono::{Datelike, NaiveDate};
+use chrono::{DateTime, Datelike, NaiveDate, Utc};
 use tz::TimeZone;
 use tz::timezone::TimeZoneSettings;
 
@@ -142,9 +142,41 @@ pub fn week_of(day: i64) -> i64 {
     day - i64::from(date(day).weekday().num_days_from_monday())
 }
 
+/// A `--since`/`--until` value: a date means its midnight in `zone` (`end_of_day` moves it to the
+/// next midnight, so that `--until` takes the day whole); anything else must be an RFC 3339 time.
+pub fn parse_when(s: &str, flag: &str, end_of_day: bool, zone: &Zone) -> Result<DateTime<Utc>> {
+    if let Some(d) = date_in(s) {
+        let midnight = zone.start_of(day(d) + i64::from(end_of_day));
+        return Ok(DateTime::from_timestamp(midnight, 0).unwrap_or_default());
+    }
+    DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| Error::usage(format!("{flag} {s:?}: expected a date (2026-11-01) or an RFC 3339 time")))
+}
+
+/// The date a `--since`/`--until` value names, when it is one (not a time).
+pub fn date_in(s: &str) -> Option<NaiveDate> {
+    NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn when_is_a_date_or_a_time() {
+        let utc = Zone::utc();
+        let at = |s, end| parse_when(s, "--since", end, &utc).map(|t| t.to_rfc3339());
+        assert_eq!(at("2026-10-01", false).unwrap(), "2026-10-01T00:00:00+00:00");
+        assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-02T00:00:00+00:00");
+        assert_eq!(at("2026-10-01T12:00:00+02:00", false).unwrap(), "2026-10-01T10:00:00+00:00");
+        assert!(at("last week", false).unwrap_err().to_string().contains("--since"));
+        // A date is the midnight of the zone's day; a time stands as written.
+        let tokyo = Zone::named("+09:00").unwrap();
+        let at = |s, end| parse_when(s, "--until", end, &tokyo).map(|t| t.to_rfc3339());
+        assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-01T15:00:00+00:00");
+        assert_eq!(at("2026-10-01T12:00:00Z", true).unwrap(), "2026-10-01T12:00:00+00:00");
+    }
 
     fn at(s: &str) -> i64 {
         chrono::DateTime::parse_from_rfc3339(s).unwrap().timestamp()

@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde_json::json;
+use system1_transcripts::Scope;
 
 use crate::error::{Context, Result};
 use crate::outcomes::{self, Outcome, Proposal};
 use crate::routing::log;
 use crate::text;
 use crate::tier::Tier;
-use crate::transcripts::{self, Scope};
 
 #[derive(clap::Args)]
 #[command(after_help = "\
@@ -45,11 +45,11 @@ pub struct Args {
 pub fn run(args: Args) -> Result<i32> {
     let zone = crate::zone::Zone::local();
     let scope = Scope {
-        dir: args.dir.clone(),
-        since: args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false, &zone)).transpose()?,
-        until: args.until.as_deref().map(|s| transcripts::parse_when(s, "--until", true, &zone)).transpose()?,
+        dir: args.dir.clone().unwrap_or_else(crate::paths::claude_projects_dir),
+        since: args.since.as_deref().map(|s| crate::zone::parse_when(s, "--since", false, &zone)).transpose()?,
+        until: args.until.as_deref().map(|s| crate::zone::parse_when(s, "--until", true, &zone)).transpose()?,
         project: args.project.clone(),
-        ..Scope::default()
+        threads: 0,
     };
     if let (Some(s), Some(u)) = (scope.since, scope.until)
         && s >= u

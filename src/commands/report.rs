@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use serde_json::json;
+use system1_transcripts::{self as transcripts, Scope};
 
 use crate::config::Enforce;
 use crate::error::{Context, Error, Result};
@@ -18,7 +19,6 @@ use crate::report::spawns::SpawnLog;
 use crate::report::what_if::{self, EngineAsker};
 use crate::report::{Aggregator, ReadStats, Report, html, render, svg};
 use crate::text::Meter;
-use crate::transcripts::{self, Scope};
 use crate::zone::{self, Zone};
 
 #[derive(clap::Args)]
@@ -119,10 +119,10 @@ struct Period {
 impl Period {
     fn of(args: &Args, zone: &Zone) -> Result<Period> {
         let mut p = Period {
-            since: args.since.as_deref().map(|s| transcripts::parse_when(s, "--since", false, zone)).transpose()?,
-            until: args.until.as_deref().map(|s| transcripts::parse_when(s, "--until", true, zone)).transpose()?,
-            since_date: args.since.as_deref().and_then(transcripts::date_in),
-            until_date: args.until.as_deref().and_then(transcripts::date_in),
+            since: args.since.as_deref().map(|s| zone::parse_when(s, "--since", false, zone)).transpose()?,
+            until: args.until.as_deref().map(|s| zone::parse_when(s, "--until", true, zone)).transpose()?,
+            since_date: args.since.as_deref().and_then(zone::date_in),
+            until_date: args.until.as_deref().and_then(zone::date_in),
         };
         if let Some(days) = args.days {
             if days == 0 {
@@ -149,7 +149,7 @@ pub fn run(args: Args) -> Result<i32> {
     };
     let period = Period::of(&args, &zone)?;
     let scope = Scope {
-        dir: args.dir.clone(),
+        dir: args.dir.clone().unwrap_or_else(crate::paths::claude_projects_dir),
         since: period.since,
         until: period.until,
         project: args.project.clone(),
@@ -175,7 +175,7 @@ pub fn run(args: Args) -> Result<i32> {
     let rfc3339 = |t: DateTime<Utc>| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
     let date = |d: Option<NaiveDate>| d.map(|d| d.format("%Y-%m-%d").to_string());
     let scope_json: BTreeMap<String, serde_json::Value> = [
-        ("dir", json!(scope.projects_dir().display().to_string())),
+        ("dir", json!(scope.dir.display().to_string())),
         ("since", json!(period.since.map(rfc3339))),
         ("until", json!(period.until.map(rfc3339))),
         ("since_date", json!(date(period.since_date))),
@@ -255,11 +255,11 @@ fn nothing_matched(scope: &Scope) -> Result<()> {
     let shown: Vec<&str> = names.iter().take(8).map(String::as_str).collect();
     let more = names.len().saturating_sub(shown.len());
     let hint = match (shown.is_empty(), more) {
-        (true, _) => format!("{} holds no project at all", scope.projects_dir().display()),
+        (true, _) => format!("{} holds no project at all", scope.dir.display()),
         (false, 0) => format!("projects there: {}", shown.join(", ")),
         (false, n) => format!("projects there: {} and {n} more", shown.join(", ")),
     };
-    Err(Error::usage(format!("--project {project:?}: no project under {} matches it", scope.projects_dir().display()))
+    Err(Error::usage(format!("--project {project:?}: no project under {} matches it", scope.dir.display()))
         .with_hint(hint))
 }
 

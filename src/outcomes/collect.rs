@@ -13,10 +13,10 @@ use std::collections::HashMap;
 use std::sync::LazyLock;
 
 use regex_lite::Regex;
+use system1_transcripts::Line;
+use system1_transcripts::line::Content;
 
 use super::rules::Spawn;
-use crate::transcripts::Line;
-use crate::transcripts::line::Content;
 
 #[derive(Debug, Default, Clone)]
 struct SubagentFile {
@@ -212,7 +212,7 @@ mod tests {
     /// Feeds one JSON line through the shared transcript parser, as the reader does.
     fn feed(c: &mut Collector, v: Value) {
         let raw = v.to_string();
-        c.main_line("p", "s", &crate::transcripts::line::parse(raw.as_bytes()).unwrap());
+        c.main_line("p", "s", &system1_transcripts::line::parse(raw.as_bytes()).unwrap());
     }
 
     #[test]
@@ -243,10 +243,10 @@ mod tests {
         let spawn = json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "id": "toolu_3", "name": "Agent", "input": {"description": "d"}}]}});
         let result = json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "toolu_3", "content": "done", "is_error": true}]}});
         let mut first = Collector::default();
-        first.main_line("p", "original", &crate::transcripts::line::parse(spawn.to_string().as_bytes()).unwrap());
+        first.main_line("p", "original", &system1_transcripts::line::parse(spawn.to_string().as_bytes()).unwrap());
         let mut fork = Collector::default();
         for l in [&spawn, &result] {
-            fork.main_line("p", "fork", &crate::transcripts::line::parse(l.to_string().as_bytes()).unwrap());
+            fork.main_line("p", "fork", &system1_transcripts::line::parse(l.to_string().as_bytes()).unwrap());
         }
         first.merge(fork);
         let s = first.finish();

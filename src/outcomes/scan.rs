@@ -1,14 +1,15 @@
-//! Feeds the transcripts, through the shared streaming reader (`crate::transcripts`), into the
+//! Feeds the transcripts, through the shared streaming reader (crates/transcripts), into the
 //! [`Collector`]. Each file is read on the reader's threads by a visitor that passes only the lines
 //! outcomes need (Agent tool uses, their results, task notifications) to a collector of its own and,
 //! for a subagent's own file, keeps just whether it hit an API error and which model it ran on. The
 //! calling thread merges the files in path order, so that of a forked session's copies the same one
 //! always wins.
 
+use system1_transcripts::{self as transcripts, FileInfo, FileVisitor, Line, Needle, Scope, Stats};
+
 use super::collect::Collector;
 use super::rules::Spawn;
 use crate::error::Result;
-use crate::transcripts::{self, FileInfo, FileVisitor, Line, Needle, Scope, Stats};
 
 enum Found {
     Main(Collector),

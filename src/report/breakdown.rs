@@ -19,12 +19,12 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
+use system1_transcripts::Tokens;
 
 use super::figures::{self, Baseline, Fate, Models, Priced, Spawns, Usage};
 use super::prices::{Minute, NO_MINUTE, Pico, Prices, usd};
 use super::{Aggregator, NO_AGENT, ReadStats, Rec};
 use crate::tier::Tier;
-use crate::transcripts::Tokens;
 use crate::zone::{self, Zone};
 
 /// What one row stands for.

@@ -13,8 +13,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-
-use crate::transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
+use system1_transcripts::{FileInfo, FileVisitor, Line, Needle, Stats, Tokens};
 
 use crate::claude_code::{Effort, Provider};
 use crate::report::prices::{Minute, minute_of_timestamp};
@@ -136,8 +135,8 @@ pub fn hinted_tier(text: &str) -> Option<Tier> {
 /// Words in a prompt line's text (counted, never kept), as the hook's length gate counts them.
 fn prompt_words(line: &Line<'_>) -> usize {
     match line.message.as_ref().and_then(|m| m.content.as_ref()) {
-        Some(crate::transcripts::line::Content::Text(t)) => words(t),
-        Some(crate::transcripts::line::Content::Blocks(blocks)) => {
+        Some(system1_transcripts::line::Content::Text(t)) => words(t),
+        Some(system1_transcripts::line::Content::Blocks(blocks)) => {
             blocks.iter().filter(|b| b.is("text")).filter_map(|b| b.text()).map(|t| words(&t)).sum()
         }
         _ => 0,
@@ -508,7 +507,7 @@ mod tests {
         let raw = serde_json::json!({"type": "attachment", "uuid": "h1", "attachment": {
             "type": "hook_additional_context", "hookEvent": "UserPromptSubmit", "content": [context]}})
         .to_string();
-        c.line(&crate::transcripts::line::parse(raw.as_bytes()).unwrap(), raw.as_bytes());
+        c.line(&system1_transcripts::line::parse(raw.as_bytes()).unwrap(), raw.as_bytes());
         let hints = &c.facts.hints;
         assert_eq!(hints.iter().map(|h| h.routing).collect::<Vec<_>>(), vec![true, false]);
         assert_eq!(c.turn.pending_hint, Some(Some(Tier::Haiku)));

@@ -10,12 +10,12 @@
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use system1_transcripts::Scope;
 
 use super::spawns::SpawnLog;
 use crate::providers::hosted;
 use crate::routing::entry::Source;
 use crate::state::{self, Sent, Tallied};
-use crate::transcripts::Scope;
 
 /// The decisions of every engine in scope.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]

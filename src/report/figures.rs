@@ -10,11 +10,12 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use system1_transcripts::Tokens;
+
 use super::{Adherence, Aggregator, ModelRow, NO_AGENT, Part, Reach, Rec, Savings, TierRow, ratio};
 use crate::report::collect::SpawnRec;
 use crate::report::prices::{EntryId, Pico, Prices, usd};
 use crate::tier::Tier;
-use crate::transcripts::Tokens;
 
 /// One count per tier, in `Tier::ALL` order.
 pub(super) type PerTier<T> = [T; Tier::COUNT];

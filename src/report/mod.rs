@@ -38,11 +38,11 @@ pub mod what_if;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
+use system1_transcripts::{FileInfo, Stats, Tokens};
 
 use crate::claude_code::{Effort, Provider};
 use crate::text;
 use crate::tier::Tier;
-use crate::transcripts::{FileInfo, Stats, Tokens};
 use collect::{FileFacts, HintRec, SpawnRec};
 use figures::{Baseline, Models, Spawns, Usage};
 use prices::{Day, Minute, PriceFile, Prices, day_of_minute};

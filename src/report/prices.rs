@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
+use system1_transcripts::Tokens;
 
 use crate::claude_code::{Effort, Provider};
 use crate::error::{Context, Error, Result};
 use crate::tier::{ModelId, Tier};
-use crate::transcripts::Tokens;
 
 pub const EMBEDDED: &str = include_str!("../../scripts/prices.json");
 

@@ -12,6 +12,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use system1_transcripts::{Scope, encode_project};
 
 use super::figures::{self, Baseline, Models, Repriced, Usage};
 use super::prices::usd;
@@ -22,7 +23,6 @@ use crate::routing::log;
 use crate::routing::rule::Chosen;
 use crate::routing::spawn_log::{self, Logged};
 use crate::tier::Tier;
-use crate::transcripts::{Scope, encode_project};
 
 /// What the report read of the routing log: its agent entries in the report's scope, and the
 /// spawn entries that complete them.

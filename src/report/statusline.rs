@@ -23,12 +23,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use system1_transcripts::{self as transcripts, AgentFile, AgentMeta, FileInfo, Scope, Stats};
 
 use super::collect::{Collector, FileFacts, Resume};
 use super::prices::{Minute, Prices};
 use super::spawns::SpawnLog;
 use super::{Aggregator, Report};
-use crate::transcripts::{self, AgentFile, AgentMeta, FileInfo, Scope, Stats};
 use crate::zone::Zone;
 use crate::{fsutil, paths};
 
@@ -475,11 +475,7 @@ impl Cache {
     /// Lists every transcript written since `since`, keeps the sessions held whole that still
     /// have one, and watches the directories new files would appear in.
     fn walk(&self, zone: &Zone, day: i64, since: i64, now: i64, old: Option<&State>) -> State {
-        let scope = Scope {
-            dir: Some(self.projects.clone()),
-            since: chrono::DateTime::from_timestamp(since, 0),
-            ..Scope::default()
-        };
+        let scope = Scope { since: chrono::DateTime::from_timestamp(since, 0), ..Scope::new(self.projects.clone()) };
         let mut state = State {
             format: FORMAT.into(),
             version: VERSION,
@@ -508,7 +504,7 @@ impl Cache {
             self.hold_session(&mut state, &main);
         }
         self.watch(&mut state, &self.projects.clone());
-        for p in transcripts::project_names(&Scope { dir: Some(self.projects.clone()), ..Scope::default() }) {
+        for p in transcripts::project_names(&Scope::new(self.projects.clone())) {
             self.watch(&mut state, &self.projects.join(p));
         }
         let sessions: HashSet<(String, String)> =
@@ -578,7 +574,7 @@ impl Cache {
                 .unwrap_or_default();
             let new: Vec<FileInfo> = match rel.as_slice() {
                 [] => {
-                    let all = Scope { dir: Some(self.projects.clone()), ..Scope::default() };
+                    let all = Scope::new(self.projects.clone());
                     for p in transcripts::project_names(&all) {
                         let dir = self.projects.join(p);
                         if self.watch(state, &dir) {
@@ -637,7 +633,7 @@ impl Cache {
         {
             return false;
         }
-        let scope = Scope { since: chrono::DateTime::from_timestamp(since, 0), ..Scope::default() };
+        let scope = Scope { since: chrono::DateTime::from_timestamp(since, 0), ..Scope::new(self.projects.clone()) };
         let mut log = SpawnLog::read(&self.routing_log, &scope);
         let today: HashSet<String> =
             log.entries.iter().filter(|e| e.is_agent()).filter_map(|e| e.call.tool_use_id.clone()).collect();

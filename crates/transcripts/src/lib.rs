@@ -8,8 +8,8 @@
 //! `subagents/workflows/<wf>/`), with its `.meta.json` beside it there.
 //!
 //! How to use it:
-//! 1. [`list`] walks the projects dir (by default [`crate::paths::claude_projects_dir`], which honours
-//!    `CLAUDE_CONFIG_DIR`) and returns one [`FileInfo`] per transcript, filtered by [`Scope`]
+//! 1. [`list`] walks the projects dir the [`Scope`] names (the product passes Claude Code's, which
+//!    `CLAUDE_CONFIG_DIR` moves) and returns one [`FileInfo`] per transcript, filtered by [`Scope`]
 //!    (project; files last written before `since` are left out without being opened). Projects, then
 //!    session dirs, are listed on the reader pool, and each subagent's `.meta.json` is read there too
 //!    (at most 64 KB of it).
@@ -36,10 +36,15 @@
 //! `sessionId` changed), and one API reply is written once per content block: deduplicating is the
 //! consumer's job, keyed on `message.id` + `requestId` for usage and `uuid` for other lines.
 
+mod claude_code;
+mod file;
 /// The typed line and its parts (`Block`, `AgentInput`, `AgentResult`, `Attachment`, `Usage`).
 pub mod line;
 
+pub use claude_code::{Effort, SPAWN_TOOLS, is_spawn_tool};
 pub use line::{Line, Tokens};
+
+use std::fmt;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -47,17 +52,14 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::SystemTime;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
-use crate::error::{Error, Result};
-use crate::zone::{self, Zone};
-
 /// Which transcripts to read.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Scope {
-    /// The projects dir (`~/.claude/projects` unless given).
-    pub dir: Option<PathBuf>,
+    /// The projects dir (Claude Code's is `~/.claude/projects`).
+    pub dir: PathBuf,
     /// Keep lines at or after this instant (and skip files last written before it).
     pub since: Option<DateTime<Utc>>,
     /// Keep lines strictly before this instant.
@@ -70,8 +72,9 @@ pub struct Scope {
 }
 
 impl Scope {
-    pub fn projects_dir(&self) -> PathBuf {
-        self.dir.clone().unwrap_or_else(crate::paths::claude_projects_dir)
+    /// Every transcript under `dir`: no time bounds, every project, one reader per core.
+    pub fn new(dir: PathBuf) -> Scope {
+        Scope { dir, since: None, until: None, project: None, threads: 0 }
     }
 
     /// Reader threads: as asked, else one per available core.
@@ -91,26 +94,9 @@ impl Scope {
     }
 }
 
-/// A `--since`/`--until` value: a date means its midnight in `zone` (`end_of_day` moves it to the
-/// next midnight, so that `--until` takes the day whole); anything else must be an RFC 3339 time.
-pub fn parse_when(s: &str, flag: &str, end_of_day: bool, zone: &Zone) -> Result<DateTime<Utc>> {
-    if let Some(d) = date_in(s) {
-        let day = zone::day(d) + i64::from(end_of_day);
-        return Ok(DateTime::from_timestamp(zone.start_of(day), 0).unwrap_or_default());
-    }
-    DateTime::parse_from_rfc3339(s.trim())
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|_| Error::usage(format!("{flag} {s:?}: expected a date (2026-11-01) or an RFC 3339 time")))
-}
-
-/// The date a `--since`/`--until` value names, when it is one (not a time).
-pub fn date_in(s: &str) -> Option<NaiveDate> {
-    NaiveDate::parse_from_str(s.trim(), "%Y-%m-%d").ok()
-}
-
 /// The names of every project directory under the scope's projects dir, sorted.
 pub fn project_names(scope: &Scope) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(scope.projects_dir())
+    let mut names: Vec<String> = std::fs::read_dir(&scope.dir)
         .map(|entries| {
             entries
                 .flatten()
@@ -237,16 +223,32 @@ impl Needle {
     }
 }
 
+/// Why [`list`] found no transcripts at all: its projects dir cannot be read.
+#[derive(Debug)]
+pub struct ListError {
+    pub root: PathBuf,
+    pub source: std::io::Error,
+}
+
+impl fmt::Display for ListError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot read the Claude Code transcripts at {}: {}", self.root.display(), self.source)
+    }
+}
+
+impl std::error::Error for ListError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
 /// Every transcript under the scope's projects dir, largest first (so the pool finishes evenly).
 ///
 /// Listing runs on the reader pool too: real histories hold tens of thousands of subagent files,
 /// each with a `.meta.json` to read, and one thread doing that alone would be most of the run.
-pub fn list(scope: &Scope) -> Result<Vec<FileInfo>> {
-    let root = scope.projects_dir();
-    let entries = std::fs::read_dir(&root).map_err(|e| {
-        Error::failure(format!("cannot read the Claude Code transcripts at {}: {e}", root.display()))
-            .with_hint("pass --dir, or set CLAUDE_CONFIG_DIR to the Claude Code directory")
-    })?;
+pub fn list(scope: &Scope) -> Result<Vec<FileInfo>, ListError> {
+    let root = &scope.dir;
+    let entries = std::fs::read_dir(root).map_err(|source| ListError { root: root.clone(), source })?;
     let since = scope.since.map(SystemTime::from);
     let projects: Vec<(PathBuf, String)> = entries
         .flatten()
@@ -438,7 +440,7 @@ fn read_meta(path: &Path) -> Option<AgentMeta> {
     // Claude Code writes it as a regular file beside the transcript, as it does the transcripts,
     // whose links are not followed either: a FIFO there would hang the report, a link to a
     // device flood it.
-    let bytes = crate::fsutil::read_file(path, MAX_META_BYTES, crate::fsutil::Links::Refuse).ok()?;
+    let bytes = file::read_regular(path, MAX_META_BYTES).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -543,7 +545,9 @@ struct TimeRange {
 
 impl TimeRange {
     fn new(since: Option<DateTime<Utc>>, until: Option<DateTime<Utc>>) -> Self {
-        let text = |t: DateTime<Utc>| (t, crate::text::timestamp(t));
+        // The shape Claude Code writes (`2026-11-30T10:41:30.123Z`), for `contains` to compare
+        // its text with.
+        let text = |t: DateTime<Utc>| (t, t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
         TimeRange { since: since.map(text), until: until.map(text) }
     }
 
@@ -625,7 +629,7 @@ fn read_file_from<V: FileVisitor>(
     *stats = Stats { files: 1, subagent_files: u64::from(info.is_subagent()), ..Stats::default() };
     // Listed as a regular file, but it may have been swapped for a FIFO since: opened so that it
     // is refused rather than waited on.
-    let Ok((mut file, _)) = crate::fsutil::open_read(&info.path, u64::MAX, crate::fsutil::Links::Refuse) else {
+    let Ok((mut file, _)) = file::open_regular(&info.path, u64::MAX) else {
         stats.unreadable_files = 1;
         return 0;
     };
@@ -784,26 +788,11 @@ mod tests {
     }
 
     #[test]
-    fn when_is_a_date_or_a_time() {
-        let utc = Zone::utc();
-        let at = |s, end| parse_when(s, "--since", end, &utc).map(|t| t.to_rfc3339());
-        assert_eq!(at("2026-10-01", false).unwrap(), "2026-10-01T00:00:00+00:00");
-        assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-02T00:00:00+00:00");
-        assert_eq!(at("2026-10-01T12:00:00+02:00", false).unwrap(), "2026-10-01T10:00:00+00:00");
-        assert!(at("last week", false).unwrap_err().to_string().contains("--since"));
-        // A date is the midnight of the zone's day; a time stands as written.
-        let tokyo = Zone::named("+09:00").unwrap();
-        let at = |s, end| parse_when(s, "--until", end, &tokyo).map(|t| t.to_rfc3339());
-        assert_eq!(at("2026-10-01", true).unwrap(), "2026-10-01T15:00:00+00:00");
-        assert_eq!(at("2026-10-01T12:00:00Z", true).unwrap(), "2026-10-01T12:00:00+00:00");
-    }
-
-    #[test]
     fn project_filter_accepts_names_and_paths() {
-        let scope = Scope { project: Some("/home/u/w1".into()), ..Scope::default() };
+        let scope = Scope { project: Some("/home/u/w1".into()), ..Scope::new(PathBuf::new()) };
         assert!(scope.project_matches("-home-u-w1"));
         assert!(!scope.project_matches("-home-u-w2"));
-        let scope = Scope { project: Some("w1".into()), ..Scope::default() };
+        let scope = Scope { project: Some("w1".into()), ..Scope::new(PathBuf::new()) };
         assert!(scope.project_matches("-home-u-w1"));
         assert_eq!(encode_project("/home/u/my.repo"), "-home-u-my-repo");
         // Claude Code maps every character but an ASCII letter or digit, not only separators.
@@ -891,7 +880,7 @@ mod tests {
 
     /// A scratch folder, which goes when the first value is dropped.
     fn scratch() -> (tempfile::TempDir, PathBuf) {
-        let dir = crate::fsutil::scratch_dir();
+        let dir = tempfile::Builder::new().prefix("system1-test-").tempdir().unwrap();
         let path = dir.path().to_path_buf();
         (dir, path)
     }
@@ -927,7 +916,7 @@ mod tests {
         std::fs::create_dir_all(root.join("-other")).unwrap();
         std::fs::write(root.join("-other/s2.jsonl"), "{\"type\":\"user\"}\n").unwrap();
 
-        let scope = Scope { dir: Some(root.clone()), project: Some("w1".into()), ..Scope::default() };
+        let scope = Scope { project: Some("w1".into()), ..Scope::new(root.clone()) };
         let files = list(&scope).unwrap();
         assert_eq!(files.len(), 2);
         let agent = files.iter().find(|f| f.is_subagent()).unwrap();
@@ -969,7 +958,7 @@ mod tests {
 
     #[test]
     fn a_missing_projects_dir_is_a_clear_error() {
-        let scope = Scope { dir: Some(PathBuf::from("/nonexistent/system1/projects")), ..Scope::default() };
+        let scope = Scope::new(PathBuf::from("/nonexistent/system1/projects"));
         let err = list(&scope).unwrap_err();
         assert!(err.to_string().contains("/nonexistent/system1/projects"));
     }
@@ -1038,7 +1027,7 @@ mod tests {
         assert!(files > 3 * BATCH_FILES as u64);
         let mut seen = Vec::new();
         for threads in [1, 2, 5] {
-            let scope = Scope { dir: Some(root.clone()), threads, ..Scope::default() };
+            let scope = Scope { threads, ..Scope::new(root.clone()) };
             let listed = list(&scope).unwrap();
             assert_eq!(listed.len() as u64, files);
             assert!(listed.windows(2).all(|w| w[0].size >= w[1].size), "largest first");
@@ -1064,12 +1053,12 @@ mod tests {
     }
 
     fn one_file(root: &Path) -> Vec<FileInfo> {
-        list(&Scope { dir: Some(root.to_path_buf()), ..Scope::default() }).unwrap()
+        list(&Scope::new(root.to_path_buf())).unwrap()
     }
 
     fn read_one(files: Vec<FileInfo>) -> (u64, Stats) {
         let mut input = 0;
-        let stats = read(files, &Scope::default(), sum_for, |_, (_, i, _), _| input += i);
+        let stats = read(files, &Scope::new(PathBuf::new()), sum_for, |_, (_, i, _), _| input += i);
         (input, stats)
     }
 

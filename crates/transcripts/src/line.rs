@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
-use crate::claude_code::Effort;
+use crate::claude_code::{Effort, is_spawn_tool};
 
 /// One line of a transcript (`type` is `user`, `assistant`, `attachment`, `system`, ...).
 #[derive(Debug, Default, Deserialize)]
@@ -229,7 +229,7 @@ impl Block<'_> {
 
     /// A `tool_use` that spawns a subagent (`Agent`; `Task` before Claude Code 2.1).
     pub fn is_agent_spawn(&self) -> bool {
-        self.is("tool_use") && self.name.as_deref().is_some_and(crate::claude_code::is_spawn_tool)
+        self.is("tool_use") && self.name.as_deref().is_some_and(is_spawn_tool)
     }
 
     /// The input of an Agent tool use, leniently: missing or odd fields are `None`.
@@ -377,13 +377,13 @@ fn texts_of(raw: &str) -> Option<String> {
 
 /// A string field that tolerates any other JSON value (read as absent), so one odd field never makes
 /// a whole line unreadable.
-pub fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     d.deserialize_any(Lenient(|s: &str| Some(s.to_string())))
 }
 
 /// An effort level that tolerates any other value (read as absent): a level this build does not
 /// know, or another shape, never makes the line unreadable.
-pub fn lenient_effort<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Effort>, D::Error> {
+pub(crate) fn lenient_effort<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Effort>, D::Error> {
     d.deserialize_any(Lenient(Effort::named))
 }
 
