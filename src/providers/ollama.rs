@@ -59,14 +59,43 @@ impl Ollama {
         self.endpoint.as_ref().ok_or_else(|| Failure::new(Cause::BadEndpoint, "ollama: the endpoint is not usable"))
     }
 
+    /// Whether `/api/tags`' answer lists the model (`NAME` is `NAME:latest`).
+    fn pulled(&self, tags: &Value) -> bool {
+        let names: Vec<&str> = tags
+            .get("models")
+            .and_then(Value::as_array)
+            .map(|m| {
+                m.iter().flat_map(|e| [e.get("name"), e.get("model")]).flatten().filter_map(Value::as_str).collect()
+            })
+            .unwrap_or_default();
+        let latest = format!("{}:latest", self.model);
+        names.iter().any(|n| *n == self.model || (!self.model.contains(':') && *n == latest))
+    }
+
+    /// An error reply: a model to pull, or the status. Ollama answers a model it does not have
+    /// with a 404 on every route that takes one, and says which only in words (`{"error": "model
+    /// \"NAME\" not found, try pulling it first"}`), as it does a route it does not have; so a
+    /// 404 is a model to pull when Ollama's own list (`GET /api/tags`) does not name the model,
+    /// never by its words.
+    fn refusal(&self, reply: &http::Reply, timeout: Duration) -> Failure {
+        let failure = http::status_failure("ollama: ", reply);
+        let unlisted = reply.status == 404
+            && !timeout.is_zero()
+            && self.endpoint().ok().and_then(|e| e.get("/api/tags", timeout, None).ok()).is_some_and(|tags| {
+                tags.status == 200 && tags.json.get("models").is_some_and(Value::is_array) && !self.pulled(&tags.json)
+            });
+        if unlisted { Failure::new(Cause::ModelMissing, failure.detail) } else { failure }
+    }
+
     /// Whether the model thinks (so `think: false` must be sent), asked once of `/api/show`.
     fn thinks(&self, timeout: Duration) -> Result<bool, Failure> {
         if let Some(known) = self.thinking.lock().ok().and_then(|g| *g) {
             return Ok(known);
         }
+        let started = Instant::now();
         let reply = self.endpoint()?.post("/api/show", &json!({"model": self.model}), timeout, None)?;
         if reply.status != 200 {
-            return Err(ollama_refusal(&reply));
+            return Err(self.refusal(&reply, timeout.saturating_sub(started.elapsed())));
         }
         let thinks = reply
             .json
@@ -123,9 +152,10 @@ impl Ollama {
             body["think"] = json!(false);
         }
         let endpoint = self.endpoint()?;
+        let started = Instant::now();
         let reply = endpoint.post("/api/chat", &body, timeout, None)?;
         if reply.status != 200 {
-            return Err(ollama_refusal(&reply));
+            return Err(self.refusal(&reply, timeout.saturating_sub(started.elapsed())));
         }
         let top = reply
             .json
@@ -241,17 +271,7 @@ impl Provider for Ollama {
             Ok(r) => return Probe::Down(http::status_failure(&format!("ollama at {base}: "), &r)),
             Err(f) => return Probe::Down(f.prefixed(&format!("ollama at {base}: "))),
         };
-        let names: Vec<&str> = reply
-            .json
-            .get("models")
-            .and_then(Value::as_array)
-            .map(|m| {
-                m.iter().flat_map(|e| [e.get("name"), e.get("model")]).flatten().filter_map(Value::as_str).collect()
-            })
-            .unwrap_or_default();
-        let latest = format!("{}:latest", self.model);
-        let listed = names.iter().any(|n| *n == self.model || (!self.model.contains(':') && *n == latest));
-        if !listed {
+        if !self.pulled(&reply.json) {
             return Probe::Down(Failure::new(
                 Cause::ModelMissing,
                 format!("ollama at {base} is up, but {} is not pulled (run `ollama pull {}`)", self.model, self.model),
@@ -273,21 +293,6 @@ impl Provider for Ollama {
             )),
         }
     }
-}
-
-/// An error reply from Ollama: a model to pull (see [`names_a_missing_model`]) or the status.
-fn ollama_refusal(reply: &http::Reply) -> Failure {
-    let failure = http::status_failure("ollama: ", reply);
-    if names_a_missing_model(reply) { Failure::new(Cause::ModelMissing, failure.detail) } else { failure }
-}
-
-/// Ollama answers a model it does not have with HTTP 404 on every route that takes a model, and
-/// says which only in words: `{"error": "model \"NAME\" not found, try pulling it first"}` (the
-/// error its API defines for a missing model; the test fixture is built from Ollama's API types,
-/// not recorded from a server). A 404 for a route missing has other words, so these words are
-/// read, here only.
-fn names_a_missing_model(reply: &http::Reply) -> bool {
-    reply.status == 404 && reply.json.get("error").and_then(Value::as_str).is_some_and(|e| e.starts_with("model "))
 }
 
 /// Whether a version string like `0.12.11` (or `0.13.0-rc1`) is at least `min`.

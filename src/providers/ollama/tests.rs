@@ -167,17 +167,28 @@ fn limits_errors_and_timeouts() {
     assert!(matches!(&err, Failure { cause: Cause::OverLimit, detail: d } if d.contains("21 options")));
     assert!(server.requests().is_empty());
 
-    let missing = FakeServer::start(|_r: &Request| {
-        Reply::json(404, &json!({"error": "model \"qwen3:4b\" not found, try pulling it first"}))
-    });
-    let err = ollama(&missing, "")
-        .decide(&EngineRequest { context: None, questions: vec![q("d", "?", &["a", "b"])] }, T)
-        .unwrap_err();
-    // Ollama's 404 for a model it does not have is a model to pull, not a missing route.
+    // Ollama's 404 for a model it does not have is a model to pull, not a missing route: its list
+    // of pulled models says so, not the words.
+    let refusing = |listed: &'static str, error: &'static str| {
+        FakeServer::start(move |r: &Request| match r.path.as_str() {
+            "/api/tags" => Reply::json(200, &json!({"models": [{"name": listed, "model": listed}]})),
+            _ => Reply::json(404, &json!({"error": error})),
+        })
+    };
+    let decide = |server: &FakeServer| {
+        ollama(server, "").decide(&EngineRequest { context: None, questions: vec![q("d", "?", &["a", "b"])] }, T)
+    };
+    let missing = refusing("llama3:latest", "model \"qwen3:4b\" not found, try pulling it first");
     assert_eq!(
-        err,
+        decide(&missing).unwrap_err(),
         Failure::new(Cause::ModelMissing, "ollama: HTTP 404: model \"qwen3:4b\" not found, try pulling it first")
     );
+    let reworded = refusing("llama3:latest", "no such thing");
+    assert_eq!(decide(&reworded).unwrap_err().cause, Cause::ModelMissing, "the words do not matter");
+    let pulled = refusing("qwen3:4b", "model \"qwen3:4b\" not found, try pulling it first");
+    assert_eq!(decide(&pulled).unwrap_err().cause, Cause::HttpStatus(404), "listed: the words are not the cause");
+    let not_ollama = FakeServer::start(|_r: &Request| Reply::json(404, &json!({"error": "model not found"})));
+    assert_eq!(decide(&not_ollama).unwrap_err().cause, Cause::HttpStatus(404), "no list: a status");
 
     let slow = FakeServer::start(|r: &Request| if r.path == "/api/show" { show(false) } else { Reply::hang() });
     let started = Instant::now();
