@@ -16,6 +16,7 @@ pub mod labels;
 pub mod plot;
 pub mod question_fit;
 pub mod readiness;
+pub mod rule_choice;
 pub mod rule_fit;
 pub mod seeds;
 pub mod study;

@@ -43,7 +43,13 @@ pub struct Item {
 }
 
 /// What the head decides and what the rule decides, for one item.
-fn route(rule: &Fitted, e: &Example, head: TierAnswer, from: Option<f64>, threshold: f64) -> (Tier, bool, bool) {
+pub(crate) fn route(
+    rule: &Fitted,
+    e: &Example,
+    head: TierAnswer,
+    from: Option<f64>,
+    threshold: f64,
+) -> (Tier, bool, bool) {
     match from {
         Some(t) if head.confidence >= t - 1e-12 => (head.tier, true, true),
         _ => (rule.choose(e).0, rule.hinted(e, threshold), false),
@@ -79,7 +85,7 @@ pub struct Measured {
     pub fixed: Vec<Combined>,
 }
 
-fn combined(picks: &[(Tier, bool, bool)], examples: &[&Example], from: Option<f64>) -> Combined {
+pub(crate) fn combined(picks: &[(Tier, bool, bool)], examples: &[&Example], from: Option<f64>) -> Combined {
     let n = examples.len().max(1) as f64;
     let agree = |i: usize| picks[i].0 == examples[i].tier;
     let hinted: Vec<usize> = (0..picks.len()).filter(|&i| picks[i].1).collect();
@@ -99,7 +105,7 @@ fn combined(picks: &[(Tier, bool, bool)], examples: &[&Example], from: Option<f6
 
 /// The trust level that agrees most often on `items` (held-out head answers `heads`); of equal
 /// ones the highest, where the head decides least.
-fn choose(rule: &Fitted, items: &[&Example], heads: &[TierAnswer], threshold: f64) -> Option<f64> {
+pub(crate) fn choose(rule: &Fitted, items: &[&Example], heads: &[TierAnswer], threshold: f64) -> Option<f64> {
     let mut best: (usize, Option<f64>) = (0, None);
     for from in CANDIDATES {
         let right = items.iter().zip(heads).filter(|(e, h)| route(rule, e, **h, from, threshold).0 == e.tier).count();
@@ -111,30 +117,43 @@ fn choose(rule: &Fitted, items: &[&Example], heads: &[TierAnswer], threshold: f6
     best.1
 }
 
-/// Measures the head first and then the rule (`rules`, `default_tier`, hints at `threshold`) on
-/// `items` by nested cross-validation. `extra` are labelled examples that are never scored (the
-/// labelled log beside the seed set): every fold's head is fitted on them too. None below
-/// [`FOLDS`] items.
-pub fn measure(
-    model: &str,
-    items: &[Item],
-    extra: &[(Vec<f32>, Tier)],
-    rules: &[Rule],
-    default_tier: Tier,
-    threshold: f64,
-    configured: f64,
-) -> Result<Option<Measured>, String> {
-    if items.len() < FOLDS {
-        return Ok(None);
+/// One outer fold: the items it scores, the items it trains on, and the tier head's answers for
+/// both from heads fitted on the training items (and the never-scored extra examples) only. The
+/// training items' answers are held out within them (leave-one-out, as [`crossval::tier_answers`]
+/// gives them), so whatever is chosen from those answers is chosen without the fold's items.
+pub struct Fold {
+    pub train: Vec<usize>,
+    pub test: Vec<usize>,
+    pub train_heads: Vec<TierAnswer>,
+    pub test_heads: Vec<TierAnswer>,
+}
+
+/// The fold of each of `n` items. Seed 0 deals them round-robin (item `i` in fold `i % FOLDS`, the
+/// folds `study` has always used); any other seed shuffles them first (a fixed generator, so a
+/// seed always gives the same folds), to see how much a figure owes to one split.
+pub fn dealt(n: usize, seed: u64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..n).collect();
+    if seed != 0 {
+        let mut state = seed;
+        for i in (1..n).rev() {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            order.swap(i, ((state >> 33) % (i as u64 + 1)) as usize);
+        }
     }
-    let rule = Fitted { rules: rules.to_vec(), default_tier };
-    let examples: Vec<&Example> = items.iter().map(|i| &i.example).collect();
-    // The head's held-out answer for each item, from the fold's head.
-    let mut heads: Vec<Option<TierAnswer>> = vec![None; items.len()];
-    let mut chosen_per_fold = Vec::with_capacity(FOLDS);
-    let mut chosen_picks: Vec<(Tier, bool, bool)> = vec![(default_tier, false, false); items.len()];
+    let mut fold = vec![0; n];
+    for (position, &i) in order.iter().enumerate() {
+        fold[i] = position % FOLDS;
+    }
+    fold
+}
+
+/// The [`FOLDS`] outer folds of `items` as `fold` deals them, each with its own tier heads. `extra`
+/// are labelled examples that are never scored (the labelled log beside the seed set): every
+/// fold's heads are fitted on them too.
+pub fn folds(model: &str, items: &[Item], extra: &[(Vec<f32>, Tier)], fold: &[usize]) -> Result<Vec<Fold>, String> {
+    let mut out = Vec::with_capacity(FOLDS);
     for k in 0..FOLDS {
-        let (train, test): (Vec<usize>, Vec<usize>) = (0..items.len()).partition(|i| i % FOLDS != k);
+        let (train, test): (Vec<usize>, Vec<usize>) = (0..items.len()).partition(|&i| fold[i] != k);
         let mut xs: Vec<Vec<f32>> = train.iter().map(|&i| items[i].x.clone()).collect();
         let mut tiers: Vec<Tier> = train.iter().map(|&i| items[i].example.tier).collect();
         for (x, t) in extra {
@@ -145,17 +164,39 @@ pub fn measure(
         let ask: Vec<Vec<f32>> = train.iter().chain(&test).map(|&i| items[i].x.clone()).collect();
         let in_train: Vec<Option<usize>> =
             (0..train.len()).map(Some).chain(std::iter::repeat_n(None, test.len())).collect();
-        let answers = crossval::tier_answers(model, &xs, &tiers, &ask, &in_train)?;
-        let train_examples: Vec<&Example> = train.iter().map(|&i| examples[i]).collect();
-        let from = choose(&rule, &train_examples, &answers[..train.len()], threshold);
+        let mut answers = crossval::tier_answers(model, &xs, &tiers, &ask, &in_train)?;
+        let test_heads = answers.split_off(train.len());
+        out.push(Fold { train, test, train_heads: answers, test_heads });
+    }
+    Ok(out)
+}
+
+/// Measures the head first and then the rule (`rules`, `default_tier`, hints at `threshold`) on
+/// `items` by nested cross-validation, on `folds` (from [`folds`]).
+pub fn measure_on(
+    items: &[Item],
+    folds: &[Fold],
+    rules: &[Rule],
+    default_tier: Tier,
+    threshold: f64,
+    configured: f64,
+) -> Result<Measured, String> {
+    let rule = Fitted { rules: rules.to_vec(), default_tier };
+    let examples: Vec<&Example> = items.iter().map(|i| &i.example).collect();
+    // The head's held-out answer for each item, from the fold's head.
+    let mut heads: Vec<Option<TierAnswer>> = vec![None; items.len()];
+    let mut chosen_per_fold = Vec::with_capacity(folds.len());
+    let mut chosen_picks: Vec<(Tier, bool, bool)> = vec![(default_tier, false, false); items.len()];
+    for f in folds {
+        let train_examples: Vec<&Example> = f.train.iter().map(|&i| examples[i]).collect();
+        let from = choose(&rule, &train_examples, &f.train_heads, threshold);
         chosen_per_fold.push(from);
-        for (j, &i) in test.iter().enumerate() {
-            let h = answers[train.len() + j];
+        for (&i, &h) in f.test.iter().zip(&f.test_heads) {
             heads[i] = Some(h);
             chosen_picks[i] = route(&rule, examples[i], h, from, threshold);
         }
     }
-    let heads: Vec<TierAnswer> = heads.into_iter().flatten().collect();
+    let heads: Vec<TierAnswer> = heads.into_iter().map(|h| h.ok_or("an item in no fold")).collect::<Result<_, _>>()?;
     let fixed = CANDIDATES
         .iter()
         .map(|&from| {
@@ -166,16 +207,16 @@ pub fn measure(
         .collect::<Vec<_>>();
     let rule_alone = fixed.last().map(|c| c.held.clone()).ok_or("no trust levels")?;
     let head_alone = heads.iter().zip(&examples).filter(|(h, e)| h.tier == e.tier).count() as f64 / items.len() as f64;
-    Ok(Some(Measured {
+    Ok(Measured {
         items: items.len(),
-        folds: FOLDS,
+        folds: folds.len(),
         configured,
         rule: rule_alone,
         head_alone,
         chosen: combined(&chosen_picks, &examples, None),
         chosen_per_fold,
         fixed,
-    }))
+    })
 }
 
 /// Per-fold choices in words, e.g. `0.60 x7, never x3`.
@@ -209,7 +250,8 @@ mod tests {
     #[test]
     fn a_sure_head_goes_first_and_the_rule_keeps_the_rest() {
         let items = items(60);
-        let m = measure("m", &items, &[], &default_rules(), Tier::Sonnet, 0.6, 0.6).unwrap().unwrap();
+        let folds = folds("m", &items, &[], &dealt(items.len(), 0)).unwrap();
+        let m = measure_on(&items, &folds, &default_rules(), Tier::Sonnet, 0.6, 0.6).unwrap();
         // The rule alone says sonnet everywhere: a third agree, every hint given.
         assert!((m.rule.agreement - 1.0 / 3.0).abs() < 1e-12, "{m:?}");
         assert_eq!(m.rule.hint_rate, 1.0);
@@ -220,7 +262,6 @@ mod tests {
         // "never" is the rule alone; every fixed level has its figures.
         assert_eq!(m.fixed.len(), CANDIDATES.len());
         assert_eq!(m.fixed.last().map(|c| (c.from, c.head_share)), Some((None, 0.0)));
-        assert!(measure("m", &items[..5], &[], &default_rules(), Tier::Sonnet, 0.6, 0.6).unwrap().is_none());
         assert_eq!(describe_choices(&[Some(0.6), None, Some(0.6)]), "0.60 x2, never x1");
     }
 }

@@ -619,6 +619,13 @@ fn the_local_engine_is_cross_validated_where_its_heads_were_fitted() {
         let head = &set["tiers"]["tier_head"];
         assert_eq!(head["answered"].as_u64(), Some(n), "a tier head on every set: {set}");
     }
+    // The choice of rule among the candidates, held out on the 24 seed prompts' ten folds.
+    let choice = &sets[0]["tiers"]["rule_choice"];
+    assert_eq!((choice["items"].as_u64(), choice["folds"].as_u64()), (Some(24), Some(10)), "{choice}");
+    assert_eq!(choice["chosen_per_fold"].as_array().map(Vec::len), Some(10), "{choice}");
+    assert_eq!(choice["each"].as_array().map(Vec::len), Some(6), "{choice}");
+    assert_eq!(choice["each"][0][0], json!({"rules": "configured", "head_first": false}), "{choice}");
+    assert!(sets[1]["tiers"]["rule_choice"].is_null(), "6 items: too few for ten folds");
     // On the new prompts the tier head is the one the seed set gives (3 of 4 right here): fitted
     // on these four prompts alone, as it was, it agreed on none.
     let head = &sets[2]["tiers"]["tier_head"];

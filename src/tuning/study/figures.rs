@@ -251,6 +251,9 @@ pub struct TierFigures {
     /// The direct tier head as the rule's first step, by nested cross-validation (the local
     /// engine only).
     pub head_first: Option<crate::tuning::tier_first::Measured>,
+    /// The rule chosen among candidates by nested cross-validation, on the same folds (the local
+    /// engine only).
+    pub rule_choice: Option<crate::tuning::rule_choice::Measured>,
 }
 
 fn covered(hits: &[(bool, bool)], n: usize) -> Covered {
@@ -369,6 +372,7 @@ pub fn tiers(d: &TierData) -> TierFigures {
             .collect(),
         learned,
         head_first: None,
+        rule_choice: None,
     }
 }
 

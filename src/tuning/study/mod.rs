@@ -28,7 +28,7 @@ use self::sets::{Items, Set};
 use super::crossval::{self, TierAnswer};
 use super::data;
 use super::seeds::DESTRUCTIVE_QUESTION;
-use super::{rule_fit, tier_first};
+use super::{rule_choice, rule_fit, tier_first};
 use crate::calibration::Calibration;
 use crate::error::{Context, Error, Result};
 use crate::feature::Feature;
@@ -419,7 +419,7 @@ fn study_engine(
                 };
                 let mut tf = figures::tiers(&tier_data);
                 if let Some(emb) = &embedder {
-                    tf.head_first = head_first(
+                    (tf.head_first, tf.rule_choice) = head_first(
                         emb,
                         &xs,
                         items,
@@ -495,7 +495,8 @@ fn tier_head(
 }
 
 /// The tier head as the rule's first step on `items`, by nested cross-validation
-/// ([`tier_first::measure`]). The labelled tiers of `train` that are not among `items` (the labelled log's,
+/// ([`tier_first::measure_on`]), and on the same folds the rule chosen among candidates
+/// ([`rule_choice::measure`]). The labelled tiers of `train` that are not among `items` (the labelled log's,
 /// on the seed set) are fitted on in every fold and never scored.
 fn head_first(
     emb: &Embedder,
@@ -505,7 +506,7 @@ fn head_first(
     d: &TierData,
     train: &[(String, Tier)],
     head_from: f64,
-) -> std::result::Result<Option<tier_first::Measured>, String> {
+) -> std::result::Result<(Option<tier_first::Measured>, Option<rule_choice::Measured>), String> {
     let mut scored = Vec::new();
     let mut texts: HashSet<String> = HashSet::new();
     for (i, item) in items.iter().enumerate() {
@@ -524,5 +525,11 @@ fn head_first(
     }
     let extra: Vec<(Vec<f32>, Tier)> =
         train.iter().filter(|(t, _)| !texts.contains(t)).map(|(t, tier)| (emb.embed_once(t), *tier)).collect();
-    tier_first::measure(&emb.name, &scored, &extra, &d.rules, d.default_tier, d.threshold, head_from)
+    if scored.len() < tier_first::FOLDS {
+        return Ok((None, None));
+    }
+    let folds = tier_first::folds(&emb.name, &scored, &extra, &tier_first::dealt(scored.len(), 0))?;
+    let head = tier_first::measure_on(&scored, &folds, &d.rules, d.default_tier, d.threshold, head_from)?;
+    let setting = rule_choice::Setting { rules: &d.rules, default_tier: d.default_tier, threshold: d.threshold };
+    Ok((Some(head), Some(rule_choice::measure(&scored, &folds, &setting, &rule_choice::CANDIDATES))))
 }

@@ -218,6 +218,9 @@ fn tier_block(t: &TierFigures) -> String {
     if let Some(m) = &t.head_first {
         s.push_str(&head_first_block(m));
     }
+    if let Some(m) = &t.rule_choice {
+        s.push_str(&rule_choice_block(m));
+    }
     if t.per_rule.iter().any(|r| r.decided > 0) {
         s.push_str(&format!(
             "  Each rule on the engine's answers:\n    {:<44} {:>7} {:>7} {:>7} {:>7}\n",
@@ -270,6 +273,27 @@ fn head_first_block(m: &crate::tuning::tier_first::Measured) -> String {
         let Some(from) = c.from else { continue };
         let mark = if (from - m.configured).abs() < 1e-9 { " (tier_head_min_confidence)" } else { "" };
         s.push_str(&format!("      from {from:.2}{mark}: {}\n", head(c)));
+    }
+    s
+}
+
+fn rule_choice_block(m: &crate::tuning::rule_choice::Measured) -> String {
+    let mut s = format!(
+        "  The rule chosen among candidates (nested: on each of the {} folds chosen on the others, each candidate scored there by an inner cross-validation; {} items):\n",
+        m.folds, m.items
+    );
+    s.push_str(&format!("    {:<36} {}\n", "the configured rule", m.configured.held.summary()));
+    s.push_str(&format!(
+        "    {:<36} {} ({} items gained, {} lost; chosen per fold: {})\n",
+        "the rule chosen",
+        m.chosen.held.summary(),
+        m.gained,
+        m.lost,
+        crate::tuning::rule_choice::describe_choices(&m.chosen_per_fold)
+    ));
+    s.push_str("    each candidate (for the record; picking the best here would choose on the scored folds):\n");
+    for (c, e) in &m.each {
+        s.push_str(&format!("      {:<34} {}\n", c.name(), e.held.summary()));
     }
     s
 }
