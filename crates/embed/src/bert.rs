@@ -207,7 +207,7 @@ impl Bert {
     /// Maps `model.safetensors` and checks that it holds every tensor `config` needs, with the
     /// shapes it implies. The error names the first tensor that is missing or wrong.
     pub fn load(path: &Path, config: Config) -> Result<Bert, String> {
-        let (file, _) = crate::file::open_regular(path, super::model::MAX_WEIGHTS_BYTES)
+        let (file, _) = system1_fsread::open_read(path, super::model::MAX_WEIGHTS_BYTES, system1_fsread::Links::Follow)
             .map_err(|e| format!("cannot open it: {e}"))?;
         // SAFETY: the mapping is read-only and private to this process, and nothing here trusts its
         // contents: every span made into a slice below is first held against the mapping's length

@@ -11,7 +11,6 @@
 
 mod bert;
 mod dense;
-mod file;
 mod helper;
 mod model;
 mod tokenizer;

@@ -27,7 +27,7 @@ pub(crate) const MAX_WEIGHTS_BYTES: u64 = 4 << 30;
 /// wherever they lead: a Hugging Face cache snapshot is a folder of links into its blobs; a link
 /// to a FIFO or a device is refused like the thing itself.
 fn read_model_file(path: &Path, cap: u64) -> std::io::Result<String> {
-    crate::file::read_text(path, cap)
+    system1_fsread::read_text(path, cap, system1_fsread::Links::Follow)
 }
 
 /// The text of `dir`'s `config.json`.

@@ -37,7 +37,6 @@
 //! consumer's job, keyed on `message.id` + `requestId` for usage and `uuid` for other lines.
 
 mod claude_code;
-mod file;
 /// The typed line and its parts (`Block`, `AgentInput`, `AgentResult`, `Attachment`, `Usage`).
 pub mod line;
 
@@ -54,6 +53,7 @@ use std::time::SystemTime;
 
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use system1_fsread::Links;
 
 /// Which transcripts to read.
 #[derive(Debug, Clone)]
@@ -440,7 +440,7 @@ fn read_meta(path: &Path) -> Option<AgentMeta> {
     // Claude Code writes it as a regular file beside the transcript, as it does the transcripts,
     // whose links are not followed either: a FIFO there would hang the report, a link to a
     // device flood it.
-    let bytes = file::read_regular(path, MAX_META_BYTES).ok()?;
+    let bytes = system1_fsread::read_file(path, MAX_META_BYTES, Links::Refuse).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -629,7 +629,7 @@ fn read_file_from<V: FileVisitor>(
     *stats = Stats { files: 1, subagent_files: u64::from(info.is_subagent()), ..Stats::default() };
     // Listed as a regular file, but it may have been swapped for a FIFO since: opened so that it
     // is refused rather than waited on.
-    let Ok((mut file, _)) = file::open_regular(&info.path, u64::MAX) else {
+    let Ok((mut file, _)) = system1_fsread::open_read(&info.path, u64::MAX, Links::Refuse) else {
         stats.unreadable_files = 1;
         return 0;
     };
