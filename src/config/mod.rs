@@ -81,6 +81,9 @@ fn valid_instance_name(name: &str) -> bool {
         && !RESERVED_NAMES.contains(&name)
 }
 
+/// The primary engine when the config names none.
+pub const DEFAULT_PROVIDER: &str = "laya";
+
 #[derive(Debug, Clone)]
 pub struct GatewayConfig {
     pub provider: String,
@@ -549,7 +552,7 @@ fn read_api_key_file(name: &str, section: &mut ProviderSection) -> Result<(), St
 
 fn read_gateway(s: &Settings, instances: &BTreeMap<String, ProviderKind>) -> GatewayConfig {
     let known = |name: &str| ProviderKind::named(name).is_some() || instances.contains_key(name);
-    let provider = s.string("provider", "laya");
+    let provider = s.string("provider", DEFAULT_PROVIDER);
     if !known(&provider) {
         s.error(format!(
             "gateway.provider{}: unknown provider {provider:?}; known: {}",

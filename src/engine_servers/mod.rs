@@ -1,12 +1,14 @@
-//! Engine servers on this machine (laya, von): install into their own venv, start, stop, status, and start
-//! at login. The launchers and start-at-login templates live in `engines/<name>/` and are built
+//! Engine servers on this machine (laya, von, and the decision server `decider`): install into their
+//! own venv, start, stop, status, and start at login. The launchers and start-at-login templates live in `engines/<name>/` and are built
 //! into the binary, so an installed `system1` needs no clone to set an engine up.
 //!
 //! Layout under `paths::engines_dir()/<name>/`: `venv/` (the engine's Python environment),
 //! `start.sh` and `start.ps1` (the launchers), `<server>.log`, `<server>.pid`.
 
 pub mod autostart;
+pub mod decider;
 pub mod fix;
+pub mod gguf;
 pub mod probe;
 
 use std::net::{SocketAddr, TcpStream};
@@ -34,9 +36,11 @@ pub struct Spec {
     pub systemd_unit: &'static str,
     pub launch_agent: &'static str,
     pub startup_cmd: &'static str,
+    /// Other files the launchers run, written beside them: (name, contents).
+    pub files: &'static [(&'static str, &'static str)],
 }
 
-pub const SPECS: [Spec; 2] = [
+pub const SPECS: [Spec; 3] = [
     Spec {
         name: "laya",
         package: "laya[serve]",
@@ -49,6 +53,7 @@ pub const SPECS: [Spec; 2] = [
         systemd_unit: include_str!("../../engines/laya/system1-laya.service"),
         launch_agent: include_str!("../../engines/laya/com.system1.laya.plist"),
         startup_cmd: include_str!("../../engines/laya/system1-laya.cmd"),
+        files: &[],
     },
     Spec {
         name: "von",
@@ -62,6 +67,22 @@ pub const SPECS: [Spec; 2] = [
         systemd_unit: include_str!("../../engines/von/system1-von.service"),
         launch_agent: include_str!("../../engines/von/com.system1.von.plist"),
         startup_cmd: include_str!("../../engines/von/system1-von.cmd"),
+        files: &[],
+    },
+    Spec {
+        name: decider::NAME,
+        package: decider::PACKAGE,
+        server: "llama-server",
+        // The launcher runs the venv's Python on it.
+        command: "serve.py",
+        default_port: decider::DEFAULT_PORT,
+        port_var: "DECIDER_PORT",
+        start_sh: include_str!("../../engines/decider/start.sh"),
+        start_ps1: include_str!("../../engines/decider/start.ps1"),
+        systemd_unit: include_str!("../../engines/decider/system1-decider.service"),
+        launch_agent: include_str!("../../engines/decider/com.system1.decider.plist"),
+        startup_cmd: include_str!("../../engines/decider/system1-decider.cmd"),
+        files: &[("serve.py", include_str!("../../engines/decider/serve.py"))],
     },
 ];
 
@@ -77,7 +98,10 @@ pub fn spec(name: &str) -> Result<&'static Spec> {
                 text::command("engine status local")
             ));
         }
-        Error::usage(format!("unknown engine {name:?}; System-1 runs laya, von and local (Ollama runs itself)"))
+        Error::usage(format!(
+            "unknown engine {name:?}; System-1 runs laya, von, decider (a decision model on llama.cpp) and local \
+             (Ollama runs itself)"
+        ))
     })
 }
 
@@ -197,8 +221,43 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
     if status.success() { Ok(()) } else { Err(Error::failure(format!("{what} failed ({status})"))) }
 }
 
+/// Where pip takes a package from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PipSource {
+    /// pip's own index (PyPI, or PIP_INDEX_URL).
+    Default,
+    /// This index (a mirror's `/simple`).
+    Index(String),
+    /// Only the wheels in this folder: a machine without the index.
+    Folder(PathBuf),
+}
+
+impl PipSource {
+    /// `SYSTEM1_PYPI_ENDPOINT`'s index (a mirror of PyPI, as the local engine's download uses it),
+    /// else pip's own.
+    pub fn from_env() -> Self {
+        match std::env::var("SYSTEM1_PYPI_ENDPOINT").ok().map(|e| e.trim().trim_end_matches('/').to_string()) {
+            Some(e) if !e.is_empty() => PipSource::Index(format!("{e}/simple")),
+            _ => PipSource::Default,
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        match self {
+            PipSource::Default => Vec::new(),
+            PipSource::Index(url) => vec!["--index-url".into(), url.clone()],
+            PipSource::Folder(dir) => vec!["--no-index".into(), "--find-links".into(), dir.display().to_string()],
+        }
+    }
+}
+
 /// Creates the venv, installs `package` into it, and writes the launchers. Returns what was done.
 pub fn install(spec: &Spec, package: Option<&str>) -> Result<Vec<String>> {
+    install_with(spec, package, &PipSource::from_env())
+}
+
+/// [`install`], with pip taking the package from `source`.
+pub fn install_with(spec: &Spec, package: Option<&str>, source: &PipSource) -> Result<Vec<String>> {
     let dir = spec.dir();
     paths::create_dirs(&dir).context(|| format!("cannot create {}", dir.display()))?;
     let mut done = Vec::new();
@@ -212,10 +271,17 @@ pub fn install(spec: &Spec, package: Option<&str>) -> Result<Vec<String>> {
     let pip = venv.join(if cfg!(windows) { "Scripts\\pip.exe" } else { "bin/pip" });
     let package = package.unwrap_or(spec.package);
     run(
-        Command::new(&pip).args(["install", "--upgrade", "--disable-pip-version-check", package]),
+        Command::new(&pip)
+            .args(["install", "--upgrade", "--disable-pip-version-check"])
+            .args(source.args())
+            .arg(package),
         &format!("pip install {package}"),
     )?;
-    done.push(format!("installed {package}"));
+    done.push(match source {
+        PipSource::Folder(dir) => format!("installed {package} from {}", dir.display()),
+        PipSource::Index(url) => format!("installed {package} from {url}"),
+        PipSource::Default => format!("installed {package}"),
+    });
     write_launchers(spec, &dir)?;
     done.push(format!("wrote the launchers {} and start.ps1", dir.join("start.sh").display()));
     Ok(done)
@@ -232,6 +298,10 @@ fn write_launchers(spec: &Spec, dir: &Path) -> Result<()> {
     }
     let ps1 = dir.join("start.ps1");
     std::fs::write(&ps1, spec.start_ps1).context(|| format!("cannot write {}", ps1.display()))?;
+    for (name, contents) in spec.files {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).context(|| format!("cannot write {}", path.display()))?;
+    }
     Ok(())
 }
 
@@ -257,6 +327,31 @@ pub fn start(spec: &Spec) -> Result<String> {
         return Err(Error::failure(format!("{} failed: {}", launcher.display(), text.trim())));
     }
     Ok(text.trim().to_string())
+}
+
+/// Polls `provider`'s health until it passes or `limit` is over; returns its detail.
+pub fn wait_healthy(
+    name: &str,
+    provider: &dyn crate::providers::Provider,
+    limit: Duration,
+    log: &Path,
+) -> Result<String> {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        let probe = provider.health(Duration::from_secs(2));
+        if probe.ok() {
+            return Ok(probe.detail().unwrap_or_default().to_string());
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(Error::failure(format!(
+                "{name} is not ready after {} s: {}",
+                limit.as_secs(),
+                probe.detail().unwrap_or_default()
+            ))
+            .with_hint(format!("see its log, {}", log.display())));
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
 
 /// Stops the server the launcher started (by the pid it recorded). Returns what happened.

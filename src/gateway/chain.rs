@@ -52,6 +52,23 @@ impl Gateway {
                 failure = Some((name, Failure::new(Cause::Timeout, detail)));
                 break;
             };
+            // Too slow for what is left of a hook's budget, by its latency measured at install: the
+            // questions go on down the chain (or end passed), as past an option limit.
+            if let (Some(d), Some(latency)) = (deadline, provider.measured_latency()) {
+                let left = d.saturating_duration_since(Instant::now());
+                if latency > left {
+                    let detail = format!(
+                        "not asked: it takes about {} ms (measured at install), more than the {} ms left of the \
+                         engine budget; system1_decide still asks it",
+                        latency.as_millis(),
+                        left.as_millis()
+                    );
+                    logging::info(rid, &format!("{name}: {detail}"));
+                    attempts.push(not_asked(name.clone(), Outcome::Passed, Cause::TooSlow, &detail));
+                    pending.iter().for_each(|&i| passes[i].push(crate::providers::named(&name, &detail)));
+                    continue;
+                }
+            }
             let asked = if pending.len() == n {
                 request.clone()
             } else {
@@ -357,5 +374,27 @@ mod tests {
         assert_eq!(first.calls(), 0);
         assert_eq!(out.attempts[0].outcome, Outcome::Timeout);
         assert_eq!(out.failure.map(|(_, f)| f.cause), Some(Cause::Timeout));
+    }
+
+    #[test]
+    fn an_engine_slower_than_the_budget_left_is_passed_over_and_still_asked_without_one() {
+        let local = Scripted::new("local", Err(Failure::new(Cause::Other, "down")));
+        let slow = Scripted::new("server", Ok(vec![yes()]));
+        slow.measured.set(Duration::from_millis(900)).unwrap();
+        let chain = [local.clone(), slow.clone()];
+        let hook = Some(Instant::now() + Duration::from_millis(400));
+        let out = gateway(&chain).run_chain(&yes_no(1), &["k".into()], hook, "t");
+        assert_eq!(slow.calls(), 0, "not asked with 0.4 s left");
+        assert_eq!((out.attempts[1].outcome, out.attempts[1].cause), (Outcome::Passed, Some(Cause::TooSlow)));
+        let detail = out.attempts[1].detail.as_deref().unwrap_or_default();
+        assert!(
+            detail.contains("about 900 ms (measured at install), more than the") && detail.contains("system1_decide")
+        );
+        // With time enough, or no deadline at all (system1_decide), it answers.
+        let out =
+            gateway(&chain).run_chain(&yes_no(1), &["k".into()], Some(Instant::now() + Duration::from_secs(5)), "t");
+        assert_eq!(out.provider.as_deref(), Some("server"));
+        let out = gateway(&chain).run_chain(&yes_no(1), &["k".into()], None, "t");
+        assert_eq!((out.provider.as_deref(), slow.calls()), (Some("server"), 2));
     }
 }

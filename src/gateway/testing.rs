@@ -51,6 +51,8 @@ pub struct Scripted {
     probe: Box<Prober>,
     /// Its fix names the cause it was given and nothing else, in place of the shared wording.
     echoes_fixes: bool,
+    /// Its latency as measured at install ([`Provider::measured_latency`]).
+    pub measured: std::sync::OnceLock<Duration>,
     pub asked: std::sync::Mutex<Vec<(EngineRequest, Duration)>>,
 }
 
@@ -113,6 +115,7 @@ impl Scripted {
             answer: Box::new(answer),
             probe: Box::new(probe),
             echoes_fixes: false,
+            measured: Default::default(),
             asked: Default::default(),
         }
     }
@@ -158,6 +161,9 @@ impl Provider for Scripted {
     }
     fn health(&self, _timeout: Duration) -> Probe {
         (self.probe)()
+    }
+    fn measured_latency(&self) -> Option<Duration> {
+        self.measured.get().copied()
     }
     fn fix(&self, failure: &Failure) -> providers::Fix {
         if self.echoes_fixes {

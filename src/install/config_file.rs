@@ -180,6 +180,158 @@ pub fn use_engine(engine: &str) -> Result<UseEngine> {
     Ok(if provider == engine { UseEngine::AlreadyUsed(path) } else { UseEngine::Left { path, provider } })
 }
 
+/// What [`chain_decision_server`] did to the config.
+#[derive(Debug)]
+pub struct Chained {
+    pub path: PathBuf,
+    /// The provider table it wrote.
+    pub provider: String,
+    /// Its settings, as written (for people).
+    pub settings: String,
+    /// The new chain, when it changed.
+    pub chain: Option<Vec<String>>,
+    /// Whether the local engine was set to pass its untaught choices on (`choices = "taught"`).
+    pub taught_only: bool,
+}
+
+/// Writes `[providers.<provider>]` for a System One server at `endpoint` serving `model` (with the
+/// latency measured at install, when there is one), and puts it in the chain right behind the
+/// local engine: the local engine answers what it was taught in-process, and passes the rest (free
+/// yes/no questions, untaught choices) on to it. Where the local engine is not in the chain it goes
+/// last. The abstaining placeholder `install` writes becomes the local engine's chain where the
+/// local model is installed, else the server's alone. Everything else in the file is kept.
+pub fn chain_decision_server(provider: &str, endpoint: &str, model: &str, latency_ms: Option<u64>) -> Result<Chained> {
+    let path = paths::config_file();
+    let text = match crate::fsutil::read_small_file(&path, config::MAX_CONFIG_BYTES) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_if_missing()?;
+            crate::fsutil::read_small_file(&path, config::MAX_CONFIG_BYTES)
+                .context(|| format!("cannot read {}", path.display()))?
+        }
+        Err(e) => return Err(e).context(|| format!("cannot read {}", path.display())),
+    };
+    let placeholder = text == no_engine_config(EXAMPLE)?;
+    let mut doc: toml_edit::DocumentMut =
+        text.parse().map_err(|e| Error::config(format!("{} does not parse: {e}", path.display())))?;
+    if placeholder {
+        let first = if local_installed() { "local" } else { provider };
+        let why = "The mock stood in here (no engine answered when system1 was installed) until\n\
+                   # `system1 engine install decider` set up a decision server.";
+        select(&mut doc, first, &format!("# {why}\n"))?;
+    }
+    let mut table = toml_edit::Table::new();
+    let date = chrono::Utc::now().format("%Y-%m-%d");
+    let origin = if provider == "systemone" { "found answering" } else { "installed" };
+    table.decor_mut().set_prefix(format!(
+        "\n# A decision server on this machine, {origin} by `system1 engine install decider` on {date}.\n"
+    ));
+    if provider != "systemone" {
+        table["kind"] = toml_edit::value("systemone");
+    }
+    table["endpoint"] = toml_edit::value(endpoint);
+    table["model"] = toml_edit::value(model);
+    let mut shown = format!("endpoint = {endpoint:?}, model = {model:?}");
+    if let Some(ms) = latency_ms {
+        table["latency_ms"] = toml_edit::value(ms as i64);
+        if let Some(mut key) = table.key_mut("latency_ms") {
+            key.leaf_decor_mut().set_prefix(
+                "# A routing-sized decision's median time, measured at install: a hook with less of its budget\n\
+                 # left passes this engine over.\n",
+            );
+        }
+        shown.push_str(&format!(", latency_ms = {ms}"));
+    }
+    let providers = doc
+        .entry("providers")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_mut()
+        .ok_or_else(|| Error::config(format!("{}: `providers` is not a table", path.display())))?;
+    match providers.get_mut(provider).and_then(toml_edit::Item::as_table_mut) {
+        // The user's own table keeps its other keys and comments.
+        Some(existing) => {
+            for (k, v) in table.iter() {
+                existing[k] = v.clone();
+            }
+        }
+        None => {
+            providers.insert(provider, toml_edit::Item::Table(table));
+        }
+    }
+    let chain = put_behind_local(&mut doc, provider)?;
+    let taught_only =
+        chain.as_ref().is_some_and(|c| c.iter().position(|p| p == "local") < c.iter().position(|p| p == provider))
+            && pass_untaught_choices(&mut doc);
+    crate::fsutil::write_through(&path, doc.to_string().as_bytes())
+        .context(|| format!("cannot write {}", path.display()))?;
+    Ok(Chained { path, provider: provider.to_string(), settings: shown, chain, taught_only })
+}
+
+/// `[providers.local] choices = "taught"`: the local engine keeps the choices it was taught and
+/// passes the others on to the decision server behind it, instead of guessing at them by
+/// similarity. Whether it changed (a value the user set is kept).
+fn pass_untaught_choices(doc: &mut toml_edit::DocumentMut) -> bool {
+    let Some(local) = doc.get_mut("providers").and_then(|p| p.get_mut("local")).and_then(toml_edit::Item::as_table_mut)
+    else {
+        let Some(providers) = doc.get_mut("providers").and_then(toml_edit::Item::as_table_mut) else { return false };
+        let mut local = toml_edit::Table::new();
+        local["choices"] = toml_edit::value("taught");
+        providers.insert("local", toml_edit::Item::Table(local));
+        return true;
+    };
+    match local.get_mut("choices").and_then(toml_edit::Item::as_value_mut) {
+        Some(v) if v.as_str() == Some("any") => {
+            set_string(v, "taught");
+            true
+        }
+        Some(_) => false,
+        None => {
+            local["choices"] = toml_edit::value("taught");
+            true
+        }
+    }
+}
+
+/// Whether the local engine's default model is installed (then it heads a new chain).
+fn local_installed() -> bool {
+    let dir = providers::local::default_dir(providers::local::DEFAULT_MODEL);
+    providers::local::download::pinned(providers::local::DEFAULT_MODEL).is_ok_and(|m| download_ok(m, &dir))
+}
+
+fn download_ok(model: &providers::local::download::Pinned, dir: &Path) -> bool {
+    dir.is_dir() && providers::local::download::verify(model, dir).is_empty()
+}
+
+/// Puts `provider` in `[gateway] fallback` right after `local` (the first entry when `local` is
+/// the primary), or last; the new chain, or `None` when it was in the chain already.
+fn put_behind_local(doc: &mut toml_edit::DocumentMut, provider: &str) -> Result<Option<Vec<String>>> {
+    let gateway = doc
+        .entry("gateway")
+        .or_insert_with(toml_edit::table)
+        .as_table_mut()
+        .ok_or_else(|| Error::config("`gateway` is not a table"))?;
+    let primary = gateway.get("provider").and_then(|v| v.as_str()).unwrap_or(config::DEFAULT_PROVIDER).to_string();
+    let fallback = gateway
+        .entry("fallback")
+        .or_insert_with(|| toml_edit::value(toml_edit::Array::new()))
+        .as_array_mut()
+        .ok_or_else(|| Error::config("[gateway] fallback is not a list"))?;
+    let listed: Vec<String> = fallback.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+    if primary == provider || listed.iter().any(|p| p == provider) {
+        return Ok(None);
+    }
+    let at =
+        if primary == "local" { 0 } else { listed.iter().position(|p| p == "local").map_or(listed.len(), |i| i + 1) };
+    fallback.insert(at, provider);
+    let mut chain = vec![primary];
+    chain.extend(fallback.iter().filter_map(|v| v.as_str().map(str::to_string)));
+    Ok(Some(chain))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

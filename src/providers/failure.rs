@@ -46,6 +46,9 @@ pub enum Cause {
     ModelBroken,
     /// A request beyond what the engine takes: more options, questions or text than its limits.
     OverLimit,
+    /// The engine is slower than the caller's time left: its latency, measured at install, is
+    /// more than what remains of the budget (a hook's), so it was not asked.
+    TooSlow,
     /// The mock set to be down (`down = true`): nothing to repair but the setting.
     ConfiguredDown,
     /// The mock set to fail its decisions (`fail = "error"`).
@@ -146,6 +149,10 @@ pub fn generic_fix(provider: &str, failure: &Failure) -> Fix {
         Cause::HttpStatus(500..=599) => {
             Fix::new("the engine failed inside (for Laya, often its checkpoint failing to load)").see_log()
         }
+        Cause::TooSlow => Fix::new(format!(
+            "the hooks' engine budget is shorter than {provider}'s measured latency: raise [routing] budget_ms, or \
+             put a faster engine before it; system1_decide still asks it"
+        )),
         _ => Fix::new(format!("check the {provider} engine")).see_log(),
     }
 }

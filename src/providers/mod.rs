@@ -341,6 +341,12 @@ pub trait Provider: Send + Sync {
         None
     }
 
+    /// How long it takes to answer a routing-sized decision, as measured when it was installed
+    /// (`latency_ms`); a caller with less time left passes it over instead of waiting on it.
+    fn measured_latency(&self) -> Option<Duration> {
+        None
+    }
+
     /// The questions it was taught to answer, when it answers only those (the local engine's
     /// yes/no questions); empty for an engine that answers any question.
     fn taught(&self) -> Vec<Taught> {

@@ -123,6 +123,8 @@ pub struct SystemOne {
     model: String,
     max_options: usize,
     timeout: Option<Duration>,
+    /// A routing-sized decision's time, measured at install (`latency_ms`).
+    latency: Option<Duration>,
     api_key: Option<String>,
 }
 
@@ -163,8 +165,10 @@ impl SystemOne {
             ));
         }
         let timeout_s = s.f64("timeout_s", 0.0, 0.0, 600.0);
+        let latency_ms = s.u64("latency_ms", 0, 0, 600_000);
         Self {
             dialect,
+            latency: (latency_ms > 0).then(|| Duration::from_millis(latency_ms)),
             endpoint,
             model: s.string("model", dialect.model).trim().to_string(),
             max_options: s.u64("max_options", API_MAX_OPTIONS, 2, API_MAX_OPTIONS) as usize,
@@ -351,6 +355,10 @@ impl Provider for SystemOne {
 
     fn timeout(&self) -> Option<Duration> {
         self.timeout
+    }
+
+    fn measured_latency(&self) -> Option<Duration> {
+        self.latency
     }
 
     fn decide(&self, request: &EngineRequest, timeout: Duration) -> Result<Vec<EngineAnswer>, Failure> {

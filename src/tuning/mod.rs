@@ -35,8 +35,14 @@ use crate::text::{self, Meter};
 pub fn gateway_for(provider: Option<&str>) -> Result<Gateway> {
     let mut loaded = config::load();
     if let Some(p) = provider {
-        let known = config::ProviderKind::NAMES;
-        if !known.contains(&p) {
+        // A built-in engine, or an instance the config names (`[providers.decider] kind = "systemone"`).
+        if loaded.kind_of(p).is_none() {
+            let mut known: Vec<String> = config::ProviderKind::NAMES.iter().map(|n| n.to_string()).collect();
+            for n in loaded.configured_providers() {
+                if !known.contains(&n) {
+                    known.push(n);
+                }
+            }
             return Err(Error::usage(format!("unknown provider {p:?}; known: {}", known.join(", "))));
         }
         loaded.config.gateway.provider = p.to_string();

@@ -27,6 +27,7 @@ mod e2e_enforce;
 mod e2e_subagent_model;
 mod engine_answers;
 mod engine_replies;
+mod engines_decider;
 mod engines_laya;
 mod engines_laya_serve_021;
 mod engines_servers;

@@ -92,7 +92,8 @@ pub fn pinned(name: &str) -> Result<&'static Pinned> {
     })
 }
 
-fn endpoint() -> String {
+/// The hub's address: `HF_ENDPOINT`, else `https://huggingface.co`.
+pub fn endpoint() -> String {
     std::env::var("HF_ENDPOINT")
         .ok()
         .map(|e| e.trim().trim_end_matches('/').to_string())
@@ -100,13 +101,14 @@ fn endpoint() -> String {
         .unwrap_or_else(|| "https://huggingface.co".to_string())
 }
 
-fn stall_limit() -> Duration {
+/// How long a download may receive nothing.
+pub fn stall_limit() -> Duration {
     seconds_from_env("SYSTEM1_DOWNLOAD_STALL_SECS", 30.0)
 }
 
 /// The whole download's time limit: 91 MB in 30 minutes is 50 KB/s, slower than any link the
 /// model could be fetched over in earnest.
-fn deadline() -> Duration {
+pub fn deadline() -> Duration {
     seconds_from_env("SYSTEM1_DOWNLOAD_DEADLINE_SECS", 1800.0)
 }
 

@@ -1,10 +1,17 @@
-"""Runs llama.cpp's server (the xllamacpp wheel) on 127.0.0.1 on a tiny GGUF this script writes.
+"""Writes a tiny GGUF, and runs llama.cpp's server (the xllamacpp wheel) on 127.0.0.1 on it.
 
-    python xllamacpp_server.py DIR plain
+    python xllamacpp_server.py DIR plain|decision         # write DIR/<kind>.gguf and serve it
+    python xllamacpp_server.py DIR write-plain|write-decision   # only write it
 
-writes DIR/plain.gguf, a ModernBERT-shaped encoder with random weights and a 57-token WordPiece
-vocabulary, and no decision metadata: a plain model, which the server's /v1/systemone answers with
-501. It prints the server's address on one line, then serves until its stdin closes.
+plain.gguf is a ModernBERT-shaped encoder with random weights and a 57-token WordPiece vocabulary,
+and no decision metadata: a plain model, which the server's /v1/systemone answers with 501.
+decision.gguf is the same encoder made a decision model the way llama.cpp reads one (its
+tools/server/server-decision.cpp): `modern-bert.decision.type` = "laya" (the type of Julia-1 and
+Laya), `modern-bert.decision.max_head_tokens`, and a "systemone" prompt template
+(`tokenizer.chat_template.systemone`) that lays a question out as that type must be:
+[CLS] question [SEP] ([MASK] option)* [SEP] state [SEP]. Its answers are meaningless (random
+weights), but they come through the real server and the real API. When serving, it prints the
+server's address on one line, then serves until its stdin closes.
 """
 
 import sys
@@ -12,17 +19,28 @@ from pathlib import Path
 
 import gguf
 import numpy as np
-import xllamacpp
 
 ARCH = "modern-bert"
 HIDDEN, LAYERS, FFN, HEADS = 64, 2, 128, 4
 SPECIAL = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
-def write_plain(path: Path) -> None:
+# The laya layout: the options' markers are the mask token, each after the question's separator.
+TEMPLATE = (
+    "[CLS]{{ instructions }}[SEP]"
+    "{% for o in options %}[MASK]{{ o.key }}{% if o.description %} {{ o.description }}{% endif %}{% endfor %}[SEP]"
+    "{% if state is string %}{{ state }}{% else %}{{ state | tojson }}{% endif %}[SEP]"
+)
+
+
+def write_model(path: Path, decision: bool) -> None:
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     tokens = SPECIAL + letters + ["##" + c for c in letters]
     w = gguf.GGUFWriter(str(path), ARCH)
+    if decision:
+        w.add_string(f"{ARCH}.decision.type", "laya")
+        w.add_uint32(f"{ARCH}.decision.max_head_tokens", 64)
+        w.add_string("tokenizer.chat_template.systemone", TEMPLATE)
     w.add_context_length(512)
     w.add_embedding_length(HIDDEN)
     w.add_feed_forward_length(FFN)
@@ -64,10 +82,16 @@ def write_plain(path: Path) -> None:
 
 def main() -> None:
     folder, kind = Path(sys.argv[1]), sys.argv[2]
-    if kind != "plain":
+    write_only = kind.startswith("write-")
+    kind = kind.removeprefix("write-")
+    if kind not in ("plain", "decision"):
         sys.exit(f"unknown model kind {kind!r}")
-    model = folder / "plain.gguf"
-    write_plain(model)
+    model = folder / f"{kind}.gguf"
+    write_model(model, kind == "decision")
+    if write_only:
+        return
+    import xllamacpp
+
     params = xllamacpp.CommonParams()
     params.model.path = str(model)
     params.n_ctx = 512
