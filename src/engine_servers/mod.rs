@@ -171,7 +171,16 @@ impl Status {
             listening: listening(port),
             pid: std::fs::read_to_string(spec.pid_file()).ok().map(|t| t.trim().to_string()),
             healthy: health.as_ref().map(|h| h.ok()),
-            detail: health.as_ref().and_then(|h| h.detail()).map(String::from),
+            // An engine the config does not name yet (the decision server before its install) has
+            // no provider to probe: its line says how to set it up.
+            detail: match &health {
+                Some(h) => h.detail().map(String::from),
+                None if loaded.kind_of(spec.name).is_none() => Some(format!(
+                    "not set up: `{}` installs it",
+                    text::command(&format!("engine install {}", spec.name))
+                )),
+                None => None,
+            },
             autostart: autostart::is_enabled(spec, autostart::Platform::current()),
             log: spec.log_file().display().to_string(),
         }

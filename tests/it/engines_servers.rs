@@ -273,6 +273,12 @@ fn unknown_engines_and_uninstalled_starts_are_clear_errors() {
           health:     von at http://127.0.0.1:[PORT]: connection refused: is the engine running?
           at login:   off
           log:        [ROOT]/home/.system1-gateway/engines/von/von-serve.log
+        decider:
+          installed:  no ([ROOT]/home/.system1-gateway/engines/decider)
+          listening:  no (127.0.0.1:[PORT])
+          health:     not set up: `[BIN] engine install decider` installs it
+          at login:   off
+          log:        [ROOT]/home/.system1-gateway/engines/decider/llama-server.log
         local:
           model:      all-MiniLM-L6-v2
           installed:  no ([ROOT]/home/.system1-gateway/engines/local/all-MiniLM-L6-v2, 0.0 MB)
