@@ -28,6 +28,9 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Action {
+    /// Install an engine: laya or von (a venv with its server), local (its model), or decider (a
+    /// decision model on llama.cpp, put behind local in the chain).
+    ///
     /// Create a venv under the install dir's engines/<name>/ with python3, pip-install the engine
     /// (laya[serve] or von-sdk) and write its launchers (start.sh, start.ps1); for `local`, download
     /// its model from the Hugging Face hub at a pinned revision (SHA-256 checked) into engines/local/,
@@ -127,7 +130,10 @@ pub fn run(args: Args) -> Result<i32> {
         Action::Install { name, package, model, from, gguf, sha256, size, force } if name == decider::NAME => {
             let spec = engine_servers::spec(&name)?;
             let options = decider::Options { model, gguf, sha256, size, from, package, force };
-            for line in decider::install(spec, &options)? {
+            let done = decider::install(spec, &options)?;
+            let s = &done.server;
+            let chained = config_file::chain_decision_server(s.provider, &s.endpoint, &s.model, s.latency_ms)?;
+            for line in done.lines.iter().chain(&chained.lines()).chain(&done.closing) {
                 outln!("{name}: {line}")?;
             }
             Ok(exit::OK)

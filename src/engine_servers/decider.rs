@@ -20,7 +20,6 @@ use serde_json::json;
 use super::{Spec, gguf};
 use crate::config::Settings;
 use crate::error::{Context, Error, Result};
-use crate::install::config_file::{self, Chained};
 use crate::providers::local::download::{self, File, Limits, Pinned};
 use crate::providers::{self, EngineRequest, Provider, Question};
 use crate::text;
@@ -155,12 +154,32 @@ pub fn model_dir(spec: &Spec, model: &Pinned) -> PathBuf {
     spec.dir().join("models").join(model.name)
 }
 
-/// `engine install decider`: what it did, line by line.
-pub fn install(spec: &Spec, options: &Options) -> Result<Vec<String>> {
+/// What `engine install decider` did, and the server the chain is to get: the caller (the command,
+/// which owns the config file) puts it there, and only once this returned, so a failure leaves the
+/// chain as it was.
+pub struct Outcome {
+    pub lines: Vec<String>,
+    pub server: ToChain,
+    /// Lines to say after the config changed.
+    pub closing: Vec<String>,
+}
+
+/// A System One server to put in the chain behind the local engine.
+pub struct ToChain {
+    /// The provider it is: `decider`, or `systemone` for a server found answering.
+    pub provider: &'static str,
+    pub endpoint: String,
+    pub model: String,
+    /// A routing-sized decision's median time, measured at install.
+    pub latency_ms: Option<u64>,
+}
+
+/// `engine install decider`.
+pub fn install(spec: &Spec, options: &Options) -> Result<Outcome> {
     if !options.force
         && let Some(found) = answering_server()?
     {
-        return use_found(found);
+        return Ok(use_found(found));
     }
     let model = resolve(options)?;
     let mut done = install_model(spec, model, options.from.as_deref())?;
@@ -170,8 +189,10 @@ pub fn install(spec: &Spec, options: &Options) -> Result<Vec<String>> {
     std::fs::write(&pointer, format!("{}\n", relative.display()))
         .context(|| format!("cannot write {}", pointer.display()))?;
     done.push(format!("serves {} ({})", model.name, relative.display()));
-    done.extend(start_and_measure(spec, model)?);
-    Ok(done)
+    let (started, server) = start_and_measure(spec, model)?;
+    done.extend(started);
+    let closing = server.latency_ms.map(budget_line).into_iter().collect();
+    Ok(Outcome { lines: done, server, closing })
 }
 
 /// The GGUF into `engines/decider/models/<name>/`, checked against its pin, then read: a file that
@@ -297,8 +318,8 @@ fn routing_sized() -> EngineRequest {
 const MEASURED: usize = 7;
 
 /// Starts the server, waits for it, and measures a routing-sized decision's latency (the median
-/// of [`MEASURED`]); then puts it in the chain with that latency.
-fn start_and_measure(spec: &Spec, model: &Pinned) -> Result<Vec<String>> {
+/// of [`MEASURED`]): what it did, and the server with that latency.
+fn start_and_measure(spec: &Spec, model: &Pinned) -> Result<(Vec<String>, ToChain)> {
     let port = spec.port();
     let endpoint = format!("http://127.0.0.1:{port}");
     let mut done = vec![super::start(spec)?];
@@ -313,10 +334,8 @@ fn start_and_measure(spec: &Spec, model: &Pinned) -> Result<Vec<String>> {
     })?;
     let ms = (latency.as_secs_f64() * 1e3).round().max(1.0) as u64;
     done.push(format!("answered a routing-sized decision (4 questions) in {ms} ms (median of {MEASURED})"));
-    let chained = config_file::chain_decision_server(NAME, &endpoint, model.name, Some(ms))?;
-    done.extend(chained.lines());
-    done.push(budget_line(ms));
-    Ok(done)
+    let server = ToChain { provider: NAME, endpoint, model: model.name.to_string(), latency_ms: Some(ms) };
+    Ok((done, server))
 }
 
 /// The median time of [`MEASURED`] routing-sized decisions, after one unmeasured.
@@ -428,36 +447,14 @@ fn ollama_decision_models() -> Vec<String> {
 }
 
 /// Points the `systemone` provider at a server found answering, behind the local engine.
-fn use_found(found: Found) -> Result<Vec<String>> {
-    let mut done = vec![format!(
+fn use_found(found: Found) -> Outcome {
+    let lines = vec![format!(
         "{} already answers decisions on this machine: nothing was installed ({} installs llama.cpp's server anyway)",
         found.server,
         text::command("engine install decider --force")
     )];
-    let chained = config_file::chain_decision_server("systemone", &found.endpoint, &found.model, None)?;
-    done.extend(chained.lines());
-    Ok(done)
-}
-
-impl Chained {
-    /// For people: what changed in the config.
-    pub fn lines(&self) -> Vec<String> {
-        let shown = self.path.display();
-        let mut lines = Vec::new();
-        lines.push(format!("{shown}: [providers.{}] {}", self.provider, self.settings));
-        lines.push(match &self.chain {
-            Some(chain) => format!("{shown}: the chain is now {}", chain.join(" → ")),
-            None => format!("{shown}: the chain has {} already", self.provider),
-        });
-        if self.taught_only {
-            lines.push(format!(
-                "{shown}: [providers.local] choices = \"taught\": the local engine answers the choices it was taught \
-                 and passes the others on to {}",
-                self.provider
-            ));
-        }
-        lines
-    }
+    let server = ToChain { provider: "systemone", endpoint: found.endpoint, model: found.model, latency_ms: None };
+    Outcome { lines, server, closing: Vec::new() }
 }
 
 #[cfg(test)]

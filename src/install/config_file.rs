@@ -296,6 +296,26 @@ fn pass_untaught_choices(doc: &mut toml_edit::DocumentMut) -> bool {
     }
 }
 
+impl Chained {
+    /// For people: what changed in the config.
+    pub fn lines(&self) -> Vec<String> {
+        let shown = self.path.display();
+        let mut lines = vec![format!("{shown}: [providers.{}] {}", self.provider, self.settings)];
+        lines.push(match &self.chain {
+            Some(chain) => format!("{shown}: the chain is now {}", chain.join(" → ")),
+            None => format!("{shown}: the chain has {} already", self.provider),
+        });
+        if self.taught_only {
+            lines.push(format!(
+                "{shown}: [providers.local] choices = \"taught\": the local engine answers the choices it was taught \
+                 and passes the others on to {}",
+                self.provider
+            ));
+        }
+        lines
+    }
+}
+
 /// Whether the local engine's default model is installed (then it heads a new chain).
 fn local_installed() -> bool {
     let dir = providers::local::default_dir(providers::local::DEFAULT_MODEL);
