@@ -51,7 +51,7 @@ enum Command {
     Install(commands::install::Args),
     /// Unregister and remove the installed binary (and with --purge, everything).
     Uninstall(commands::install::UninstallArgs),
-    /// Install, start, stop and inspect the engine servers on this machine (laya, von), and the local engine.
+    /// Install, start, stop and inspect the engine servers on this machine (laya, von, the decision server), and the local engine.
     Engine(commands::engine::Args),
     /// Show the effective config and where each value came from; check it.
     Config(commands::config::Args),
