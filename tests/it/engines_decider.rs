@@ -192,6 +192,40 @@ fn a_decision_gguf_is_installed_served_timed_and_put_behind_the_local_engine() {
     assert_eq!(hub.requests().len(), downloads);
 }
 
+/// Offline: `--from` a folder that holds the GGUF and the xllamacpp wheel installs both with no hub
+/// and no package index (both pointed at a port where nothing listens), and the server answers.
+#[test]
+fn from_a_folder_with_the_gguf_and_the_wheel_installs_with_no_network() {
+    let (Some(python), Some(wheel)) = (python(), wheel()) else { return };
+    let mut env = TestEnv::new();
+    let from = env.root.join("from");
+    std::fs::create_dir_all(&from).unwrap();
+    let (bytes, sha) = gguf(&python, &from, "decision");
+    std::fs::copy(&wheel, from.join(wheel.file_name().unwrap())).unwrap();
+    let port = free_port();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"mock\"\ntimeout_s = 30\n[providers.decider]\nkind = \"systemone\"\n\
+         endpoint = \"http://127.0.0.1:{port}\"\n"
+    ));
+    let nowhere = format!("http://127.0.0.1:{}", free_port());
+    env.set_env("HF_ENDPOINT", &nowhere);
+    env.set_env("SYSTEM1_PYPI_ENDPOINT", &nowhere);
+    env.set_env("PIP_INDEX_URL", &nowhere);
+    let _stop = Stopper(&env);
+    let mut args = pin_args("decision.gguf", &sha, bytes.len());
+    args.extend(["--from".to_string(), from.display().to_string()]);
+    let out = run_install(&env, &args);
+    let said = format!("{}{}", stdout(&out), stderr(&out));
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains(&format!("installed xllamacpp==2026.10.11549 from {}", from.display())), "{said}");
+    assert!(said.contains("the chain is now mock → decider"), "local is not in the chain: it goes last: {said}");
+    let (v, _) = env.decide_json(&["-q", "Is it?", "--min-confidence", "0"]);
+    assert_eq!(v["provider"], "mock", "the mock answers first: {v}");
+    let out = env.run(&["engine", "status", "decider", "--json"], "");
+    let status: Value = serde_json::from_str(&stdout(&out)).expect("status JSON");
+    assert_eq!((&status[0]["installed"], &status[0]["listening"]), (&true.into(), &true.into()), "{status}");
+}
+
 /// Nothing of an engine is left where the install refused.
 fn nothing_installed(env: &TestEnv) {
     let dir = env.install_dir.join("engines/decider");
