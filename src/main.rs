@@ -5,7 +5,6 @@
 #[macro_use]
 mod output;
 
-mod alloc;
 mod calibration;
 mod checks;
 mod claude_code;
@@ -36,7 +35,7 @@ mod zone;
 use std::io::Write;
 
 #[global_allocator]
-static ALLOCATOR: alloc::Arena<{ alloc::ARENA_BYTES }> = alloc::Arena::new();
+static ALLOCATOR: system1_arena::Arena<{ system1_arena::ARENA_BYTES }> = system1_arena::Arena::new();
 
 fn main() {
     let code = match cli::run() {

@@ -17,14 +17,57 @@
 //! after the first thread's, on every CPU (ARM and RISC-V reorder plain stores past a relaxed
 //! atomic; x86 happens not to): so every change of `next` that gives bytes back is a release, and
 //! every change that takes bytes is an acquire, and the freeing thread's writes happen before the
-//! taking thread's. A failed compare-exchange hands nothing over and needs no ordering. Nothing
-//! checks this ordering mechanically yet: Miri, whose data-race checker would report a `Relaxed`
-//! version of the handover, needs a nightly toolchain with its component, which neither CI nor the
-//! test script installs, and the test below runs on x86, which does not reorder those stores.
+//! taking thread's. A failed compare-exchange hands nothing over and needs no ordering. The model
+//! check below (`mod model`, run by scripts/test with `--cfg loom`) checks this mechanically: loom
+//! runs the arena's own `bump` and `move_end` on its atomic under every interleaving and every
+//! value the orderings let a load see, and records each thread's writes to the blocks it gets, so
+//! a block taken without a happens-before edge from its last owner's writes fails the check. With
+//! the handover weakened to `Relaxed` it does fail (a test of the model shows it), where the
+//! threaded test on x86 would pass.
 
+#[cfg(loom)]
+use loom::sync::atomic::{AtomicUsize, Ordering};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::UnsafeCell;
+#[cfg(not(loom))]
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The orderings of the handover (see the module doc), in one place so that the model check can
+/// weaken them and see that it notices.
+#[cfg(not(loom))]
+mod order {
+    use std::sync::atomic::Ordering;
+
+    /// A bump that succeeds: it may take bytes another thread gave back.
+    pub const fn take() -> Ordering {
+        Ordering::Acquire
+    }
+
+    /// A move of the last block's end: down gives bytes back, up takes bytes.
+    pub const fn give_or_take() -> Ordering {
+        Ordering::AcqRel
+    }
+}
+
+/// Under the model check: the same orderings, or `Relaxed` on a thread whose model asks for the
+/// weak handover (loom runs a model's threads on the thread that started it).
+#[cfg(loom)]
+mod order {
+    use loom::sync::atomic::Ordering;
+    use std::cell::Cell;
+
+    std::thread_local! {
+        pub static WEAK: Cell<bool> = const { Cell::new(false) };
+    }
+
+    pub fn take() -> Ordering {
+        if WEAK.get() { Ordering::Relaxed } else { Ordering::Acquire }
+    }
+
+    pub fn give_or_take() -> Ordering {
+        if WEAK.get() { Ordering::Relaxed } else { Ordering::AcqRel }
+    }
+}
 
 /// Room for everything a hook allocates, several times over.
 pub const ARENA_BYTES: usize = 2 * 1024 * 1024;
@@ -35,7 +78,7 @@ const MAX_FROM_ARENA: usize = 256 * 1024;
 const ARENA_ALIGN: usize = 4096;
 
 /// An allocator serving from `N` bytes of its own before it hands over to the system (see the
-/// module doc); `main.rs` makes one of [`ARENA_BYTES`] the global allocator.
+/// module doc); the product's `src/main.rs` makes one of [`ARENA_BYTES`] the global allocator.
 #[repr(C, align(4096))]
 pub struct Arena<const N: usize> {
     bytes: UnsafeCell<[u8; N]>,
@@ -44,13 +87,26 @@ pub struct Arena<const N: usize> {
     next: AtomicUsize,
 }
 
+impl<const N: usize> Default for Arena<N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 // SAFETY: the bytes are only reached through the allocator's methods, which hand each range to
 // one owner at a time (an atomic bump or step-back of `next` decides who owns it).
 #[allow(unsafe_code, reason = "the arena's bytes are shared between threads by design")]
 unsafe impl<const N: usize> Sync for Arena<N> {}
 
 impl<const N: usize> Arena<N> {
+    #[cfg(not(loom))]
     pub const fn new() -> Self {
+        Arena { bytes: UnsafeCell::new([0; N]), next: AtomicUsize::new(0) }
+    }
+
+    /// Loom's atomics are made at run time, in the model.
+    #[cfg(loom)]
+    pub fn new() -> Self {
         Arena { bytes: UnsafeCell::new([0; N]), next: AtomicUsize::new(0) }
     }
 
@@ -80,7 +136,7 @@ impl<const N: usize> Arena<N> {
             // Acquire on success: the bytes taken may be a block another thread freed (moving `next`
             // down with release), whose writes must happen before ours. Relaxed on failure: nothing
             // is taken, and the loop tries again with the value read.
-            match self.next.compare_exchange_weak(next, end, Ordering::Acquire, Ordering::Relaxed) {
+            match self.next.compare_exchange_weak(next, end, order::take(), Ordering::Relaxed) {
                 Ok(_) => return Some(start),
                 Err(now) => next = now,
             }
@@ -93,7 +149,7 @@ impl<const N: usize> Arena<N> {
         // AcqRel on success: moving down gives bytes back (release: our writes to them happen
         // before the next taker's), moving up takes bytes another thread may have given back
         // (acquire). Relaxed on failure: the block is not the last, and nothing changes hands.
-        new_end <= N && self.next.compare_exchange(old_end, new_end, Ordering::AcqRel, Ordering::Relaxed).is_ok()
+        new_end <= N && self.next.compare_exchange(old_end, new_end, order::give_or_take(), Ordering::Relaxed).is_ok()
     }
 }
 
@@ -171,6 +227,7 @@ unsafe impl<const N: usize> GlobalAlloc for Arena<N> {
 }
 
 #[cfg(test)]
+#[cfg(not(loom))]
 #[allow(unsafe_code, reason = "the tests call the allocator's methods as std does")]
 mod tests {
     use super::*;
@@ -203,8 +260,8 @@ mod tests {
 
     /// A block freed on one thread and taken on another: the second thread's writes must come after
     /// the first's. The only synchronisation between the threads is the arena's own (the flag is
-    /// relaxed), so a data-race checker (Miri's) would report a `Relaxed` handover in the arena; run
-    /// here on x86, the test shows the block handed over whole, not the ordering.
+    /// relaxed); run here on x86, the test shows the block handed over whole, not the ordering,
+    /// which the model check (`mod model`) checks.
     #[test]
     fn a_block_freed_on_one_thread_is_taken_whole_on_another() {
         use std::sync::atomic::AtomicBool;
@@ -349,5 +406,172 @@ mod tests {
         for h in handles {
             assert!(h.join().unwrap(), "a block was written by another thread");
         }
+    }
+}
+
+/// The model check of the handover: loom runs each body under every interleaving of its threads,
+/// and every value a load of `next` may see under the orderings the arena uses. Each thread writes
+/// the blocks it gets through a loom cell per arena byte, so a block taken without a happens-before
+/// edge from its last owner's writes (a handover ordered too weakly) fails the check, as does a
+/// block handed to two threads at once. Run by scripts/test:
+/// `RUSTFLAGS="--cfg loom" cargo test -p system1-arena --lib model`.
+#[cfg(test)]
+#[cfg(loom)]
+#[allow(unsafe_code, reason = "the model calls the allocator's methods as std does, and writes through loom's cells")]
+mod model {
+    use super::*;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    const N: usize = 64;
+
+    /// The arena under test, and a loom cell standing for each of its bytes.
+    struct Shared {
+        arena: Arena<N>,
+        bytes: Vec<loom::cell::UnsafeCell<u8>>,
+    }
+
+    // SAFETY: every access to the cells goes through loom, which checks that no two of them race;
+    // the arena is Sync itself.
+    unsafe impl Sync for Shared {}
+    // SAFETY: as above.
+    unsafe impl Send for Shared {}
+
+    impl Shared {
+        fn new() -> Arc<Self> {
+            Arc::new(Shared { arena: Arena::new(), bytes: (0..N).map(|_| loom::cell::UnsafeCell::new(0)).collect() })
+        }
+
+        fn layout(size: usize) -> Layout {
+            Layout::from_size_align(size, 8).expect("a layout")
+        }
+
+        /// A block of `size` bytes from the arena (the model's blocks always fit).
+        fn alloc(&self, size: usize) -> *mut u8 {
+            // SAFETY: a non-zero layout.
+            let ptr = unsafe { self.arena.alloc(Self::layout(size)) };
+            assert!(self.arena.offset(ptr).is_some(), "the model's blocks fit the arena");
+            ptr
+        }
+
+        fn dealloc(&self, ptr: *mut u8, size: usize) {
+            // SAFETY: `ptr` came from this arena with this layout, and is freed once.
+            unsafe { self.arena.dealloc(ptr, Self::layout(size)) }
+        }
+
+        fn realloc(&self, ptr: *mut u8, size: usize, new_size: usize) -> *mut u8 {
+            // SAFETY: as for `dealloc`; the new size is non-zero.
+            let new = unsafe { self.arena.realloc(ptr, Self::layout(size), new_size) };
+            assert!(self.arena.offset(new).is_some(), "the model's blocks fit the arena");
+            new
+        }
+
+        /// Writes `value` over the `size` bytes at `ptr`, as the block's owner: loom records each.
+        fn write(&self, ptr: *mut u8, size: usize, value: u8) {
+            let start = self.arena.offset(ptr).expect("an arena block");
+            for cell in &self.bytes[start..start + size] {
+                // SAFETY: loom checks it (see above).
+                cell.with_mut(|p| unsafe { *p = value });
+            }
+        }
+
+        /// Whether the `size` bytes at `ptr` all read `value`.
+        fn holds(&self, ptr: *mut u8, size: usize, value: u8) -> bool {
+            let start = self.arena.offset(ptr).expect("an arena block");
+            // SAFETY: loom checks it (see above).
+            self.bytes[start..start + size].iter().all(|cell| cell.with(|p| unsafe { *p }) == value)
+        }
+    }
+
+    /// Checks `body` under every interleaving. It runs on a model thread with a stack of its own:
+    /// the arena is page-aligned, and building one overflows the small stack of loom's first thread.
+    fn check(body: fn()) {
+        loom::model(move || {
+            let big = thread::Builder::new().stack_size(1 << 20).spawn(body).expect("a model thread");
+            big.join().expect("the model thread");
+        });
+    }
+
+    /// Another thread takes a block, writes it and frees it; this one takes one and writes it. When
+    /// this one's block is the room the other gave back, its writes must come after the other's.
+    fn freed_then_taken() {
+        let s = Shared::new();
+        let other = {
+            let s = Arc::clone(&s);
+            thread::spawn(move || {
+                let p = s.alloc(16);
+                s.write(p, 16, 1);
+                assert!(s.holds(p, 16, 1), "nobody else wrote the block while it was held");
+                s.dealloc(p, 16);
+            })
+        };
+        let q = s.alloc(16);
+        s.write(q, 16, 2);
+        assert!(s.holds(q, 16, 2), "nobody else wrote the block while it was held");
+        s.dealloc(q, 16);
+        other.join().expect("the other thread");
+    }
+
+    #[test]
+    fn a_block_freed_on_one_thread_is_taken_on_another_after_its_writes() {
+        check(freed_then_taken);
+    }
+
+    /// The check notices a handover ordered too weakly: with `Relaxed` in place of the acquire and
+    /// release, a taker's writes can race with the last owner's, and the model fails.
+    #[test]
+    #[should_panic(expected = "Causality violation")]
+    fn a_relaxed_handover_fails_the_check() {
+        order::WEAK.set(true);
+        check(freed_then_taken);
+    }
+
+    /// A block shrunk in place gives its tail back: another thread that takes those bytes writes
+    /// them after the shrinking thread did.
+    #[test]
+    fn the_tail_of_a_shrunk_block_is_taken_on_another_thread_after_its_writes() {
+        check(|| {
+            let s = Shared::new();
+            let other = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    let p = s.alloc(32);
+                    s.write(p, 32, 1);
+                    let p = s.realloc(p, 32, 8);
+                    s.write(p, 8, 3);
+                    assert!(s.holds(p, 8, 3));
+                    s.dealloc(p, 8);
+                })
+            };
+            let q = s.alloc(16);
+            s.write(q, 16, 2);
+            assert!(s.holds(q, 16, 2));
+            s.dealloc(q, 16);
+            other.join().expect("the other thread");
+        });
+    }
+
+    /// The last block grows in place over bytes another thread has given back: its new bytes are
+    /// written after the other thread's writes to them.
+    #[test]
+    fn a_block_grown_in_place_over_bytes_another_thread_freed_writes_them_after_it() {
+        check(|| {
+            let s = Shared::new();
+            let a = s.alloc(8);
+            s.write(a, 8, 2);
+            let other = {
+                let s = Arc::clone(&s);
+                thread::spawn(move || {
+                    let p = s.alloc(16);
+                    s.write(p, 16, 1);
+                    s.dealloc(p, 16);
+                })
+            };
+            let a = s.realloc(a, 8, 32);
+            s.write(a, 32, 2);
+            assert!(s.holds(a, 32, 2));
+            s.dealloc(a, 32);
+            other.join().expect("the other thread");
+        });
     }
 }
