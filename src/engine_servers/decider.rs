@@ -376,11 +376,9 @@ pub struct Found {
     pub server: String,
 }
 
-/// Ollama's address on this machine.
-const OLLAMA: &str = "http://127.0.0.1:11434";
-
 /// A decision server already on this machine: one answering a decision at [providers.systemone]'s
-/// endpoint (llama-server's address unless the config says otherwise), or Ollama with a model whose
+/// endpoint (llama-server's address unless the config says otherwise), or Ollama (at [providers.ollama]'s
+/// endpoint, its own default port unless the config says otherwise) with a model whose
 /// capabilities include `decision`. Only loopback addresses are asked: a canned question, but no
 /// question leaves the machine unasked.
 pub fn answering_server() -> Result<Option<Found>> {
@@ -389,16 +387,19 @@ pub fn answering_server() -> Result<Option<Found>> {
     let endpoint = configured.string("endpoint", providers::systemone::DEFAULT_ENDPOINT);
     let model = configured.string("model", providers::systemone::DEFAULT_MODEL);
     let _ = configured.take_errors();
+    let ollama_settings = loaded.provider_settings("ollama");
+    let ollama = ollama_settings.string("endpoint", providers::ollama::DEFAULT_ENDPOINT);
+    let _ = ollama_settings.take_errors();
     if providers::http::Endpoint::new(&endpoint, false).is_ok()
         && answers(&server_settings("providers.systemone", &endpoint, &model))
     {
         let server = format!("a System One server at {}", text::without_userinfo(&endpoint));
         return Ok(Some(Found { endpoint: text::without_userinfo(&endpoint), model, server }));
     }
-    for model in ollama_decision_models() {
-        if answers(&server_settings("providers.systemone", OLLAMA, &model)) {
+    for model in ollama_decision_models(&ollama) {
+        if answers(&server_settings("providers.systemone", &ollama, &model)) {
             return Ok(Some(Found {
-                endpoint: OLLAMA.into(),
+                endpoint: text::without_userinfo(&ollama),
                 model: model.clone(),
                 server: format!("Ollama, with {model}"),
             }));
@@ -424,9 +425,10 @@ fn answers(settings: &Settings) -> bool {
     server.decide(&request, Duration::from_secs(3)).is_ok()
 }
 
-/// The models Ollama on this machine has whose `/api/show` capabilities include `decision`.
-fn ollama_decision_models() -> Vec<String> {
-    let Ok(endpoint) = providers::http::Endpoint::new(OLLAMA, false) else { return Vec::new() };
+/// The models the Ollama at `url` has whose `/api/show` capabilities include `decision`; none
+/// where `url` is not a loopback address.
+fn ollama_decision_models(url: &str) -> Vec<String> {
+    let Ok(endpoint) = providers::http::Endpoint::new(url, false) else { return Vec::new() };
     let quick = Duration::from_millis(800);
     let Ok(tags) = endpoint.get("/api/tags", quick, None) else { return Vec::new() };
     let names: Vec<String> = tags.json["models"]

@@ -306,3 +306,57 @@ fn a_decision_server_already_answering_is_used_instead_of_installing_one() {
     assert_eq!(doc["providers"]["systemone"]["endpoint"].as_str(), Some(mock.url().as_str()));
     assert!(doc["providers"]["systemone"].get("kind").is_none(), "the built-in provider names no kind");
 }
+
+/// Ollama with a decision model, at the address `[providers.ollama] endpoint` names, is used:
+/// nothing is installed, and the systemone provider is pointed at it with that model. Ollama
+/// cannot run here: a stand-in speaks its `/api/tags` and `/api/show` and answers System One
+/// decisions; of its two models only the one whose capabilities include `decision` is taken.
+#[test]
+fn ollama_with_a_decision_model_is_used_instead_of_installing_one() {
+    let ollama = FakeServer::start(|r| match r.path.as_str() {
+        "/api/tags" => {
+            Reply::json(200, &serde_json::json!({"models": [{"name": "llama3.2:3b"}, {"name": "d1-omni:600m"}]}))
+        }
+        "/api/show" => {
+            let capabilities = if r.json()["model"] == "d1-omni:600m" {
+                serde_json::json!(["decision"])
+            } else {
+                serde_json::json!(["completion", "tools"])
+            };
+            Reply::json(200, &serde_json::json!({"capabilities": capabilities}))
+        }
+        "/v1/systemone" if r.json()["model"] == "d1-omni:600m" => {
+            let body = r.json();
+            let answers: serde_json::Map<String, Value> = body["questions"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(id, _)| (id.clone(), serde_json::json!({"type": "noul", "noul": 0.9})))
+                .collect();
+            Reply::json(200, &serde_json::json!({"model": "d1-omni:600m", "answers": answers}))
+        }
+        _ => Reply::json(404, &serde_json::json!({"error": "not found"})),
+    });
+    let mut env = TestEnv::new();
+    env.write_config(&format!(
+        "[gateway]\nprovider = \"local\"\nfallback = [\"mock\"]\n[providers.ollama]\nendpoint = \"{}\"\n",
+        ollama.url()
+    ));
+    // Nothing answers at the systemone provider's own address.
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &format!("http://127.0.0.1:{}", crate::support::fake_http::free_port()));
+    let out = env.run(&["engine", "install", "decider"], "");
+    let said = stdout(&out);
+    assert!(out.status.success(), "{said}{}", stderr(&out));
+    assert!(said.contains("Ollama, with d1-omni:600m"), "{said}");
+    assert!(said.contains("already answers decisions on this machine: nothing was installed"), "{said}");
+    assert!(said.contains("the chain is now local → systemone → mock"), "{said}");
+    assert!(!env.install_dir.join("engines/decider").exists(), "nothing installed");
+    let doc: toml::Table = std::fs::read_to_string(&env.config).unwrap().parse().unwrap();
+    assert_eq!(doc["providers"]["systemone"]["endpoint"].as_str(), Some(ollama.url().as_str()));
+    assert_eq!(doc["providers"]["systemone"]["model"].as_str(), Some("d1-omni:600m"));
+    let shown: Vec<String> = ollama.requests_to("/api/show").iter().map(|r| r.json()["model"].to_string()).collect();
+    assert_eq!(shown, ["\"llama3.2:3b\"", "\"d1-omni:600m\""], "each pulled model's capabilities were read");
+    let asked = ollama.requests_to("/v1/systemone");
+    assert_eq!(asked.len(), 1, "one canned question, to the decision model only");
+    assert_eq!(asked[0].json()["model"], "d1-omni:600m");
+}
