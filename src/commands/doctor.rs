@@ -106,6 +106,7 @@ pub fn run(args: Args) -> Result<i32> {
         check_engines(&gateway, &mut r);
         check_local_model(&gateway, &mut r);
         check_routes(&gateway, &mut r);
+        check_hook_budget(&gateway, &mut r);
         check_test_decision(&gateway, &mut r);
     }
     check_serve(&gateway, &mut r);
@@ -470,6 +471,40 @@ fn check_routes(gateway: &Gateway, r: &mut Findings) {
             continue;
         }
         r.ok(format!("{}: {}; it gets {}", p.name, remote.line(), routes.sent_to(&p.name)));
+    }
+}
+
+/// With routing on, each engine of the chain whose latency was measured at install (the decision
+/// server's) against the prompt hook's engine budget: the chain passes an engine by when its
+/// latency is more than what is left of that budget, so one slower than the whole budget never
+/// answers a prompt's questions, which go on down the chain; `system1_decide` still asks it.
+fn check_hook_budget(gateway: &Gateway, r: &mut Findings) {
+    let routing = &gateway.loaded.config.routing;
+    if !routing.enabled {
+        return;
+    }
+    let budget = Duration::from_millis(routing.budget_ms);
+    for provider in gateway.chain() {
+        let Some(latency) = provider.measured_latency() else { continue };
+        let (name, ms, budget_ms) = (provider.name(), latency.as_millis(), budget.as_millis());
+        if latency > budget {
+            r.warn(
+                format!(
+                    "{name} takes about {ms} ms a decision (measured at install), more than [routing] budget_ms \
+                     ({budget_ms} ms): the prompt hook passes it by, and its questions go on down the chain \
+                     (system1_decide still asks it)"
+                ),
+                format!(
+                    "raise [routing] budget_ms above {ms} (each prompt may then wait that long), or put a faster \
+                     engine before {name}"
+                ),
+            );
+        } else {
+            r.ok(format!(
+                "{name} takes about {ms} ms a decision (measured at install), within [routing] budget_ms \
+                 ({budget_ms} ms): the prompt hook asks it when the engines before it leave it that long"
+            ));
+        }
     }
 }
 

@@ -654,3 +654,39 @@ fn a_question_type_a_server_refuses_passes_on_to_the_next_engine() {
     assert_eq!((code, &v["provider"]), (0, &Value::from("systemone")), "{v}");
     assert_eq!(mock.decisions(), 1, "only the yes/no reached the mock");
 }
+
+/// With routing on, doctor weighs a decision server's latency measured at install against the
+/// prompt hook's engine budget: slower than the whole budget is a warning (the hook passes it by),
+/// within it is fine; with routing off there is no hook budget to weigh it against.
+#[test]
+fn doctor_weighs_a_measured_latency_against_the_hook_budget() {
+    let mut env = TestEnv::new();
+    let config = |routing: &str| {
+        format!(
+            "[gateway]\nprovider = \"mock\"\nfallback = [\"systemone\"]\n\
+             [providers.systemone]\nlatency_ms = 900\n{routing}"
+        )
+    };
+    env.set_env("SYSTEM1_SYSTEMONE_ENDPOINT", &format!("http://127.0.0.1:{}", support::fake_http::free_port()));
+    env.write_config(&config("[routing]\nenabled = true\nbudget_ms = 300\n"));
+    let report = stdout(&env.run(&["doctor"], ""));
+    assert!(
+        report.contains(
+            "warn  systemone takes about 900 ms a decision (measured at install), more than [routing] budget_ms \
+             (300 ms): the prompt hook passes it by"
+        ),
+        "{report}"
+    );
+    assert!(report.contains("fix: raise [routing] budget_ms above 900"), "{report}");
+    env.write_config(&config("[routing]\nenabled = true\nbudget_ms = 1500\n"));
+    let report = stdout(&env.run(&["doctor"], ""));
+    assert!(
+        report.contains(
+            "ok    systemone takes about 900 ms a decision (measured at install), within [routing] budget_ms (1500 ms)"
+        ),
+        "{report}"
+    );
+    env.write_config(&config(""));
+    let report = stdout(&env.run(&["doctor"], ""));
+    assert!(!report.contains("measured at install"), "routing off: {report}");
+}
