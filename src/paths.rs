@@ -40,12 +40,43 @@ fn env_path(var: &str) -> Option<PathBuf> {
     env::var_os(var).filter(|v| !v.is_empty()).map(PathBuf::from)
 }
 
-/// The unit tests' home: one scratch folder per test process, in the system's temp folder.
+/// The unit tests' home, once a test has asked for it.
+#[cfg(test)]
+static UNIT_TEST_HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The unit tests' home: one scratch folder per test process, in the system's temp folder, removed
+/// when the process exits.
 #[cfg(test)]
 fn unit_test_home() -> Option<PathBuf> {
-    static HOME: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    Some(HOME.get_or_init(|| env::temp_dir().join(format!("system1-unit-tests-{}", std::process::id()))).clone())
+    Some(
+        UNIT_TEST_HOME
+            .get_or_init(|| {
+                remove_unit_test_home_at_exit();
+                env::temp_dir().join(format!("system1-unit-tests-{}", std::process::id()))
+            })
+            .clone(),
+    )
 }
+
+/// Has the C library's exit remove the unit tests' home: the test harness ends by returning from
+/// `main` or, when a test failed, by `exit`, and both run the exit handlers. (A process killed
+/// outright leaves its folder; on Windows it is left too.)
+#[cfg(all(test, unix))]
+fn remove_unit_test_home_at_exit() {
+    extern "C" fn remove() {
+        if let Some(home) = UNIT_TEST_HOME.get() {
+            let _ = std::fs::remove_dir_all(home);
+        }
+    }
+    // SAFETY: `remove` is a function of the program, there for as long as the process is.
+    #[allow(unsafe_code, reason = "registering an exit handler is a C call")]
+    unsafe {
+        libc::atexit(remove);
+    }
+}
+
+#[cfg(all(test, not(unix)))]
+fn remove_unit_test_home_at_exit() {}
 
 #[cfg(not(test))]
 fn unit_test_home() -> Option<PathBuf> {
@@ -238,5 +269,37 @@ fn is_executable(p: &Path) -> bool {
     #[cfg(not(unix))]
     {
         meta.is_file()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test process's scratch home is gone once it has exited: this test runs itself in a
+    /// child test process, which writes a file there and says where.
+    #[test]
+    fn the_unit_tests_home_is_removed_when_the_test_process_exits() {
+        const CHILD: &str = "SYSTEM1_UNIT_TEST_HOME_CHILD";
+        if std::env::var_os(CHILD).is_some() {
+            let home = home();
+            std::fs::create_dir_all(home.join(".system1-gateway")).unwrap();
+            std::fs::write(home.join(".system1-gateway/written"), "x").unwrap();
+            std::io::Write::write_all(&mut std::io::stdout(), format!("\nhome={}\n", home.display()).as_bytes())
+                .unwrap();
+            return;
+        }
+        let me = "paths::tests::the_unit_tests_home_is_removed_when_the_test_process_exits";
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", me, "--nocapture", "--test-threads=1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+        let home = said.lines().find_map(|l| l.strip_prefix("home=")).expect("the child says where its home is");
+        assert_ne!(Path::new(home), super::home(), "the child had a home of its own");
+        assert!(home.contains("system1-unit-tests-"), "{home}");
+        assert!(!Path::new(home).exists(), "{home} is still there after its process exited");
     }
 }
