@@ -110,6 +110,10 @@ echo "RAN: python3 $*" >&2"#,
                 // The loom model check: a build of its own, announced as such.
                 assert!(build.starts_with("scripts/test: model-checking "), "{log}");
                 assert!(build.contains("minute on 2"), "{build}");
+            } else if line.contains("-p system1-arena --lib model") {
+                // The arena's, in the build the first one made.
+                assert!(build.starts_with("scripts/test: model-checking "), "{log}");
+                assert!(build.contains("seconds on 2"), "{build}");
             } else {
                 assert!(build.starts_with("scripts/test: building the tests (the first build takes about "), "{log}");
                 assert!(build.contains("minutes on 2"), "{build}");
@@ -131,4 +135,5 @@ echo "RAN: python3 $*" >&2"#,
     assert!(installs >= 15, "{installs} installs ran:\n{log}");
     assert!(log.contains("RAN: cargo test --locked"), "{log}");
     assert!(log.contains("RAN: cargo test --locked -p system1-embed --lib helper::model"), "{log}");
+    assert!(log.contains("RAN: cargo test --locked -p system1-arena --lib model"), "{log}");
 }
