@@ -221,9 +221,11 @@ fn install_model(spec: &Spec, model: &'static Pinned, from: Option<&Path>) -> Re
         }
     };
     let header = gguf::read(&target.join(file.path));
-    if let Some(why) =
-        header.as_ref().err().cloned().or_else(|| header.as_ref().ok().and_then(|h| h.not_a_decision_model()))
-    {
+    let refused = match &header {
+        Err(unreadable) => Some(unreadable.clone()),
+        Ok(h) => h.not_a_decision_model().map(|why| why.to_string()),
+    };
+    if let Some(why) = refused {
         let _ = std::fs::remove_dir_all(&target);
         return Err(Error::failure(format!("{} is not a decision model: {why}; nothing was installed", file.path))
             .with_hint("choose a decision GGUF: llama.cpp's \"Decision models\" collection on the hub lists them (Julia-1, Laya, Kev, lev)"));

@@ -25,19 +25,67 @@ pub struct Header {
     pub systemone_template: bool,
 }
 
-impl Header {
-    /// Why llama.cpp's server would not answer decisions with this model, or `None` when it would.
-    pub fn not_a_decision_model(&self) -> Option<String> {
-        let arch = self.architecture.as_deref().unwrap_or("unknown");
-        match (&self.decision_type, self.systemone_template) {
-            (None, _) => Some(format!(
+/// Why llama.cpp's server would not answer decisions with a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotDecision {
+    /// No `<architecture>.decision.type`: a plain model of this architecture.
+    Plain { architecture: String },
+    /// A decision type, but no `systemone` prompt template.
+    NoTemplate { decision_type: String },
+}
+
+impl std::fmt::Display for NotDecision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotDecision::Plain { architecture: arch } => write!(
+                f,
                 "it is a plain {arch} model: its metadata names no decision type ({arch}.decision.type), so \
                  llama.cpp's server would answer every decision with HTTP 501 \"This model is not a decision model\""
-            )),
-            (Some(t), false) => Some(format!(
+            ),
+            NotDecision::NoTemplate { decision_type: t } => write!(
+                f,
                 "it names the decision type {t:?} but has no \"systemone\" prompt template \
                  (tokenizer.chat_template.systemone), which llama.cpp's server renders each question with"
-            )),
+            ),
+        }
+    }
+}
+
+/// Why a header could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Damage {
+    /// Not `GGUF` at the start, or not even four bytes.
+    NoMagic,
+    Version(u32),
+    TooManyPairs(u64),
+    ArrayTooLong(u64),
+    StringTooLong(u64),
+    UnknownType(u32),
+    /// The file ends before its header does.
+    Truncated,
+}
+
+impl std::fmt::Display for Damage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Damage::NoMagic => write!(f, "it does not start with the GGUF magic"),
+            Damage::Version(v) => write!(f, "GGUF version {v} (known: 2 and 3)"),
+            Damage::TooManyPairs(n) => write!(f, "{n} metadata pairs, more than {MAX_PAIRS}"),
+            Damage::ArrayTooLong(n) => write!(f, "an array of {n} entries, more than {MAX_ARRAY}"),
+            Damage::StringTooLong(n) => write!(f, "a string of {n} bytes, more than {MAX_STRING}"),
+            Damage::UnknownType(k) => write!(f, "unknown value type {k}"),
+            Damage::Truncated => write!(f, "it ends inside its header"),
+        }
+    }
+}
+
+impl Header {
+    /// Why llama.cpp's server would not answer decisions with this model, or `None` when it would.
+    pub fn not_a_decision_model(&self) -> Option<NotDecision> {
+        let architecture = self.architecture.clone().unwrap_or_else(|| "unknown".into());
+        match (&self.decision_type, self.systemone_template) {
+            (None, _) => Some(NotDecision::Plain { architecture }),
+            (Some(t), false) => Some(NotDecision::NoTemplate { decision_type: t.clone() }),
             (Some(_), true) => None,
         }
     }
@@ -58,20 +106,20 @@ pub fn read(path: &Path) -> Result<Header, String> {
 }
 
 /// Reads a header from `r`.
-pub fn parse(r: &mut impl Read) -> Result<Header, String> {
+pub fn parse(r: &mut impl Read) -> Result<Header, Damage> {
     let mut magic = [0u8; 4];
-    r.read_exact(&mut magic).map_err(|_| "it is shorter than a GGUF header".to_string())?;
+    r.read_exact(&mut magic).map_err(|_| Damage::NoMagic)?;
     if &magic != b"GGUF" {
-        return Err("it does not start with the GGUF magic".into());
+        return Err(Damage::NoMagic);
     }
     let version = u32_of(r)?;
     if !(2..=3).contains(&version) {
-        return Err(format!("GGUF version {version} (known: 2 and 3)"));
+        return Err(Damage::Version(version));
     }
     let _tensors = u64_of(r)?;
     let pairs = u64_of(r)?;
     if pairs > MAX_PAIRS {
-        return Err(format!("{pairs} metadata pairs, more than {MAX_PAIRS}"));
+        return Err(Damage::TooManyPairs(pairs));
     }
     let mut header = Header { version, architecture: None, decision_type: None, systemone_template: false };
     // The decision type's key depends on the architecture, which may come after it.
@@ -97,7 +145,7 @@ pub fn parse(r: &mut impl Read) -> Result<Header, String> {
 }
 
 /// Reads one value of type `kind`; returns it when it is a string and `keep` is set.
-fn value(r: &mut impl Read, kind: u32, keep: bool) -> Result<Option<String>, String> {
+fn value(r: &mut impl Read, kind: u32, keep: bool) -> Result<Option<String>, Damage> {
     match kind {
         8 => {
             let s = string(r)?;
@@ -107,7 +155,7 @@ fn value(r: &mut impl Read, kind: u32, keep: bool) -> Result<Option<String>, Str
             let inner = u32_of(r)?;
             let n = u64_of(r)?;
             if n > MAX_ARRAY {
-                return Err(format!("an array of {n} entries, more than {MAX_ARRAY}"));
+                return Err(Damage::ArrayTooLong(n));
             }
             for _ in 0..n {
                 value(r, inner, false)?;
@@ -115,7 +163,7 @@ fn value(r: &mut impl Read, kind: u32, keep: bool) -> Result<Option<String>, Str
             Ok(None)
         }
         _ => {
-            let width = scalar_width(kind).ok_or_else(|| format!("unknown value type {kind}"))?;
+            let width = scalar_width(kind).ok_or(Damage::UnknownType(kind))?;
             skip(r, width)?;
             Ok(None)
         }
@@ -133,33 +181,33 @@ fn scalar_width(kind: u32) -> Option<u64> {
     }
 }
 
-fn string(r: &mut impl Read) -> Result<String, String> {
+fn string(r: &mut impl Read) -> Result<String, Damage> {
     let len = u64_of(r)?;
     if len > MAX_STRING {
-        return Err(format!("a string of {len} bytes, more than {MAX_STRING}"));
+        return Err(Damage::StringTooLong(len));
     }
     let mut buf = Vec::new();
-    r.take(len).read_to_end(&mut buf).map_err(|e| e.to_string())?;
+    r.take(len).read_to_end(&mut buf).map_err(|_| Damage::Truncated)?;
     if buf.len() as u64 != len {
-        return Err("it ends inside its header".into());
+        return Err(Damage::Truncated);
     }
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-fn skip(r: &mut impl Read, n: u64) -> Result<(), String> {
-    let got = std::io::copy(&mut r.take(n), &mut std::io::sink()).map_err(|e| e.to_string())?;
-    if got == n { Ok(()) } else { Err("it ends inside its header".into()) }
+fn skip(r: &mut impl Read, n: u64) -> Result<(), Damage> {
+    let got = std::io::copy(&mut r.take(n), &mut std::io::sink()).map_err(|_| Damage::Truncated)?;
+    if got == n { Ok(()) } else { Err(Damage::Truncated) }
 }
 
-fn u32_of(r: &mut impl Read) -> Result<u32, String> {
+fn u32_of(r: &mut impl Read) -> Result<u32, Damage> {
     let mut b = [0u8; 4];
-    r.read_exact(&mut b).map_err(|_| "it ends inside its header".to_string())?;
+    r.read_exact(&mut b).map_err(|_| Damage::Truncated)?;
     Ok(u32::from_le_bytes(b))
 }
 
-fn u64_of(r: &mut impl Read) -> Result<u64, String> {
+fn u64_of(r: &mut impl Read) -> Result<u64, Damage> {
     let mut b = [0u8; 8];
-    r.read_exact(&mut b).map_err(|_| "it ends inside its header".to_string())?;
+    r.read_exact(&mut b).map_err(|_| Damage::Truncated)?;
     Ok(u64::from_le_bytes(b))
 }
 
@@ -223,8 +271,8 @@ mod tests {
     #[test]
     fn a_plain_model_and_one_without_its_template_are_named_for_what_they_lack() {
         let plain = header(&[("general.architecture", string_value("llama")), ("llama.block_count", u32_value(2))]);
-        let why = parse(&mut plain.as_slice()).unwrap().not_a_decision_model().unwrap();
-        assert!(why.contains("plain llama model") && why.contains("llama.decision.type"), "{why}");
+        let why = parse(&mut plain.as_slice()).unwrap().not_a_decision_model();
+        assert_eq!(why, Some(NotDecision::Plain { architecture: "llama".into() }));
         // Another architecture's decision key does not make this one a decision model.
         let other = header(&[
             ("general.architecture", string_value("llama")),
@@ -234,28 +282,28 @@ mod tests {
         assert!(parse(&mut other.as_slice()).unwrap().decision_type.is_none());
         let untemplated =
             header(&[("general.architecture", string_value("bert")), ("bert.decision.type", string_value("laya"))]);
-        let why = parse(&mut untemplated.as_slice()).unwrap().not_a_decision_model().unwrap();
-        assert!(why.contains("no \"systemone\" prompt template"), "{why}");
+        let why = parse(&mut untemplated.as_slice()).unwrap().not_a_decision_model();
+        assert_eq!(why, Some(NotDecision::NoTemplate { decision_type: "laya".into() }));
     }
 
     #[test]
     fn damaged_headers_are_errors_not_allocations() {
-        assert!(parse(&mut b"PK\x03\x04rest".as_slice()).unwrap_err().contains("magic"));
-        assert!(parse(&mut b"GG".as_slice()).is_err());
+        assert_eq!(parse(&mut b"PK\x03\x04rest".as_slice()), Err(Damage::NoMagic));
+        assert_eq!(parse(&mut b"GG".as_slice()), Err(Damage::NoMagic));
         let mut truncated = header(&[("general.architecture", string_value("llama"))]);
         truncated.truncate(truncated.len() - 3);
-        assert!(parse(&mut truncated.as_slice()).unwrap_err().contains("ends inside"));
+        assert_eq!(parse(&mut truncated.as_slice()), Err(Damage::Truncated));
         // A string that claims a terabyte is refused before anything is read into memory.
         let mut huge = b"GGUF".to_vec();
         huge.extend(3u32.to_le_bytes());
         huge.extend(0u64.to_le_bytes());
         huge.extend(1u64.to_le_bytes());
         huge.extend((1u64 << 40).to_le_bytes());
-        assert!(parse(&mut huge.as_slice()).unwrap_err().contains("more than"));
+        assert_eq!(parse(&mut huge.as_slice()), Err(Damage::StringTooLong(1 << 40)));
         let mut v1 = b"GGUF".to_vec();
         v1.extend(1u32.to_le_bytes());
-        assert!(parse(&mut v1.as_slice()).unwrap_err().contains("version 1"));
+        assert_eq!(parse(&mut v1.as_slice()), Err(Damage::Version(1)));
         let odd = header(&[("x", 99u32.to_le_bytes().to_vec())]);
-        assert!(parse(&mut odd.as_slice()).unwrap_err().contains("unknown value type 99"));
+        assert_eq!(parse(&mut odd.as_slice()), Err(Damage::UnknownType(99)));
     }
 }
