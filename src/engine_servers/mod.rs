@@ -245,9 +245,9 @@ impl PipSource {
     /// `SYSTEM1_PYPI_ENDPOINT`'s index (a mirror of PyPI, as the local engine's download uses it),
     /// else pip's own.
     pub fn from_env() -> Self {
-        match std::env::var("SYSTEM1_PYPI_ENDPOINT").ok().map(|e| e.trim().trim_end_matches('/').to_string()) {
-            Some(e) if !e.is_empty() => PipSource::Index(format!("{e}/simple")),
-            _ => PipSource::Default,
+        match crate::providers::local::wheel::index_mirror() {
+            Some(mirror) => PipSource::Index(format!("{mirror}/simple")),
+            None => PipSource::Default,
         }
     }
 

@@ -23,14 +23,18 @@ pub struct Listed {
     pub sha256: String,
 }
 
-/// The index's JSON API base (`https://pypi.org`), or `SYSTEM1_PYPI_ENDPOINT` (a mirror that
-/// serves the same API, or a test's loopback server).
+/// The index's JSON API base (`https://pypi.org`), or [`index_mirror`].
 pub fn index_endpoint() -> String {
+    index_mirror().unwrap_or_else(|| "https://pypi.org".to_string())
+}
+
+/// `SYSTEM1_PYPI_ENDPOINT`, without a trailing slash: a mirror of PyPI that serves the same API
+/// (or a test's loopback server), where one is set.
+pub fn index_mirror() -> Option<String> {
     std::env::var("SYSTEM1_PYPI_ENDPOINT")
         .ok()
         .map(|e| e.trim().trim_end_matches('/').to_string())
         .filter(|e| !e.is_empty())
-        .unwrap_or_else(|| "https://pypi.org".to_string())
 }
 
 pub fn json_url(endpoint: &str, wheel: &Wheel) -> String {
