@@ -319,11 +319,9 @@ impl Chained {
 /// Whether the local engine's default model is installed (then it heads a new chain).
 fn local_installed() -> bool {
     let dir = providers::local::default_dir(providers::local::DEFAULT_MODEL);
-    providers::local::download::pinned(providers::local::DEFAULT_MODEL).is_ok_and(|m| download_ok(m, &dir))
-}
-
-fn download_ok(model: &providers::local::download::Pinned, dir: &Path) -> bool {
-    dir.is_dir() && providers::local::download::verify(model, dir).is_empty()
+    dir.is_dir()
+        && providers::local::download::pinned(providers::local::DEFAULT_MODEL)
+            .is_ok_and(|m| providers::local::download::verify(m, &dir).is_empty())
 }
 
 /// Puts `provider` in `[gateway] fallback` right after `local` (the first entry when `local` is
